@@ -139,7 +139,10 @@ pub enum Fault {
 #[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Message {
     /// The agent is running and the channel works: the readiness signal.
-    Hello { protocol: u32, agent_version: String },
+    Hello {
+        protocol: u32,
+        agent_version: String,
+    },
     /// What the guest looks like, after setup.
     Facts(GuestFacts),
     /// One measured (or warm-up) sample.

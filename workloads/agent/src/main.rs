@@ -1,1 +1,181 @@
-fn main() {}
+//! patchbench's guest agent: PID 1 (`/init`) inside the benchmark VM.
+//!
+//! As PID 1 it mounts the kernel file systems, opens the virtio-serial port,
+//! says hello, reads the job, sets up swap, zswap and THP (each read back),
+//! reports the guest's facts, runs the workload, reports each sample, says
+//! done and reboots, which ends QEMU (run with `-no-reboot`). Any failure
+//! after the port is open, a panic included, is reported as one `error`
+//! message before the reboot. PID 1 never exits by accident: only the
+//! `exit-init` fault does, on purpose.
+//!
+//! Run as any other process it offers only a developer mode (see [`dev`]).
+//! The mode is chosen by PID, never by argv, since PID 1's argv comes from
+//! the kernel command line.
+
+mod console;
+mod dev;
+mod error;
+mod fault;
+mod files;
+mod pageout;
+mod parse;
+mod pattern;
+mod port;
+mod report;
+mod setup;
+mod spawn;
+mod sys;
+mod worker;
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use patchbench_agent::{Fault, JOB_PATH, Job, Message, PORT_NAME, PROTOCOL_VERSION, Workload};
+
+use crate::error::{Context, Result, bail};
+use crate::port::Port;
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// How long the virtio-serial port may take to appear after boot.
+const PORT_DEADLINE: Duration = Duration::from_secs(10);
+
+fn main() {
+    if sys::getpid() != 1 {
+        std::process::exit(dev::main(std::env::args().skip(1).collect()));
+    }
+    init()
+}
+
+/// PID 1's whole life.
+fn init() -> ! {
+    console::say(format!("version {VERSION} starting"));
+    if let Err(e) = setup::mount_early() {
+        console::say(format!("error: {e}"));
+        shutdown();
+    }
+    let mut port = match Port::open(PORT_DEADLINE) {
+        Ok(port) => port,
+        Err(e) => {
+            console::say(format!("error: {e}"));
+            shutdown();
+        }
+    };
+    console::say(format!("port {PORT_NAME} is {}", port.path().display()));
+
+    let failure = match std::panic::catch_unwind(AssertUnwindSafe(|| run(&mut port))) {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(payload) => Some(format!("agent panicked: {}", panic_text(&*payload))),
+    };
+    let (line, message) = match failure {
+        None => ("done, rebooting".to_string(), Message::Done),
+        Some(message) => (format!("error: {message}"), Message::Error { message }),
+    };
+    console::say(line);
+    if let Err(e) = port.send(&message) {
+        console::say(format!("could not tell the host: {e}"));
+    }
+    shutdown()
+}
+
+/// Everything after the port is open.
+fn run(port: &mut Port) -> Result<()> {
+    port.send(&Message::Hello {
+        protocol: PROTOCOL_VERSION,
+        agent_version: VERSION.to_string(),
+    })?;
+    setup::mount_late()?;
+    let job = read_job()?;
+    console::say(format!(
+        "job boot={} warmups={} samples={} workload {}",
+        job.boot_label,
+        job.warmups,
+        job.samples,
+        describe(&job.workload)
+    ));
+    setup::swap(&job.swap).context("setting up swap")?;
+    setup::zswap(&job.zswap).context("setting up zswap")?;
+    setup::thp(job.thp).context("setting up THP")?;
+    let facts = setup::facts().context("reading guest facts")?;
+    port.send(&Message::Facts(facts))?;
+
+    match job.workload {
+        Workload::ZswapPageout {
+            workers,
+            mib_per_worker,
+            zswap_max,
+            memory_max,
+            swap_max,
+        } => {
+            let params = pageout::Params {
+                workers,
+                mib_per_worker,
+                zswap_max,
+                memory_max,
+                swap_max,
+            };
+            pageout::run(&params, job.warmups, job.samples, port).context("zswap-pageout")
+        }
+        Workload::GuestFault { fault } => fault::run(fault),
+    }
+}
+
+fn read_job() -> Result<Job> {
+    let text = files::read(JOB_PATH)?;
+    let job: Job =
+        serde_json::from_str(&text).with_context(|| format!("parsing the job {JOB_PATH}"))?;
+    if job.protocol != PROTOCOL_VERSION {
+        bail!(
+            "the job {JOB_PATH} is for protocol {}, this agent speaks {PROTOCOL_VERSION}",
+            job.protocol
+        );
+    }
+    Ok(job)
+}
+
+/// The workload and its parameters on one console line.
+fn describe(workload: &Workload) -> String {
+    match workload {
+        Workload::ZswapPageout {
+            workers,
+            mib_per_worker,
+            zswap_max,
+            memory_max,
+            swap_max,
+        } => format!(
+            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} zswap_max={} memory_max={} swap_max={}",
+            zswap_max.cgroup_value(),
+            memory_max.cgroup_value(),
+            swap_max.cgroup_value()
+        ),
+        Workload::GuestFault { fault } => format!(
+            "guest-fault {}",
+            match fault {
+                Fault::ExitInit => "exit-init",
+                Fault::Hang => "hang",
+                Fault::Fail => "fail",
+            }
+        ),
+    }
+}
+
+fn panic_text(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// Syncs and reboots; with `-no-reboot` QEMU exits. Should the kernel refuse,
+/// PID 1 must still not exit, so it waits for the host's deadline.
+fn shutdown() -> ! {
+    sys::sync();
+    let e = sys::reboot();
+    console::say(format!(
+        "reboot failed: {e}; waiting for the host to stop the VM"
+    ));
+    sys::pause_forever()
+}

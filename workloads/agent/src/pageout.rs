@@ -1,0 +1,280 @@
+//! The ZswapPageout workload (seed 000): a private memory cgroup with a zswap
+//! limit, then per sample N pinned workers that each page out and re-read
+//! compressible anonymous memory, with zswap's counters read around them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use patchbench_agent::{Limit, Message, Sample};
+
+use crate::console;
+use crate::error::{Context, Error, Result, bail};
+use crate::files;
+use crate::parse;
+use crate::port::Port;
+use crate::report::WorkerResult;
+use crate::setup;
+use crate::spawn;
+use crate::sys;
+
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+const CGROUP: &str = "/sys/fs/cgroup/patchbench";
+
+/// The workload's parameters, as the job gives them.
+pub struct Params {
+    pub workers: u32,
+    pub mib_per_worker: u64,
+    pub zswap_max: Limit,
+    pub memory_max: Limit,
+    pub swap_max: Limit,
+}
+
+/// Sets up the cgroup once, then runs and reports every sample.
+pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Result<()> {
+    let online = setup::online_cpus()?;
+    let cpus = worker_cpus(&online, params.workers)?;
+    setup_cgroup(params).context("setting up the cgroup")?;
+    let cgroup = Path::new(CGROUP);
+    let procs = cgroup.join("cgroup.procs");
+    let stat = cgroup.join("memory.stat");
+    let total = warmups + samples;
+    for index in 0..total {
+        let during = || format!("sample {index}");
+        let before = read_stat(&stat).with_context(during)?;
+        let results =
+            spawn::run_workers(cpus, params.mib_per_worker, Some(&procs)).with_context(during)?;
+        let after = read_stat(&stat).with_context(during)?;
+        let metrics = sample_metrics(&results, &before, &after).with_context(during)?;
+        let warmup = index < warmups;
+        console::say(format!(
+            "sample {}/{total}{} {}",
+            index + 1,
+            if warmup { " (warm-up)" } else { "" },
+            render(&metrics)
+        ));
+        port.send(&Message::Sample(Sample {
+            index,
+            warmup,
+            metrics,
+        }))?;
+    }
+    Ok(())
+}
+
+/// Worker `i` runs on the `i`-th online CPU.
+pub fn worker_cpus(online: &[u32], workers: u32) -> Result<&[u32]> {
+    let n = workers as usize;
+    if n == 0 {
+        bail!("at least one worker is needed");
+    }
+    if n > online.len() {
+        bail!(
+            "{workers} workers asked for, one per CPU, but only {} CPUs are online",
+            online.len()
+        );
+    }
+    Ok(&online[..n])
+}
+
+/// Enables the memory controller, creates the cgroup and sets its limits,
+/// reading each limit back.
+fn setup_cgroup(params: &Params) -> Result<()> {
+    files::write(format!("{CGROUP_ROOT}/cgroup.subtree_control"), "+memory")?;
+    match std::fs::create_dir(CGROUP) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("creating {CGROUP}")),
+    }
+    let page = sys::page_size() as u64;
+    let mut shown = Vec::new();
+    for (file, limit) in [
+        ("memory.max", params.memory_max),
+        ("memory.swap.max", params.swap_max),
+        ("memory.zswap.max", params.zswap_max),
+    ] {
+        let path = format!("{CGROUP}/{file}");
+        files::write(&path, &limit.cgroup_value())?;
+        let got = files::read_value(&path)?;
+        let want = limit_readback(limit, page);
+        if got != want {
+            bail!(
+                "{path} reads {got:?} after writing {:?}",
+                limit.cgroup_value()
+            );
+        }
+        shown.push(format!("{file}={got}"));
+    }
+    console::say(format!("cgroup {CGROUP} {}", shown.join(" ")));
+    Ok(())
+}
+
+/// What a cgroup limit file reads after `limit` is written: the kernel keeps
+/// limits in whole pages.
+pub fn limit_readback(limit: Limit, page_size: u64) -> String {
+    match limit {
+        Limit::Bytes(n) => (n / page_size * page_size).to_string(),
+        Limit::Max => "max".to_string(),
+    }
+}
+
+fn read_stat(path: &Path) -> Result<BTreeMap<String, u64>> {
+    parse::flat_keyed(&files::read(path)?)
+        .map_err(Error::msg)
+        .with_context(|| format!("parsing {}", path.display()))
+}
+
+/// The workers' numbers, combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub pageout_cpu_ns: u64,
+    pub verify_cpu_ns: u64,
+    pub total_cpu_ns: u64,
+    /// From the earliest worker start to the latest worker end.
+    pub elapsed_ns: u64,
+}
+
+/// Sums the CPU times and spans the wall-clock window of all workers.
+pub fn totals(results: &[WorkerResult]) -> Totals {
+    let start = results.iter().map(|r| r.start_mono_ns).min().unwrap_or(0);
+    let end = results.iter().map(|r| r.end_mono_ns).max().unwrap_or(0);
+    Totals {
+        pageout_cpu_ns: results.iter().map(|r| r.pageout_cpu_ns).sum(),
+        verify_cpu_ns: results.iter().map(|r| r.verify_cpu_ns).sum(),
+        total_cpu_ns: results.iter().map(|r| r.total_cpu_ns).sum(),
+        elapsed_ns: end.saturating_sub(start),
+    }
+}
+
+/// One sample's metrics (names and units as in `workloads/zswap-pageout.yaml`).
+pub fn sample_metrics(
+    results: &[WorkerResult],
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+) -> Result<BTreeMap<String, u64>> {
+    let t = totals(results);
+    let zswpout = counter_delta("zswpout", before, after)?;
+    let zswpin = counter_delta("zswpin", before, after)?;
+    if zswpout == 0 {
+        bail!("zswap stored nothing: is zswap enabled and the swap device on?");
+    }
+    Ok(BTreeMap::from([
+        ("pageout_cpu_ns".to_string(), t.pageout_cpu_ns),
+        ("verify_cpu_ns".to_string(), t.verify_cpu_ns),
+        ("total_cpu_ns".to_string(), t.total_cpu_ns),
+        ("elapsed_ns".to_string(), t.elapsed_ns),
+        ("zswpout_pages".to_string(), zswpout),
+        ("zswpin_pages".to_string(), zswpin),
+    ]))
+}
+
+fn counter_delta(
+    name: &str,
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+) -> Result<u64> {
+    let get = |map: &BTreeMap<String, u64>, when: &str| {
+        map.get(name)
+            .copied()
+            .ok_or_else(|| Error::msg(format!("memory.stat has no {name} {when} the sample")))
+    };
+    let (b, a) = (get(before, "before")?, get(after, "after")?);
+    a.checked_sub(b)
+        .ok_or_else(|| Error::msg(format!("memory.stat {name} went backwards: {b} -> {a}")))
+}
+
+/// `key=value` pairs on one line.
+pub fn render(metrics: &BTreeMap<String, u64>) -> String {
+    metrics
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worker(pageout: u64, start: u64, end: u64) -> WorkerResult {
+        WorkerResult {
+            pageout_cpu_ns: pageout,
+            verify_cpu_ns: 2 * pageout,
+            total_cpu_ns: 5 * pageout,
+            start_mono_ns: start,
+            end_mono_ns: end,
+        }
+    }
+
+    fn stat(zswpout: u64, zswpin: u64) -> BTreeMap<String, u64> {
+        BTreeMap::from([
+            ("anon".to_string(), 0),
+            ("zswpout".to_string(), zswpout),
+            ("zswpin".to_string(), zswpin),
+        ])
+    }
+
+    #[test]
+    fn metrics_sum_cpu_and_span_elapsed() {
+        let results = [worker(10, 1_000, 5_000), worker(20, 1_200, 6_000)];
+        let m = sample_metrics(&results, &stat(100, 5), &stat(16_484, 16_389)).unwrap();
+        let want = [
+            ("elapsed_ns", 5_000),
+            ("pageout_cpu_ns", 30),
+            ("total_cpu_ns", 150),
+            ("verify_cpu_ns", 60),
+            ("zswpin_pages", 16_384),
+            ("zswpout_pages", 16_384),
+        ];
+        let got: Vec<(&str, u64)> = m.iter().map(|(k, &v)| (k.as_str(), v)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn nothing_stored_is_an_error() {
+        let err = sample_metrics(&[worker(1, 0, 1)], &stat(7, 0), &stat(7, 0)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "zswap stored nothing: is zswap enabled and the swap device on?"
+        );
+    }
+
+    #[test]
+    fn missing_or_backward_counters_are_errors() {
+        let mut no_zswpin = stat(9, 0);
+        no_zswpin.remove("zswpin");
+        let err = sample_metrics(&[], &stat(1, 0), &no_zswpin).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "memory.stat has no zswpin after the sample"
+        );
+        let err = sample_metrics(&[], &stat(9, 0), &stat(1, 0)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "memory.stat zswpout went backwards: 9 -> 1"
+        );
+    }
+
+    #[test]
+    fn workers_take_online_cpus_in_order() {
+        assert_eq!(worker_cpus(&[0, 1, 4], 2).unwrap(), &[0, 1]);
+        let err = worker_cpus(&[0, 1], 3).unwrap_err().to_string();
+        assert!(
+            err.contains("3 workers") && err.contains("only 2 CPUs"),
+            "{err}"
+        );
+        assert!(worker_cpus(&[0], 0).is_err());
+    }
+
+    #[test]
+    fn limits_read_back_in_whole_pages() {
+        assert_eq!(limit_readback(Limit::Max, 4096), "max");
+        assert_eq!(limit_readback(Limit::Bytes(67_108_864), 4096), "67108864");
+        assert_eq!(limit_readback(Limit::Bytes(5000), 4096), "4096");
+    }
+
+    #[test]
+    fn render_is_one_line_of_pairs() {
+        let m = BTreeMap::from([("a".to_string(), 1), ("b".to_string(), 2)]);
+        assert_eq!(render(&m), "a=1 b=2");
+    }
+}

@@ -1,0 +1,147 @@
+//! Pure parsers for the kernel text files the agent reads.
+//!
+//! Nothing here touches the file system: each function takes the file's text,
+//! so each is unit-tested against real kernel output.
+
+use std::collections::BTreeMap;
+
+/// Parses a kernel CPU list such as `0-3,5` (`/sys/devices/system/cpu/online`)
+/// into the CPU numbers, in order.
+pub fn cpu_list(text: &str) -> Result<Vec<u32>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut cpus = Vec::new();
+    for part in text.split(',') {
+        let number = |s: &str| {
+            s.parse::<u32>()
+                .map_err(|_| format!("bad CPU number {s:?} in CPU list {text:?}"))
+        };
+        match part.split_once('-') {
+            Some((lo, hi)) => {
+                let (lo, hi) = (number(lo)?, number(hi)?);
+                if lo > hi {
+                    return Err(format!("descending range {part:?} in CPU list {text:?}"));
+                }
+                cpus.extend(lo..=hi);
+            }
+            None => cpus.push(number(part)?),
+        }
+    }
+    Ok(cpus)
+}
+
+/// The selected word of a sysfs choice file such as
+/// `always madvise [never]` (THP's `enabled`).
+pub fn selected_choice(line: &str) -> Option<&str> {
+    let start = line.find('[')?;
+    let rest = &line[start + 1..];
+    let end = rest.find(']')?;
+    Some(&rest[..end])
+}
+
+/// Parses a flat `key value` file such as a cgroup's `memory.stat`.
+pub fn flat_keyed(text: &str) -> Result<BTreeMap<String, u64>, String> {
+    let mut map = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut fields = line.split_whitespace();
+        let (Some(key), Some(value), None) = (fields.next(), fields.next(), fields.next()) else {
+            return Err(format!("malformed line {line:?}"));
+        };
+        let value = value
+            .parse::<u64>()
+            .map_err(|_| format!("non-numeric value in line {line:?}"))?;
+        map.insert(key.to_string(), value);
+    }
+    Ok(map)
+}
+
+/// `MemTotal` from `/proc/meminfo`, in KiB.
+pub fn mem_total_kib(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find_map(|line| {
+        let rest = line.strip_prefix("MemTotal:")?;
+        let mut fields = rest.split_whitespace();
+        let value = fields.next()?.parse().ok()?;
+        (fields.next() == Some("kB")).then_some(value)
+    })
+}
+
+/// `/proc/swaps` without its header line, one entry per active swap area.
+pub fn swap_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.trim_end().to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_list_reads_ranges_and_singles() {
+        let cases: &[(&str, &[u32])] = &[
+            ("0\n", &[0]),
+            ("0-1\n", &[0, 1]),
+            ("0-3,5", &[0, 1, 2, 3, 5]),
+            ("2,4-5,7", &[2, 4, 5, 7]),
+            ("", &[]),
+            ("\n", &[]),
+        ];
+        for (text, want) in cases {
+            assert_eq!(cpu_list(text).unwrap(), *want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn cpu_list_rejects_garbage() {
+        for text in ["a", "0-", "-1", "3-1", "0,,1", "0-1-2"] {
+            assert!(cpu_list(text).is_err(), "{text:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn selected_choice_finds_the_bracketed_word() {
+        assert_eq!(selected_choice("always madvise [never]\n"), Some("never"));
+        assert_eq!(selected_choice("[always] madvise never"), Some("always"));
+        assert_eq!(selected_choice("always [madvise] never"), Some("madvise"));
+        assert_eq!(selected_choice("always madvise never"), None);
+        assert_eq!(selected_choice("always [madvise"), None);
+    }
+
+    #[test]
+    fn flat_keyed_parses_memory_stat() {
+        let text = "anon 4096\nfile 0\nzswap 123\nzswpin 7\nzswpout 8192\nzswpwb 0\n";
+        let map = flat_keyed(text).unwrap();
+        assert_eq!(map["zswpout"], 8192);
+        assert_eq!(map["zswpin"], 7);
+        assert_eq!(map.len(), 6);
+    }
+
+    #[test]
+    fn flat_keyed_rejects_malformed_lines() {
+        assert!(flat_keyed("anon\n").unwrap_err().contains("anon"));
+        assert!(flat_keyed("anon 1 2\n").is_err());
+        assert!(flat_keyed("anon x\n").unwrap_err().contains("non-numeric"));
+    }
+
+    #[test]
+    fn mem_total_reads_kib() {
+        let text = "MemTotal:         493416 kB\nMemFree:          470000 kB\n";
+        assert_eq!(mem_total_kib(text), Some(493_416));
+        assert_eq!(mem_total_kib("MemFree: 1 kB\n"), None);
+        assert_eq!(mem_total_kib("MemTotal: 1 MB\n"), None);
+    }
+
+    #[test]
+    fn swap_lines_drop_the_header() {
+        let text = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n\
+                    /dev/vda                                partition\t262140\t\t0\t\t-2\n";
+        let lines = swap_lines(text);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].starts_with("/dev/vda"));
+        assert!(swap_lines("Filename Type Size Used Priority\n").is_empty());
+    }
+}

@@ -1,0 +1,211 @@
+//! Boot-time setup of the guest: file systems, swap, zswap and THP, each
+//! written and then read back, plus the [`GuestFacts`] read after setup.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use patchbench_agent::{GuestFacts, SwapSetup, ThpMode, ZswapSetup};
+
+use crate::console;
+use crate::error::{Context, Error, Result, bail};
+use crate::files;
+use crate::parse;
+use crate::sys;
+
+const BUSYBOX: &str = "/bin/busybox";
+const ZSWAP_PARAMS: &str = "/sys/module/zswap/parameters";
+const THP_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+const CPU_DIR: &str = "/sys/devices/system/cpu";
+
+const SAFE: libc::c_ulong = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+
+fn mount(source: &str, target: &str, fstype: &str, flags: libc::c_ulong) -> Result<()> {
+    std::fs::create_dir_all(target).with_context(|| format!("creating mount point {target}"))?;
+    sys::mount(source, Path::new(target), fstype, flags)
+        .with_context(|| format!("mounting {fstype} on {target}"))
+}
+
+/// The file systems the port needs: proc, sysfs and devtmpfs.
+pub fn mount_early() -> Result<()> {
+    mount("proc", "/proc", "proc", SAFE)?;
+    mount("sysfs", "/sys", "sysfs", SAFE)?;
+    mount(
+        "devtmpfs",
+        "/dev",
+        "devtmpfs",
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+    )
+}
+
+/// cgroup2 (required) and tracefs (wanted for the function profiler, but
+/// its absence only costs a console note).
+pub fn mount_late() -> Result<()> {
+    mount("cgroup2", "/sys/fs/cgroup", "cgroup2", SAFE)?;
+    match mount("tracefs", "/sys/kernel/tracing", "tracefs", SAFE) {
+        Ok(()) => console::say("mounted proc sysfs devtmpfs cgroup2 tracefs"),
+        Err(e) => console::say(format!(
+            "mounted proc sysfs devtmpfs cgroup2; no tracefs: {e}"
+        )),
+    }
+    Ok(())
+}
+
+/// `mkswap` then `swapon` the job's device, and check `/proc/swaps`.
+pub fn swap(setup: &SwapSetup) -> Result<()> {
+    let device = setup.device.as_str();
+    let run = || format!("running {BUSYBOX} mkswap {device}");
+    let out = Command::new(BUSYBOX)
+        .arg("mkswap")
+        .arg(device)
+        .output()
+        .with_context(run)?;
+    if !out.status.success() {
+        bail!(
+            "{}: {}: {}",
+            run(),
+            out.status,
+            tail(&String::from_utf8_lossy(&out.stderr))
+        );
+    }
+    sys::swapon(Path::new(device)).with_context(|| format!("swapon {device}"))?;
+    let swaps = parse::swap_lines(&files::read("/proc/swaps")?);
+    let Some(entry) = swaps
+        .iter()
+        .find(|l| l.split_whitespace().next() == Some(device))
+    else {
+        bail!("{device} is not in /proc/swaps after swapon");
+    };
+    console::say(format!("swap on {device}: {}", squeeze(entry)));
+    Ok(())
+}
+
+/// The zswap parameters to write, in order, as sysfs takes them.
+pub fn zswap_values(z: &ZswapSetup) -> [(&'static str, String); 4] {
+    [
+        ("compressor", z.compressor.clone()),
+        ("zpool", z.zpool.clone()),
+        ("max_pool_percent", z.max_pool_percent.to_string()),
+        ("enabled", if z.enabled { "Y" } else { "N" }.to_string()),
+    ]
+}
+
+/// Writes the zswap parameters, then reads each back.
+pub fn zswap(z: &ZswapSetup) -> Result<()> {
+    let wanted = zswap_values(z);
+    let dir = Path::new(ZSWAP_PARAMS);
+    for (name, value) in &wanted {
+        files::write(dir.join(name), value)?;
+    }
+    let mut shown = Vec::new();
+    for (name, value) in &wanted {
+        let path = dir.join(name);
+        let got = files::read_value(&path)?;
+        if &got != value {
+            bail!("{} reads {got:?} after writing {value:?}", path.display());
+        }
+        shown.push(format!("{name}={got}"));
+    }
+    // The kernel's order (enabled first) reads best.
+    shown.rotate_right(1);
+    console::say(format!("zswap {}", shown.join(" ")));
+    Ok(())
+}
+
+/// Sets the THP mode and checks that it is the one selected.
+pub fn thp(mode: ThpMode) -> Result<()> {
+    let word = mode.sysfs_word();
+    files::write(THP_ENABLED, word)?;
+    let line = files::read_value(THP_ENABLED)?;
+    match parse::selected_choice(&line) {
+        Some(selected) if selected == word => {}
+        Some(selected) => bail!("{THP_ENABLED} selects {selected:?} after writing {word:?}"),
+        None => bail!("{THP_ENABLED} reads {line:?}, with no [selected] mode"),
+    }
+    console::say(format!("thp {line}"));
+    Ok(())
+}
+
+/// The online CPUs, in order.
+pub fn online_cpus() -> Result<Vec<u32>> {
+    let path = format!("{CPU_DIR}/online");
+    parse::cpu_list(&files::read(&path)?)
+        .map_err(Error::msg)
+        .with_context(|| format!("parsing {path}"))
+}
+
+/// What the guest looks like after setup.
+pub fn facts() -> Result<GuestFacts> {
+    let (kernel_release, kernel_version) = sys::uname().context("uname")?;
+    let mem_total_kib = parse::mem_total_kib(&files::read("/proc/meminfo")?)
+        .ok_or_else(|| Error::msg("no MemTotal line in /proc/meminfo"))?;
+    Ok(GuestFacts {
+        kernel_release,
+        kernel_version,
+        possible_cpus: files::read_value(format!("{CPU_DIR}/possible"))?,
+        online_cpus: files::read_value(format!("{CPU_DIR}/online"))?,
+        mem_total_kib,
+        zswap: zswap_parameters()?,
+        thp: files::read_value(THP_ENABLED)?,
+        swaps: parse::swap_lines(&files::read("/proc/swaps")?),
+    })
+}
+
+/// Every zswap parameter, by name.
+fn zswap_parameters() -> Result<BTreeMap<String, String>> {
+    let entries =
+        std::fs::read_dir(ZSWAP_PARAMS).with_context(|| format!("listing {ZSWAP_PARAMS}"))?;
+    let mut params = BTreeMap::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("listing {ZSWAP_PARAMS}"))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        params.insert(name, files::read_value(entry.path())?);
+    }
+    Ok(params)
+}
+
+/// Collapses runs of whitespace (for `/proc/swaps` lines on the console).
+fn squeeze(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The last part of a tool's output, on one line.
+fn tail(output: &str) -> String {
+    let line = squeeze(output);
+    let skip = line.chars().count().saturating_sub(300);
+    line.chars().skip(skip).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zswap_values_are_sysfs_words() {
+        let z = ZswapSetup {
+            enabled: true,
+            compressor: "lzo".into(),
+            zpool: "zsmalloc".into(),
+            max_pool_percent: 20,
+        };
+        let values = zswap_values(&z);
+        assert_eq!(values[3], ("enabled", "Y".to_string()));
+        assert_eq!(values[2], ("max_pool_percent", "20".to_string()));
+        let off = ZswapSetup {
+            enabled: false,
+            ..z
+        };
+        assert_eq!(zswap_values(&off)[3].1, "N");
+    }
+
+    #[test]
+    fn tail_keeps_the_end_on_one_line() {
+        assert_eq!(
+            tail("mkswap: can't open\n'/dev/vda'\n"),
+            "mkswap: can't open '/dev/vda'"
+        );
+        let long = "x".repeat(1000) + " end";
+        assert!(tail(&long).ends_with(" end"));
+        assert_eq!(tail(&long).chars().count(), 300);
+    }
+}

@@ -1,0 +1,308 @@
+//! Thin, safe wrappers around the raw system calls the agent needs.
+//!
+//! This is the only module with `unsafe`. Each wrapper turns a failing call
+//! into an `io::Error` from `errno`; callers add the path or step.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+fn cstring(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// `mount(2)` with no data string.
+pub fn mount(source: &str, target: &Path, fstype: &str, flags: libc::c_ulong) -> io::Result<()> {
+    let source = CString::new(source)?;
+    let fstype = CString::new(fstype)?;
+    let target = cstring(target)?;
+    // SAFETY: all pointers are valid NUL-terminated strings; data is NULL.
+    check(unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            flags,
+            std::ptr::null(),
+        )
+    })
+    .map(drop)
+}
+
+/// `swapon(2)` with default priority and no flags.
+pub fn swapon(device: &Path) -> io::Result<()> {
+    let device = cstring(device)?;
+    // SAFETY: a valid NUL-terminated path.
+    check(unsafe { libc::swapon(device.as_ptr(), 0) }).map(drop)
+}
+
+/// `sync(2)`.
+pub fn sync() {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::sync() }
+}
+
+/// `reboot(RB_AUTOBOOT)`; returns only if the kernel refused.
+pub fn reboot() -> io::Error {
+    // SAFETY: no pointers involved.
+    unsafe { libc::reboot(libc::RB_AUTOBOOT) };
+    io::Error::last_os_error()
+}
+
+/// Sleeps until a signal arrives, forever.
+pub fn pause_forever() -> ! {
+    loop {
+        // SAFETY: no arguments.
+        unsafe { libc::pause() };
+    }
+}
+
+/// Ends the calling process at once: no destructors, no stdio flushing.
+/// Forked workers leave through here so they never run the parent's cleanup.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: `_exit` is always safe to call.
+    unsafe { libc::_exit(code) }
+}
+
+/// This process's id.
+pub fn getpid() -> u32 {
+    // SAFETY: no arguments, cannot fail.
+    let pid = unsafe { libc::getpid() };
+    pid as u32
+}
+
+/// `uname(2)`: (release, version).
+pub fn uname() -> io::Result<(String, String)> {
+    // SAFETY: utsname is plain data; uname fills it.
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a utsname.
+    check(unsafe { libc::uname(&mut uts) })?;
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    Ok((field(&uts.release), field(&uts.version)))
+}
+
+/// `clock_gettime` in nanoseconds.
+fn clock_ns(clock: libc::clockid_t) -> io::Result<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid pointer to a timespec.
+    check(unsafe { libc::clock_gettime(clock, &mut ts) })?;
+    Ok(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// CPU time of the whole calling process (`CLOCK_PROCESS_CPUTIME_ID`).
+pub fn process_cpu_ns() -> io::Result<u64> {
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// `CLOCK_MONOTONIC`, comparable between processes.
+pub fn monotonic_ns() -> io::Result<u64> {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// Pins the calling process to one CPU.
+pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    if cpu as usize >= max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("CPU {cpu} is beyond cpu_set_t ({max} CPUs)"),
+        ));
+    }
+    // SAFETY: cpu is in range of the set.
+    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    // SAFETY: a valid pointer to a cpu_set_t of the given size.
+    check(unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) }).map(drop)
+}
+
+/// The system page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no pointer arguments.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 { size as usize } else { 4096 }
+}
+
+/// A private anonymous mapping, unmapped on drop unless [`Mapping::unmap`]
+/// was called.
+pub struct Mapping {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+impl Mapping {
+    /// `mmap(PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS)` of `len` bytes.
+    pub fn anonymous(len: usize) -> io::Result<Mapping> {
+        // SAFETY: a fresh anonymous mapping aliases nothing.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping { ptr, len })
+    }
+
+    /// `madvise(2)` over the whole mapping.
+    pub fn advise(&self, advice: libc::c_int) -> io::Result<()> {
+        // SAFETY: the range is exactly our own mapping.
+        check(unsafe { libc::madvise(self.ptr, self.len, advice) }).map(drop)
+    }
+
+    /// The mapping as machine words, for writing.
+    pub fn words_mut(&mut self) -> &mut [u64] {
+        // SAFETY: mmap returns page-aligned memory we own for `len` bytes, and
+        // `&mut self` makes this the only live view of it.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<u64>(), self.len / 8) }
+    }
+
+    /// The mapping as machine words, for reading. A fresh view is taken after
+    /// each `madvise`, which the compiler must assume wrote through `ptr`.
+    pub fn words(&self) -> &[u64] {
+        // SAFETY: as for `words_mut`; shared borrow, no writers.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u64>(), self.len / 8) }
+    }
+
+    /// `munmap(2)`, reporting its error.
+    pub fn unmap(self) -> io::Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: our own mapping, not used after this.
+        check(unsafe { libc::munmap(this.ptr, this.len) }).map(drop)
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, not used after this.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+/// `pipe2(O_CLOEXEC)`: (read end, write end).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: a valid pointer to two ints.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: pipe2 just returned these fds, and nothing else owns them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Which side of a `fork` we are on.
+pub enum Forked {
+    Child,
+    Parent { pid: libc::pid_t },
+}
+
+/// `fork(2)`. The agent is single-threaded, so the child may allocate; it
+/// must leave through [`exit_now`].
+pub fn fork() -> io::Result<Forked> {
+    // SAFETY: the agent has one thread, so the child's copy of the address
+    // space is consistent.
+    match check(unsafe { libc::fork() })? {
+        0 => Ok(Forked::Child),
+        pid => Ok(Forked::Parent { pid }),
+    }
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// `waitpid(2)` for one child, retrying on `EINTR`.
+pub fn wait_for(pid: libc::pid_t) -> io::Result<Exit> {
+    let mut status = 0;
+    loop {
+        // SAFETY: a valid pointer to an int.
+        match check(unsafe { libc::waitpid(pid, &mut status, 0) }) {
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    if libc::WIFSIGNALED(status) {
+        Ok(Exit::Signal(libc::WTERMSIG(status)))
+    } else {
+        Ok(Exit::Code(libc::WEXITSTATUS(status)))
+    }
+}
+
+/// The conventional name of a signal, such as `SIGKILL`.
+pub fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_names_are_conventional() {
+        assert_eq!(signal_name(libc::SIGKILL), "SIGKILL");
+        assert_eq!(signal_name(libc::SIGSEGV), "SIGSEGV");
+        assert_eq!(signal_name(64), "signal 64");
+    }
+
+    #[test]
+    fn mapping_round_trips_words() {
+        let mut map = Mapping::anonymous(2 * page_size()).unwrap();
+        map.words_mut()[5] = 42;
+        assert_eq!(map.words()[5], 42);
+        map.unmap().unwrap();
+    }
+
+    #[test]
+    fn children_report_codes_and_signals() {
+        match fork().unwrap() {
+            Forked::Child => exit_now(7),
+            Forked::Parent { pid } => assert_eq!(wait_for(pid).unwrap(), Exit::Code(7)),
+        }
+    }
+}
