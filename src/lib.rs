@@ -1,14 +1,53 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! patchbench: what does this patch do to the kernel's performance?
+//!
+//! The modules follow the pipeline: [`config`] → [`tree`] / [`series`] →
+//! [`kconfig`] / [`build`] → [`image`] / [`vm`] → [`campaign`] → [`stats`] →
+//! [`results`] / [`report`]. [`process`] is the only module that spawns host
+//! processes; [`events`] is how the engine talks to the UI.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod build;
+pub mod campaign;
+pub mod config;
+pub mod events;
+pub mod exit;
+pub mod fsutil;
+pub mod image;
+pub mod kconfig;
+pub mod process;
+pub mod report;
+pub mod results;
+pub mod series;
+pub mod stats;
+pub mod tree;
+pub mod ui;
+pub mod vm;
+pub mod workload;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
+/// Find the guest agent binary: `$PATCHBENCH_AGENT`, else next to the running
+/// executable (as `cargo build --workspace` leaves it), else one folder up
+/// (test binaries live in `target/<profile>/deps`).
+pub fn find_agent() -> anyhow::Result<std::path::PathBuf> {
+    if let Some(path) = std::env::var_os("PATCHBENCH_AGENT") {
+        let path = std::path::PathBuf::from(path);
+        anyhow::ensure!(
+            path.is_file(),
+            "PATCHBENCH_AGENT={} is not a file",
+            path.display()
+        );
+        return Ok(path);
     }
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().unwrap_or(std::path::Path::new("."));
+    for candidate in [
+        dir.join("patchbench-agent"),
+        dir.join("../patchbench-agent"),
+    ] {
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    anyhow::bail!(
+        "the guest agent `patchbench-agent` is not next to {}; build it with `cargo build --release --workspace` or set PATCHBENCH_AGENT",
+        exe.display()
+    )
 }

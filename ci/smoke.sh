@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# README command (1): install the host's needs, build patchbench, and run the
+# smoke campaign (ci/smoke.yaml) end to end. Extra arguments go to `run`,
+# e.g. `ci/smoke.sh --out /tmp/pb`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ci/setup-host.sh
+cargo build --release --workspace --locked
+exec target/release/patchbench run ci/smoke.yaml "$@"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# README command (2): the whole test suite, including the real end-to-end
+# smoke run (a real kernel build, real QEMU boots, real samples).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ci/setup-host.sh
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+# The end-to-end tests boot the guest agent binary, so build every binary first.
+cargo build --workspace --locked
+cargo test --workspace --locked

@@ -1,0 +1,369 @@
+//! A campaign from start to end: tree → series → builds → boots → results.
+//!
+//! Orchestration only: each step calls its stage module and reports through
+//! the event sink. `results.json` is rewritten atomically after every sample,
+//! so whatever was measured survives an interruption.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use patchbench_agent::{Job, Message, PROTOCOL_VERSION, SwapSetup};
+
+use crate::build::{self, BuildSpec, KernelArtifact};
+use crate::config::{Plan, TreeSource, Variant};
+use crate::events::{Event, Sink};
+use crate::results::{
+    self, Boot, Host, KernelRecord, PatchInfo, Protocol, Results, SeriesInfo, Timing, TreeInfo,
+};
+use crate::vm::{self, BootSpec, accel};
+use crate::{image, series, tree};
+
+/// Where a run reads and writes.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Results, logs and per-boot files.
+    pub out_dir: PathBuf,
+    /// Imported trees and build directories, shared between runs.
+    pub cache_dir: PathBuf,
+    /// The guest agent binary.
+    pub agent: PathBuf,
+}
+
+/// What a finished campaign produced.
+#[derive(Debug)]
+pub struct Outcome {
+    pub results: Results,
+    pub results_path: PathBuf,
+    pub markdown: String,
+    pub markdown_path: PathBuf,
+}
+
+struct Stages<'a> {
+    sink: &'a dyn Sink,
+    timings: Vec<Timing>,
+}
+
+impl Stages<'_> {
+    async fn time<T, F>(&mut self, stage: &str, detail: &str, f: F) -> anyhow::Result<T>
+    where
+        F: std::future::Future<Output = anyhow::Result<T>>,
+    {
+        self.sink.emit(Event::Started {
+            stage: stage.into(),
+            detail: detail.into(),
+        });
+        let started = Instant::now();
+        let value = f.await?;
+        let elapsed = started.elapsed();
+        self.timings.push(Timing {
+            stage: stage.into(),
+            seconds: elapsed.as_secs_f64(),
+        });
+        self.sink.emit(Event::Finished {
+            stage: stage.into(),
+            elapsed,
+            detail: String::new(),
+        });
+        Ok(value)
+    }
+}
+
+/// Run a whole campaign.
+pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Result<Outcome> {
+    let decision = accel::decide(plan.vm.accel, &accel::probe())?;
+    if decision.accel == accel::Accel::Tcg {
+        sink.emit(Event::Note(format!(
+            "accelerator: TCG — {}",
+            decision.reason
+        )));
+    }
+    std::fs::create_dir_all(&opts.out_dir)
+        .with_context(|| format!("cannot create output directory {}", opts.out_dir.display()))?;
+    let started_at = jiff::Timestamp::now();
+    let mut stages = Stages {
+        sink,
+        timings: Vec::new(),
+    };
+
+    let tree = match &plan.tree {
+        TreeSource::Tarball(path) => {
+            stages
+                .time("import", &format!("{}", path.display()), async {
+                    Ok(tree::import_tarball(path, &opts.cache_dir).await?)
+                })
+                .await?
+        }
+        TreeSource::Git { path, rev } => {
+            stages
+                .time("import", &format!("{}", path.display()), async {
+                    Ok(tree::clone_local(path, rev.as_deref(), &opts.cache_dir)?)
+                })
+                .await?
+        }
+    };
+    if !tree.fresh {
+        sink.emit(Event::Note(format!(
+            "tree reused from {}",
+            tree.repo_path.display()
+        )));
+    }
+    let repo = tree.open()?;
+    let (series, head) = stages
+        .time("apply", &plan.series.display().to_string(), async {
+            let series = series::load(&plan.series)?;
+            let head = series::apply(&repo, tree.base, &series)?;
+            Ok((series, head))
+        })
+        .await?;
+
+    let src = repo
+        .workdir()
+        .context("the cached tree has no working directory")?
+        .to_owned();
+    let builds_dir = opts.cache_dir.join("builds").join(
+        tree.repo_path
+            .file_name()
+            .map(|n| n.to_owned())
+            .unwrap_or_default(),
+    );
+    std::fs::create_dir_all(&builds_dir)
+        .with_context(|| format!("cannot create {}", builds_dir.display()))?;
+    let spec_for = |commit, seed_from| BuildSpec {
+        src: src.clone(),
+        commit,
+        base_config: plan.base_config,
+        fragments: plan.fragments.clone(),
+        builds_dir: builds_dir.clone(),
+        seed_from,
+    };
+    let kernel_a = build_variant(&mut stages, "build A", &spec_for(tree.base, None), &repo).await?;
+    let kernel_b = build_variant(
+        &mut stages,
+        "build B",
+        &spec_for(head, Some(kernel_a.build_dir.clone())),
+        &repo,
+    )
+    .await?;
+
+    let image_spec = image::parse_spec(image::DEFAULT_SPEC)?;
+    let base_entries = image::base_entries(&image_spec, &opts.agent)?;
+
+    let mut results = Results {
+        schema_version: results::SCHEMA_VERSION,
+        patchbench_version: env!("CARGO_PKG_VERSION").into(),
+        campaign: plan.name.clone(),
+        campaign_file: plan.source.clone(),
+        started_at,
+        host: Host {
+            cpu_model: results::cpu_model(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            accel: decision.accel,
+            accel_reason: decision.reason.clone(),
+        },
+        tree: TreeInfo {
+            origin: tree.origin.clone(),
+            base_commit: tree.base.to_string(),
+        },
+        series: SeriesInfo {
+            path: series.path.clone(),
+            sha256: series.sha256.clone(),
+            patches: series
+                .patches
+                .iter()
+                .map(|p| PatchInfo {
+                    subject: p.subject.clone(),
+                    author: format!("{} <{}>", p.author_name, p.author_email),
+                    file: p.file.clone(),
+                })
+                .collect(),
+            head_commit: head.to_string(),
+        },
+        kernels: vec![
+            KernelRecord {
+                variant: Variant::A,
+                artifact: kernel_a,
+            },
+            KernelRecord {
+                variant: Variant::B,
+                artifact: kernel_b,
+            },
+        ],
+        workload: plan.workload.clone(),
+        protocol: Protocol {
+            boots: plan.boots.clone(),
+            warmups: plan.warmups,
+            samples: plan.samples,
+        },
+        boots: Vec::new(),
+        timings: Vec::new(),
+    };
+    let results_path = opts.out_dir.join("results.json");
+
+    for (index, variant) in plan.boots.iter().copied().enumerate() {
+        let label = results::boot_label(&plan.boots, index);
+        let boot_dir = opts
+            .out_dir
+            .join("boots")
+            .join(format!("{index}-{}", label.replace('\'', "p")));
+        std::fs::create_dir_all(&boot_dir)
+            .with_context(|| format!("cannot create {}", boot_dir.display()))?;
+        let job = Job {
+            protocol: PROTOCOL_VERSION,
+            boot_label: label.clone(),
+            swap: SwapSetup {
+                device: "/dev/vda".into(),
+            },
+            zswap: plan.zswap.clone(),
+            thp: plan.thp,
+            warmups: plan.warmups,
+            samples: plan.samples,
+            workload: plan.workload.clone(),
+        };
+        let initrd = boot_dir.join("initramfs.cpio");
+        let job_json = serde_json::to_vec(&job).expect("job serializes");
+        let initramfs_sha256 = image::build(&base_entries, &job_json, &initrd)?;
+        let kernel = &results
+            .kernels
+            .iter()
+            .find(|k| k.variant == variant)
+            .expect("both variants are built")
+            .artifact;
+        let spec = BootSpec {
+            label: label.clone(),
+            kernel: kernel.bzimage.clone(),
+            initrd,
+            dir: boot_dir,
+            accel: decision.accel,
+            memory_mib: plan.vm.memory.as_u64() >> 20,
+            cpus: plan.vm.cpus,
+            swap_bytes: plan.vm.swap_size.as_u64(),
+            boot_timeout: plan.vm.boot_timeout,
+            run_timeout: plan.vm.run_timeout,
+        };
+        results.boots.push(Boot {
+            index,
+            label: label.clone(),
+            variant,
+            initramfs_sha256,
+            console_log: spec.console_log(),
+            facts: None,
+            warmups: Vec::new(),
+            samples: Vec::new(),
+            hello_seconds: None,
+            total_seconds: None,
+            complete: false,
+        });
+        results.save(&results_path)?;
+        let stage = format!("boot {label}");
+        let total = plan.warmups + plan.samples;
+        let outcome = stages
+            .time(
+                &stage,
+                &format!("kernel {variant:?}, {total} runs"),
+                async {
+                    vm::boot(&spec, |message| {
+                        record(&mut results, &results_path, message, sink, &stage, total)
+                    })
+                    .await
+                },
+            )
+            .await?;
+        let boot = results.boots.last_mut().expect("boot pushed above");
+        boot.hello_seconds = Some(outcome.hello_after.as_secs_f64());
+        boot.total_seconds = Some(outcome.total.as_secs_f64());
+        boot.complete = true;
+        results.timings = stages.timings.clone();
+        results.save(&results_path)?;
+    }
+    results.timings = stages.timings.clone();
+    results.save(&results_path)?;
+
+    let spec = crate::workload::spec_for(&results.workload);
+    let markdown = crate::report::markdown(&results, spec.as_ref());
+    let markdown_path = opts.out_dir.join("report.md");
+    crate::fsutil::write_atomic(&markdown_path, markdown.as_bytes())
+        .with_context(|| format!("cannot write {}", markdown_path.display()))?;
+    Ok(Outcome {
+        results,
+        results_path,
+        markdown,
+        markdown_path,
+    })
+}
+
+/// Store one agent message in the current boot and persist the document.
+fn record(
+    results: &mut Results,
+    path: &Path,
+    message: &Message,
+    sink: &dyn Sink,
+    stage: &str,
+    total: u32,
+) -> anyhow::Result<()> {
+    let boot = results.boots.last_mut().expect("a boot is running");
+    match message {
+        Message::Facts(facts) => {
+            sink.emit(Event::Progress {
+                stage: stage.into(),
+                detail: format!(
+                    "guest {} up: CPUs possible {} online {}, zswap enabled={}",
+                    facts.kernel_release,
+                    facts.possible_cpus,
+                    facts.online_cpus,
+                    facts.zswap.get("enabled").map_or("?", String::as_str)
+                ),
+            });
+            boot.facts = Some(facts.clone());
+        }
+        Message::Sample(sample) => {
+            sink.emit(Event::Progress {
+                stage: stage.into(),
+                detail: format!(
+                    "{} {}/{}",
+                    if sample.warmup { "warm-up" } else { "sample" },
+                    sample.index + 1,
+                    total
+                ),
+            });
+            if sample.warmup {
+                boot.warmups.push(sample.clone());
+            } else {
+                boot.samples.push(sample.clone());
+            }
+        }
+        Message::Hello { .. } | Message::Done | Message::Error { .. } => return Ok(()),
+    }
+    results
+        .save(path)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+async fn build_variant(
+    stages: &mut Stages<'_>,
+    stage: &str,
+    spec: &BuildSpec,
+    repo: &git2::Repository,
+) -> anyhow::Result<KernelArtifact> {
+    let artifact = stages
+        .time(stage, &format!("commit {}", spec.commit), async {
+            build::build(spec, || Ok(tree::checkout(repo, spec.commit)?)).await
+        })
+        .await?;
+    let how = if artifact.reused {
+        "reused from the build cache, no make run".to_string()
+    } else {
+        format!(
+            "{} in {:.0}s, {} objects compiled",
+            if artifact.incremental {
+                "incremental build"
+            } else {
+                "full build"
+            },
+            artifact.build_seconds,
+            artifact.objects_rebuilt,
+        )
+    };
+    stages.sink.emit(Event::Note(format!("{stage}: {how}")));
+    Ok(artifact)
+}

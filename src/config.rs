@@ -1,0 +1,443 @@
+//! The campaign file: typed, strict configuration, validated once into a [`Plan`].
+//!
+//! A campaign file is YAML. Unknown keys are errors, sizes are byte sizes
+//! (`64 MiB`), durations are durations (`90s`), and exclusive choices are
+//! enums. Relative paths are relative to the campaign file's directory.
+//! Everything after this module works on the validated [`Plan`] only.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bytesize::ByteSize;
+use patchbench_agent::{Limit, ThpMode, ZswapSetup};
+use serde::{Deserialize, Deserializer};
+
+/// The campaign `patchbench run` uses when given no file: the CI smoke run.
+pub const DEFAULT_CAMPAIGN: &str = include_str!("../ci/smoke.yaml");
+
+/// Where [`DEFAULT_CAMPAIGN`]'s relative paths point: the source checkout's
+/// `ci/` folder, which ships `patches/` and `kconfigs/` beside it.
+pub fn default_campaign_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("ci")
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Campaign {
+    pub name: String,
+    /// Written as a one-key map: `tarball: PATH` or `git: {path: ..., rev: ...}`.
+    #[serde(with = "yaml_serde::with::singleton_map")]
+    pub tree: TreeSource,
+    /// The series that makes variant B; A is the untouched base.
+    pub series: PathBuf,
+    pub kernel: KernelConfig,
+    pub vm: VmConfig,
+    #[serde(default = "default_zswap")]
+    pub zswap: ZswapSetup,
+    #[serde(default = "default_thp")]
+    pub thp: ThpMode,
+    pub workload: WorkloadConfig,
+    pub protocol: ProtocolConfig,
+}
+
+/// Where the base kernel tree comes from.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TreeSource {
+    /// A kernel source tarball (Debian's `linux-source-*.tar.xz` or a
+    /// kernel.org tarball), imported once into a cached git repository.
+    Tarball(PathBuf),
+    /// A local git repository; `rev` defaults to its HEAD.
+    Git {
+        path: PathBuf,
+        #[serde(default)]
+        rev: Option<String>,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelConfig {
+    /// The make target that produces the starting `.config`.
+    pub base: BaseConfig,
+    /// Fragments merged in order onto the base; later ones win.
+    pub fragments: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BaseConfig {
+    Tinyconfig,
+    Defconfig,
+}
+
+impl BaseConfig {
+    pub fn make_target(self) -> &'static str {
+        match self {
+            BaseConfig::Tinyconfig => "tinyconfig",
+            BaseConfig::Defconfig => "defconfig",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AccelChoice {
+    /// KVM where it really works, TCG otherwise (and said so in the results).
+    #[default]
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmConfig {
+    pub memory: ByteSize,
+    pub cpus: CpuShape,
+    #[serde(default)]
+    pub accel: AccelChoice,
+    #[serde(with = "humantime_serde")]
+    pub boot_timeout: Duration,
+    #[serde(with = "humantime_serde")]
+    pub run_timeout: Duration,
+    /// Size of the sparse file attached as the guest's swap disk.
+    pub swap_size: ByteSize,
+}
+
+/// QEMU `-smp possible` with the kernel's `maxcpus=online`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CpuShape {
+    pub possible: u32,
+    pub online: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum WorkloadConfig {
+    ZswapPageout {
+        #[serde(default = "one")]
+        workers: u32,
+        mib_per_worker: u64,
+        #[serde(deserialize_with = "limit")]
+        zswap_max: Limit,
+        #[serde(deserialize_with = "limit", default = "max")]
+        memory_max: Limit,
+        #[serde(deserialize_with = "limit", default = "max")]
+        swap_max: Limit,
+    },
+    GuestFault {
+        fault: patchbench_agent::Fault,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolConfig {
+    pub order: BootOrder,
+    /// Samples discarded at the start of every boot.
+    pub warmups: u32,
+    /// Samples measured per boot.
+    pub samples: u32,
+}
+
+/// The order of fresh boots.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+pub enum BootOrder {
+    /// Base, patched, base again: the return to A measures drift.
+    #[serde(rename = "ABA")]
+    Aba,
+}
+
+impl BootOrder {
+    pub fn boots(self) -> Vec<Variant> {
+        match self {
+            BootOrder::Aba => vec![Variant::A, Variant::B, Variant::A],
+        }
+    }
+}
+
+/// Which kernel a boot runs.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub enum Variant {
+    /// The untouched base.
+    A,
+    /// The base plus the series.
+    B,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn max() -> Limit {
+    Limit::Max
+}
+
+fn default_thp() -> ThpMode {
+    ThpMode::Never
+}
+
+fn default_zswap() -> ZswapSetup {
+    ZswapSetup {
+        enabled: true,
+        compressor: "lzo".into(),
+        zpool: "zsmalloc".into(),
+        max_pool_percent: 20,
+    }
+}
+
+/// A cgroup limit written as a byte size (`64 MiB`) or `max`.
+fn limit<'de, D: Deserializer<'de>>(d: D) -> Result<Limit, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_limit(&text).map_err(serde::de::Error::custom)
+}
+
+pub fn parse_limit(text: &str) -> Result<Limit, String> {
+    if text.trim() == "max" {
+        return Ok(Limit::Max);
+    }
+    text.parse::<ByteSize>()
+        .map(|b| Limit::Bytes(b.as_u64()))
+        .map_err(|e| format!("`{text}` is neither `max` nor a byte size such as `64 MiB`: {e}"))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read campaign file {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("campaign file {}: {message}", path.display())]
+    Parse { path: PathBuf, message: String },
+    #[error("campaign file {}: {message}", path.display())]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// What the command line may override in a campaign.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub tree: Option<TreeSource>,
+    pub series: Option<PathBuf>,
+    pub accel: Option<AccelChoice>,
+}
+
+/// A validated campaign with absolute paths.
+#[derive(Debug)]
+pub struct Plan {
+    pub name: String,
+    /// The campaign file, or `None` for the built-in default.
+    pub source: Option<PathBuf>,
+    pub tree: TreeSource,
+    pub series: PathBuf,
+    pub base_config: BaseConfig,
+    pub fragments: Vec<PathBuf>,
+    pub vm: VmConfig,
+    pub zswap: ZswapSetup,
+    pub thp: ThpMode,
+    pub workload: patchbench_agent::Workload,
+    pub boots: Vec<Variant>,
+    pub warmups: u32,
+    pub samples: u32,
+}
+
+impl Campaign {
+    /// Parse campaign text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &Path) -> Result<Campaign, ConfigError> {
+        yaml_serde::from_str(text).map_err(|e| ConfigError::Parse {
+            path: origin.to_owned(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Read and parse a campaign file.
+    pub fn load(path: &Path) -> Result<Campaign, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Campaign::parse(&text, path)
+    }
+
+    /// Apply overrides, resolve paths against `base_dir`, and check every
+    /// value that can be checked before anything runs.
+    pub fn into_plan(
+        self,
+        origin: &Path,
+        base_dir: &Path,
+        overrides: Overrides,
+    ) -> Result<Plan, ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: origin.to_owned(),
+            message,
+        };
+        let resolve = |p: &Path| base_dir.join(p);
+        let tree = match overrides.tree.unwrap_or(self.tree) {
+            TreeSource::Tarball(p) => TreeSource::Tarball(resolve(&p)),
+            TreeSource::Git { path, rev } => TreeSource::Git {
+                path: resolve(&path),
+                rev,
+            },
+        };
+        let series = match overrides.series {
+            Some(p) => p,
+            None => resolve(&self.series),
+        };
+        if !series.exists() {
+            return Err(invalid(format!(
+                "series {} does not exist",
+                series.display()
+            )));
+        }
+        let fragments: Vec<PathBuf> = self.kernel.fragments.iter().map(|p| resolve(p)).collect();
+        if let Some(missing) = fragments.iter().find(|p| !p.is_file()) {
+            return Err(invalid(format!(
+                "kconfig fragment {} does not exist",
+                missing.display()
+            )));
+        }
+        let mut vm = self.vm;
+        if let Some(accel) = overrides.accel {
+            vm.accel = accel;
+        }
+        let cpus = vm.cpus;
+        if cpus.online == 0 || cpus.online > cpus.possible {
+            return Err(invalid(format!(
+                "vm.cpus: online ({}) must be between 1 and possible ({})",
+                cpus.online, cpus.possible
+            )));
+        }
+        if self.protocol.samples == 0 {
+            return Err(invalid("protocol.samples must be at least 1".into()));
+        }
+        let workload = match self.workload {
+            WorkloadConfig::ZswapPageout {
+                workers,
+                mib_per_worker,
+                zswap_max,
+                memory_max,
+                swap_max,
+            } => {
+                if workers == 0 || workers > cpus.online {
+                    return Err(invalid(format!(
+                        "workload.workers ({workers}) must be between 1 and vm.cpus.online ({}): each worker is pinned to its own CPU",
+                        cpus.online
+                    )));
+                }
+                let total = ByteSize::mib(mib_per_worker * u64::from(workers));
+                // Leave room for the kernel and the initramfs.
+                if total.as_u64() * 2 > vm.memory.as_u64() {
+                    return Err(invalid(format!(
+                        "workload needs {} of anonymous memory, more than half of vm.memory ({})",
+                        total.display().iec(),
+                        vm.memory.display().iec()
+                    )));
+                }
+                patchbench_agent::Workload::ZswapPageout {
+                    workers,
+                    mib_per_worker,
+                    zswap_max,
+                    memory_max,
+                    swap_max,
+                }
+            }
+            WorkloadConfig::GuestFault { fault } => {
+                patchbench_agent::Workload::GuestFault { fault }
+            }
+        };
+        Ok(Plan {
+            name: self.name,
+            source: Some(origin.to_owned()).filter(|p| p.exists()),
+            tree,
+            series,
+            base_config: self.kernel.base,
+            fragments,
+            vm,
+            zswap: self.zswap,
+            thp: self.thp,
+            workload,
+            boots: self.protocol.order.boots(),
+            warmups: self.protocol.warmups,
+            samples: self.protocol.samples,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn smoke() -> Campaign {
+        Campaign::parse(DEFAULT_CAMPAIGN, Path::new("smoke.yaml")).unwrap()
+    }
+
+    #[test]
+    fn the_default_campaign_parses_and_validates() {
+        let plan = smoke()
+            .into_plan(
+                Path::new("ci/smoke.yaml"),
+                &default_campaign_dir(),
+                Overrides::default(),
+            )
+            .unwrap();
+        assert_eq!(plan.boots, vec![Variant::A, Variant::B, Variant::A]);
+        assert!(plan.fragments.iter().all(|p| p.is_absolute()));
+        assert!(matches!(
+            plan.workload,
+            patchbench_agent::Workload::ZswapPageout {
+                zswap_max: Limit::Bytes(67_108_864),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_with_their_name() {
+        let text = DEFAULT_CAMPAIGN.replace("protocol:", "protocl:");
+        let err = Campaign::parse(&text, Path::new("x.yaml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("x.yaml") && msg.contains("protocl"), "{msg}");
+    }
+
+    #[test]
+    fn limits_take_sizes_or_max() {
+        assert_eq!(parse_limit("max"), Ok(Limit::Max));
+        assert_eq!(parse_limit("64 MiB"), Ok(Limit::Bytes(64 << 20)));
+        assert_eq!(parse_limit("64M"), Ok(Limit::Bytes(64_000_000)));
+        assert!(parse_limit("lots").unwrap_err().contains("`lots`"));
+    }
+
+    #[test]
+    fn more_workers_than_online_cpus_is_an_error_before_boot() {
+        let text = DEFAULT_CAMPAIGN.replace("workers: 1", "workers: 9");
+        let err = Campaign::parse(&text, Path::new("x.yaml"))
+            .unwrap()
+            .into_plan(
+                Path::new("x.yaml"),
+                &default_campaign_dir(),
+                Overrides::default(),
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("workload.workers (9)"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_series_is_named() {
+        let err = smoke()
+            .into_plan(
+                Path::new("x.yaml"),
+                &default_campaign_dir(),
+                Overrides {
+                    series: Some("/no/such/series".into()),
+                    ..Overrides::default()
+                },
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("/no/such/series"), "{err}");
+    }
+}

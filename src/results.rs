@@ -1,0 +1,175 @@
+//! The results model: one versioned document, `results.json`, written
+//! atomically after every sample. Every report is a rendering of it.
+//!
+//! The wire format is documented in `docs/results-schema.md`; bump
+//! [`SCHEMA_VERSION`] on any incompatible change.
+
+use std::path::{Path, PathBuf};
+
+use patchbench_agent::{GuestFacts, Sample, Workload};
+use serde::{Deserialize, Serialize};
+
+use crate::build::KernelArtifact;
+use crate::config::Variant;
+use crate::vm::accel::Accel;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Results {
+    pub schema_version: u32,
+    pub patchbench_version: String,
+    pub campaign: String,
+    /// The campaign file, absent for the built-in default.
+    pub campaign_file: Option<PathBuf>,
+    pub started_at: jiff::Timestamp,
+    pub host: Host,
+    pub tree: TreeInfo,
+    pub series: SeriesInfo,
+    /// Kernels by variant: `A` (base) and `B` (base + series).
+    pub kernels: Vec<KernelRecord>,
+    pub workload: Workload,
+    pub protocol: Protocol,
+    pub boots: Vec<Boot>,
+    /// Wall time of every stage, in the order they ran.
+    pub timings: Vec<Timing>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    pub cpu_model: String,
+    pub cores: usize,
+    pub accel: Accel,
+    /// Why this accelerator: "KVM is usable", or why it fell back to TCG.
+    pub accel_reason: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TreeInfo {
+    pub origin: String,
+    pub base_commit: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeriesInfo {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub patches: Vec<PatchInfo>,
+    /// The commit of variant B.
+    pub head_commit: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatchInfo {
+    pub subject: String,
+    pub author: String,
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelRecord {
+    pub variant: Variant,
+    #[serde(flatten)]
+    pub artifact: KernelArtifact,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Protocol {
+    pub boots: Vec<Variant>,
+    pub warmups: u32,
+    pub samples: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Boot {
+    /// Position in the boot order, from 0.
+    pub index: usize,
+    /// `A`, `B`, `A'`...
+    pub label: String,
+    pub variant: Variant,
+    pub initramfs_sha256: String,
+    pub console_log: PathBuf,
+    pub facts: Option<GuestFacts>,
+    /// Warm-up samples, kept for inspection; statistics ignore them.
+    pub warmups: Vec<Sample>,
+    pub samples: Vec<Sample>,
+    /// Seconds from QEMU's start to the agent's hello.
+    pub hello_seconds: Option<f64>,
+    /// Seconds from QEMU's start to its exit.
+    pub total_seconds: Option<f64>,
+    pub complete: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    pub stage: String,
+    pub seconds: f64,
+}
+
+impl Results {
+    /// Write the document atomically.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let mut text = serde_json::to_string_pretty(self).expect("results serialize");
+        text.push('\n');
+        crate::fsutil::write_atomic(path, text.as_bytes())
+    }
+
+    pub fn load(path: &Path) -> anyhow::Result<Results> {
+        use anyhow::Context;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read results {}", path.display()))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a results document", path.display()))
+    }
+
+    /// The measured samples of every complete boot of a variant, by boot.
+    pub fn samples_by_boot(&self, variant: Variant) -> Vec<(&Boot, &[Sample])> {
+        self.boots
+            .iter()
+            .filter(|b| b.variant == variant && b.complete)
+            .map(|b| (b, b.samples.as_slice()))
+            .collect()
+    }
+}
+
+/// The label of the boot at `index` in `order`: a variant's second boot is
+/// primed (`A'`), its third double-primed, and so on.
+pub fn boot_label(order: &[Variant], index: usize) -> String {
+    let variant = order[index];
+    let earlier = order[..index].iter().filter(|v| **v == variant).count();
+    format!("{variant:?}{}", "'".repeat(earlier))
+}
+
+/// The host's CPU model from /proc/cpuinfo.
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_return_to_a_is_primed() {
+        let order = [Variant::A, Variant::B, Variant::A, Variant::B];
+        let labels: Vec<_> = (0..4).map(|i| boot_label(&order, i)).collect();
+        assert_eq!(labels, ["A", "B", "A'", "B'"]);
+    }
+}

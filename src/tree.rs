@@ -1,0 +1,344 @@
+//! Kernel trees: import a source tarball or clone a local git repository into
+//! a cached git repository, and check out the commit a build needs.
+//!
+//! The cached repository's working directory is the source tree that builds
+//! use (with `O=` build directories elsewhere). A checkout rewrites only the
+//! files that differ, so unchanged sources keep their mtimes and `make`
+//! rebuilds only what a series touched.
+
+use std::path::{Path, PathBuf};
+
+use git2::{IndexAddOption, Oid, Repository, Signature, Time, build::CheckoutBuilder};
+use sha2::{Digest, Sha256};
+
+use crate::process::{self, Cmd};
+
+/// The branch holding an imported tarball's single commit.
+const BASE_REF: &str = "refs/heads/patchbench-base";
+
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    #[error("cannot read kernel tarball {}", path.display())]
+    ReadTarball {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("extracting {} failed", tarball.display())]
+    Extract {
+        tarball: PathBuf,
+        #[source]
+        source: process::ProcessError,
+    },
+    #[error(
+        "importing {} committed {committed} files but the extracted tree has {on_disk}",
+        tarball.display()
+    )]
+    IncompleteImport {
+        tarball: PathBuf,
+        committed: usize,
+        on_disk: usize,
+    },
+    #[error("git operation on {} failed: {what}", repo.display())]
+    Git {
+        repo: PathBuf,
+        what: String,
+        #[source]
+        source: git2::Error,
+    },
+    #[error("i/o on {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A kernel tree ready to build from: a cached repository and a base commit.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    /// The cached repository; its working directory is the source tree.
+    pub repo_path: PathBuf,
+    /// The base commit (variant A).
+    pub base: Oid,
+    /// Where the tree came from, for the results.
+    pub origin: String,
+    /// Whether this run imported or cloned it (false: reused from the cache).
+    pub fresh: bool,
+}
+
+impl Tree {
+    pub fn open(&self) -> Result<Repository, TreeError> {
+        Repository::open(&self.repo_path).map_err(|source| TreeError::Git {
+            repo: self.repo_path.clone(),
+            what: "open the cached repository".into(),
+            source,
+        })
+    }
+}
+
+fn git_err(repo: &Path, what: &str) -> impl FnOnce(git2::Error) -> TreeError {
+    let repo = repo.to_owned();
+    let what = what.to_owned();
+    move |source| TreeError::Git { repo, what, source }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TreeError {
+    let path = path.to_owned();
+    move |source| TreeError::Io { path, source }
+}
+
+/// The hex sha256 of a file.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(hex::encode(hasher.finalize()));
+        }
+        hasher.update(&buf[..n]);
+    }
+}
+
+/// The cache directory name for a tarball: its stem plus a content hash.
+pub fn tarball_cache_name(tarball: &Path, sha256: &str) -> String {
+    let name = tarball
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "tree".into());
+    let stem = name
+        .trim_end_matches(".xz")
+        .trim_end_matches(".gz")
+        .trim_end_matches(".tar");
+    format!("{stem}-{}", &sha256[..16])
+}
+
+/// Import a kernel tarball into `<cache>/trees/`, or reuse an earlier import.
+///
+/// The import commit has a fixed author and time, so its id is a function of
+/// the tarball's content alone.
+pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeError> {
+    let sha = {
+        let owned = tarball.to_owned();
+        tokio::task::spawn_blocking(move || sha256_file(&owned))
+            .await
+            .expect("hashing task panicked")
+            .map_err(|source| TreeError::ReadTarball {
+                path: tarball.to_owned(),
+                source,
+            })?
+    };
+    let trees = cache.join("trees");
+    let dest = trees.join(tarball_cache_name(tarball, &sha));
+    let origin = format!("tarball {} (sha256 {sha})", tarball.display());
+    if let Ok(repo) = Repository::open(&dest)
+        && let Ok(reference) = repo.find_reference(BASE_REF)
+        && let Some(base) = reference.target()
+    {
+        return Ok(Tree {
+            repo_path: dest,
+            base,
+            origin,
+            fresh: false,
+        });
+    }
+    std::fs::create_dir_all(&trees).map_err(io_err(&trees))?;
+    let staging = tempfile::TempDir::with_prefix_in(".import-", &trees).map_err(io_err(&trees))?;
+    let src = staging.path().join("src");
+    std::fs::create_dir(&src).map_err(io_err(&src))?;
+    let tar = Cmd::new("tar")
+        .arg("-xf")
+        .arg(tarball)
+        .arg("-C")
+        .arg(&src)
+        .arg("--strip-components=1");
+    process::run(&tar)
+        .await
+        .map_err(|source| TreeError::Extract {
+            tarball: tarball.to_owned(),
+            source,
+        })?;
+    let message = format!(
+        "Import {}\n\nsha256: {sha}\nImported by patchbench; every file is committed, including\nthose the tree's own .gitignore would hide.\n",
+        tarball.file_name().unwrap_or_default().to_string_lossy()
+    );
+    let base = {
+        let src = src.clone();
+        let tarball = tarball.to_owned();
+        tokio::task::spawn_blocking(move || commit_whole_tree(&src, &tarball, &message))
+            .await
+            .expect("import task panicked")?
+    };
+    std::fs::rename(&src, &dest).map_err(io_err(&dest))?;
+    Ok(Tree {
+        repo_path: dest,
+        base,
+        origin,
+        fresh: true,
+    })
+}
+
+/// `git init` + force-add everything + commit, then check the commit holds
+/// every file that is on disk.
+fn commit_whole_tree(src: &Path, tarball: &Path, message: &str) -> Result<Oid, TreeError> {
+    let repo = Repository::init(src).map_err(git_err(src, "init"))?;
+    let mut index = repo.index().map_err(git_err(src, "open the index"))?;
+    // FORCE: Debian's tree ignores everything at its top level (`/*`), so a
+    // plain add would commit nothing.
+    index
+        .add_all(["*"], IndexAddOption::FORCE, None)
+        .map_err(git_err(src, "add the extracted files"))?;
+    index.write().map_err(git_err(src, "write the index"))?;
+    let committed = index.len();
+    let on_disk = count_files(src).map_err(io_err(src))?;
+    if committed != on_disk {
+        return Err(TreeError::IncompleteImport {
+            tarball: tarball.to_owned(),
+            committed,
+            on_disk,
+        });
+    }
+    let tree_id = index.write_tree().map_err(git_err(src, "write the tree"))?;
+    let tree = repo
+        .find_tree(tree_id)
+        .map_err(git_err(src, "find the tree"))?;
+    let sig = Signature::new("patchbench", "patchbench@localhost", &Time::new(0, 0))
+        .map_err(git_err(src, "make a signature"))?;
+    let oid = repo
+        .commit(Some(BASE_REF), &sig, &sig, message, &tree, &[])
+        .map_err(git_err(src, "commit the import"))?;
+    repo.set_head(BASE_REF)
+        .map_err(git_err(src, "point HEAD at the import"))?;
+    Ok(oid)
+}
+
+/// Regular files and symlinks below `dir`, not counting `.git`.
+fn count_files(dir: &Path) -> std::io::Result<usize> {
+    let mut count = 0;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                if entry.file_name() != ".git" {
+                    stack.push(entry.path());
+                }
+            } else {
+                count += 1;
+            }
+        }
+    }
+    Ok(count)
+}
+
+/// Clone a local git repository into the cache (once), fetch it, and resolve
+/// `rev` (default: the source's HEAD) to the base commit.
+pub fn clone_local(path: &Path, rev: Option<&str>, cache: &Path) -> Result<Tree, TreeError> {
+    let source = Repository::open(path).map_err(git_err(path, "open the source repository"))?;
+    let spec = rev.unwrap_or("HEAD");
+    let base = source
+        .revparse_single(spec)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(git_err(path, &format!("resolve `{spec}` to a commit")))?
+        .id();
+    let canonical = path.canonicalize().map_err(io_err(path))?;
+    let key = hex::encode(Sha256::digest(canonical.to_string_lossy().as_bytes()));
+    let name = canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "repo".into());
+    let dest = cache.join("trees").join(format!("{name}-{}", &key[..16]));
+    let (repo, fresh) = match Repository::open(&dest) {
+        Ok(repo) => (repo, false),
+        Err(_) => {
+            std::fs::create_dir_all(cache.join("trees")).map_err(io_err(cache))?;
+            let repo = git2::build::RepoBuilder::new()
+                .clone_local(git2::build::CloneLocal::Local)
+                .clone(&canonical.to_string_lossy(), &dest)
+                .map_err(git_err(path, "clone into the cache"))?;
+            (repo, true)
+        }
+    };
+    if repo.find_commit(base).is_err() {
+        let mut remote = repo
+            .find_remote("origin")
+            .map_err(git_err(&dest, "find the origin remote"))?;
+        remote
+            .fetch(&["+refs/heads/*:refs/remotes/origin/*"], None, None)
+            .and_then(|_| remote.fetch(&[base.to_string().as_str()], None, None))
+            .map_err(git_err(&dest, "fetch from the source repository"))?;
+    }
+    Ok(Tree {
+        repo_path: dest,
+        base,
+        origin: format!("git {} at {spec} ({base})", canonical.display()),
+        fresh,
+    })
+}
+
+/// Make the working directory hold exactly `commit`, touching only the files
+/// that differ from what is there.
+pub fn checkout(repo: &Repository, commit: Oid) -> Result<(), TreeError> {
+    let path = repo.workdir().unwrap_or(repo.path()).to_owned();
+    let commit_obj = repo
+        .find_commit(commit)
+        .map_err(git_err(&path, &format!("find commit {commit}")))?;
+    let mut opts = CheckoutBuilder::new();
+    opts.force().remove_untracked(false);
+    repo.checkout_tree(commit_obj.as_object(), Some(&mut opts))
+        .map_err(git_err(&path, &format!("check out {commit}")))?;
+    repo.set_head_detached(commit)
+        .map_err(git_err(&path, &format!("detach HEAD at {commit}")))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_names_keep_the_stem_and_a_hash_prefix() {
+        let sha = "0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            tarball_cache_name(Path::new("/usr/src/linux-source-6.12.tar.xz"), sha),
+            "linux-source-6.12-0123456789abcdef"
+        );
+    }
+
+    /// A tarball whose top-level .gitignore hides everything, like Debian's.
+    #[tokio::test]
+    async fn import_commits_files_the_trees_gitignore_hides_and_is_reused() {
+        let work = tempfile::tempdir().unwrap();
+        let top = work.path().join("linux-source-9.9");
+        std::fs::create_dir_all(top.join("mm")).unwrap();
+        std::fs::write(top.join(".gitignore"), "/*\n!/debian/\n").unwrap();
+        std::fs::write(top.join("Makefile"), "all:\n").unwrap();
+        std::fs::write(top.join("mm/memcontrol.c"), "int x;\n").unwrap();
+        let tarball = work.path().join("linux-source-9.9.tar.xz");
+        process::run(
+            &Cmd::new("tar")
+                .arg("-cJf")
+                .arg(&tarball)
+                .arg("-C")
+                .arg(work.path())
+                .arg("linux-source-9.9"),
+        )
+        .await
+        .unwrap();
+        let cache = work.path().join("cache");
+        let tree = import_tarball(&tarball, &cache).await.unwrap();
+        assert!(tree.fresh);
+        let repo = tree.open().unwrap();
+        let commit = repo.find_commit(tree.base).unwrap();
+        let files = commit.tree().unwrap();
+        assert!(files.get_path(Path::new("mm/memcontrol.c")).is_ok());
+        assert!(files.get_path(Path::new("Makefile")).is_ok());
+        let again = import_tarball(&tarball, &cache).await.unwrap();
+        assert!(!again.fresh);
+        assert_eq!(again.base, tree.base);
+    }
+}

@@ -1,0 +1,199 @@
+//! Pure builders of QEMU's argument vector, one small function per concern,
+//! each flag commented with why it is there. Nothing here touches the host.
+
+use std::path::Path;
+
+use crate::config::CpuShape;
+use crate::vm::accel::Accel;
+
+/// QEMU option values are comma-separated; a literal comma is written twice.
+pub fn escape(value: &str) -> String {
+    value.replace(',', ",,")
+}
+
+fn s(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+/// Devices and behaviour every boot shares.
+pub fn base_args() -> Vec<String> {
+    s(&[
+        // Only the devices we add: no default NIC, VGA, floppy or CD-ROM.
+        "-nodefaults",
+        // Ignore any host-wide QEMU config file.
+        "-no-user-config",
+        "-display",
+        "none",
+        // Without a NIC QEMU does not look for iPXE option ROMs.
+        "-nic",
+        "none",
+        // A guest reboot (the agent's power-off, or panic=-1) exits QEMU.
+        "-no-reboot",
+    ])
+}
+
+/// The accelerator and the CPU model that goes with it.
+pub fn accel_args(accel: Accel) -> Vec<String> {
+    match accel {
+        // The host CPU, as the patch will meet it in production.
+        Accel::Kvm => s(&["-accel", "kvm", "-cpu", "host"]),
+        // Every feature TCG can emulate. One vCPU thread per guest CPU.
+        Accel::Tcg => s(&["-accel", "tcg,thread=multi", "-cpu", "max"]),
+    }
+}
+
+/// Machine type, memory, and the number of *possible* CPUs.
+pub fn machine_args(memory_mib: u64, cpus: CpuShape) -> Vec<String> {
+    vec![
+        // q35: PCIe and ACPI tables that let Linux count possible CPUs.
+        "-machine".into(),
+        "q35".into(),
+        "-m".into(),
+        format!("{memory_mib}M"),
+        // All `possible` CPUs are present; the kernel's maxcpus= brings only
+        // `online` of them up (QEMU's own maxcpus= is not seen by Linux under
+        // TCG, see domain-notes).
+        "-smp".into(),
+        cpus.possible.to_string(),
+    ]
+}
+
+/// The kernel command line, one parameter per reason.
+pub fn kernel_cmdline(cpus: CpuShape) -> Vec<String> {
+    vec![
+        // The 8250 UART is the earliest console: it shows a boot that dies
+        // before userspace.
+        "console=ttyS0".into(),
+        // Reboot at once on a panic; with -no-reboot QEMU then exits.
+        "panic=-1".into(),
+        // An oops in the workload's context is a failed run, not a limp.
+        "oops=panic".into(),
+        // Bring up only `online` CPUs of the `possible` ones.
+        format!("maxcpus={}", cpus.online),
+        // The agent is /init in the initramfs.
+        "rdinit=/init".into(),
+    ]
+}
+
+/// Kernel, initramfs, and command line.
+pub fn boot_args(kernel: &Path, initrd: &Path, cmdline: &[String]) -> Vec<String> {
+    vec![
+        "-kernel".into(),
+        kernel.display().to_string(),
+        "-initrd".into(),
+        initrd.display().to_string(),
+        "-append".into(),
+        cmdline.join(" "),
+    ]
+}
+
+/// The serial console, written to a log file kept as evidence.
+pub fn console_args(log: &Path) -> Vec<String> {
+    vec![
+        "-chardev".into(),
+        format!(
+            "file,id=console,path={}",
+            escape(&log.display().to_string())
+        ),
+        "-serial".into(),
+        "chardev:console".into(),
+    ]
+}
+
+/// The virtio-serial port that carries the agent's messages to our socket.
+pub fn channel_args(socket: &Path, port_name: &str) -> Vec<String> {
+    vec![
+        "-device".into(),
+        "virtio-serial-pci,id=vser0".into(),
+        // QEMU connects to the socket patchbench listens on.
+        "-chardev".into(),
+        format!(
+            "socket,id=agent,path={}",
+            escape(&socket.display().to_string())
+        ),
+        "-device".into(),
+        format!("virtserialport,bus=vser0.0,chardev=agent,name={port_name}"),
+    ]
+}
+
+/// A raw sparse file as a virtio-blk disk, the guest's swap device (`/dev/vda`).
+pub fn swap_disk_args(file: &Path) -> Vec<String> {
+    // JSON syntax: the file name needs no escaping of its own.
+    let blockdev = serde_json::json!({
+        "driver": "raw",
+        "node-name": "swap0",
+        // Swap content need not survive the guest; skip host flushes.
+        "cache": {"direct": false, "no-flush": true},
+        "file": {"driver": "file", "filename": file.display().to_string()},
+    });
+    vec![
+        "-blockdev".into(),
+        blockdev.to_string(),
+        "-device".into(),
+        "virtio-blk-pci,drive=swap0".into(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHAPE: CpuShape = CpuShape {
+        possible: 20,
+        online: 2,
+    };
+
+    #[test]
+    fn possible_and_online_cpus_go_to_qemu_and_the_kernel() {
+        assert_eq!(
+            machine_args(1024, SHAPE),
+            ["-machine", "q35", "-m", "1024M", "-smp", "20"]
+        );
+        assert!(kernel_cmdline(SHAPE).contains(&"maxcpus=2".to_string()));
+    }
+
+    #[test]
+    fn kvm_and_tcg_pick_their_cpu_models() {
+        assert_eq!(accel_args(Accel::Kvm), ["-accel", "kvm", "-cpu", "host"]);
+        assert_eq!(
+            accel_args(Accel::Tcg),
+            ["-accel", "tcg,thread=multi", "-cpu", "max"]
+        );
+    }
+
+    #[test]
+    fn a_guest_panic_or_reboot_ends_qemu() {
+        assert!(base_args().contains(&"-no-reboot".to_string()));
+        assert!(kernel_cmdline(SHAPE).contains(&"panic=-1".to_string()));
+        assert!(base_args().windows(2).any(|w| w == ["-nic", "none"]));
+    }
+
+    #[test]
+    fn commas_in_paths_are_escaped() {
+        let args = console_args(Path::new("/tmp/a,b/console.log"));
+        assert_eq!(args[1], "file,id=console,path=/tmp/a,,b/console.log");
+        let args = channel_args(Path::new("/s,ock"), "org.patchbench.agent");
+        assert_eq!(args[3], "socket,id=agent,path=/s,,ock");
+        assert_eq!(
+            args[5],
+            "virtserialport,bus=vser0.0,chardev=agent,name=org.patchbench.agent"
+        );
+    }
+
+    #[test]
+    fn the_swap_disk_is_json_and_survives_odd_names() {
+        let args = swap_disk_args(Path::new("/x/sw\"ap,1.img"));
+        let v: serde_json::Value = serde_json::from_str(&args[1]).unwrap();
+        assert_eq!(v["file"]["filename"], "/x/sw\"ap,1.img");
+        assert_eq!(args[3], "virtio-blk-pci,drive=swap0");
+    }
+
+    #[test]
+    fn the_command_line_is_joined_with_spaces() {
+        let args = boot_args(Path::new("/k"), Path::new("/i"), &kernel_cmdline(SHAPE));
+        assert_eq!(
+            args[5],
+            "console=ttyS0 panic=-1 oops=panic maxcpus=2 rdinit=/init"
+        );
+    }
+}

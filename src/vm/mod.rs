@@ -1,0 +1,345 @@
+//! Booting a kernel in QEMU and talking to the guest agent.
+//!
+//! One boot: build the argument vector (`args`), spawn QEMU in its own
+//! process group, wait for the agent's hello under the boot deadline, then
+//! for its messages under the run deadline. Every failure is a [`VmError`]
+//! naming the boot and its console log, with an excerpt when the console
+//! shows why. QEMU never outlives a boot.
+
+pub mod accel;
+pub mod args;
+pub mod console;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use patchbench_agent::{GuestFacts, Message, PORT_NAME};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::UnixListener;
+
+use crate::config::CpuShape;
+use crate::process::{Cmd, Daemon, ProcessError};
+use accel::Accel;
+
+/// How long QEMU gets to exit by itself after the agent said it is done.
+const EXIT_GRACE: Duration = Duration::from_secs(30);
+/// Under KVM, a boot that prints nothing this long is a KVM that does not work.
+const KVM_FIRST_OUTPUT: Duration = Duration::from_secs(20);
+
+/// Everything one boot needs.
+#[derive(Debug, Clone)]
+pub struct BootSpec {
+    /// `A`, `B`, `A'`: names the boot in messages.
+    pub label: String,
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    /// Where the console log, QEMU's stderr and the swap file go.
+    pub dir: PathBuf,
+    pub accel: Accel,
+    pub memory_mib: u64,
+    pub cpus: CpuShape,
+    pub swap_bytes: u64,
+    pub boot_timeout: Duration,
+    pub run_timeout: Duration,
+}
+
+impl BootSpec {
+    pub fn console_log(&self) -> PathBuf {
+        self.dir.join("console.log")
+    }
+    pub fn qemu_stderr(&self) -> PathBuf {
+        self.dir.join("qemu-stderr.log")
+    }
+    fn swap_file(&self) -> PathBuf {
+        self.dir.join("swap.img")
+    }
+}
+
+/// The full QEMU command for a boot.
+pub fn qemu_command(spec: &BootSpec, socket: &Path) -> Cmd {
+    Cmd::new("qemu-system-x86_64")
+        .args(args::base_args())
+        .args(args::accel_args(spec.accel))
+        .args(args::machine_args(spec.memory_mib, spec.cpus))
+        .args(args::boot_args(
+            &spec.kernel,
+            &spec.initrd,
+            &args::kernel_cmdline(spec.cpus),
+        ))
+        .args(args::console_args(&spec.console_log()))
+        .args(args::channel_args(socket, PORT_NAME))
+        .args(args::swap_disk_args(&spec.swap_file()))
+}
+
+/// What a boot produced.
+#[derive(Debug)]
+pub struct BootOutcome {
+    pub facts: Option<GuestFacts>,
+    /// From QEMU's start to the agent's hello.
+    pub hello_after: Duration,
+    /// From QEMU's start to its exit.
+    pub total: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VmError {
+    #[error("boot {label}: cannot prepare ({what})")]
+    Setup {
+        label: String,
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("boot {label}: cannot start QEMU")]
+    Spawn {
+        label: String,
+        #[source]
+        source: ProcessError,
+    },
+    #[error("boot {label}: {what} (console log: {})\n{excerpt}", console_log.display())]
+    Guest {
+        label: String,
+        /// What went wrong, in a few words.
+        what: String,
+        console_log: PathBuf,
+        excerpt: String,
+    },
+}
+
+/// Boot, collect every message through `on_message`, and return the outcome.
+///
+/// `on_message` sees each message the moment it arrives (the campaign writes
+/// samples to disk there); an error it returns aborts the boot.
+pub async fn boot(
+    spec: &BootSpec,
+    mut on_message: impl FnMut(&Message) -> anyhow::Result<()>,
+) -> anyhow::Result<BootOutcome> {
+    let setup = |what: &str| {
+        let label = spec.label.clone();
+        let what = what.to_string();
+        move |source| VmError::Setup {
+            label,
+            what,
+            source,
+        }
+    };
+    std::fs::create_dir_all(&spec.dir).map_err(setup("create the boot directory"))?;
+    let swap = std::fs::File::create(spec.swap_file()).map_err(setup("create the swap file"))?;
+    swap.set_len(spec.swap_bytes)
+        .map_err(setup("size the swap file"))?;
+    drop(swap);
+    // A short socket path: sun_path holds 108 bytes, a cache path may not fit.
+    let sock_dir = tempfile::Builder::new()
+        .prefix("patchbench-")
+        .tempdir()
+        .map_err(setup("create the socket directory"))?;
+    let socket = sock_dir.path().join("agent.sock");
+    let listener = UnixListener::bind(&socket).map_err(setup("listen on the agent socket"))?;
+
+    let started = Instant::now();
+    let cmd = qemu_command(spec, &socket);
+    let mut qemu = Daemon::spawn(&cmd, &spec.qemu_stderr()).map_err(|source| VmError::Spawn {
+        label: spec.label.clone(),
+        source,
+    })?;
+    let result = converse(spec, &listener, &mut qemu, started, &mut on_message).await;
+    match result {
+        Ok((facts, hello_after)) => {
+            let exited = tokio::time::timeout(EXIT_GRACE, qemu.wait()).await;
+            let total = started.elapsed();
+            if exited.is_err() {
+                qemu.stop().await;
+                return Err(guest_error(spec, "QEMU did not exit after the agent finished").into());
+            }
+            // A warning or oops during the run makes the samples suspect even
+            // if the agent finished.
+            if let Some(trouble) = console::find_trouble(&read_console(spec)) {
+                return Err(VmError::Guest {
+                    label: spec.label.clone(),
+                    what: format!("the console shows a {} during the run", trouble.kind),
+                    console_log: spec.console_log(),
+                    excerpt: trouble.excerpt,
+                }
+                .into());
+            }
+            Ok(BootOutcome {
+                facts,
+                hello_after,
+                total,
+            })
+        }
+        Err(e) => {
+            qemu.stop().await;
+            Err(e)
+        }
+    }
+}
+
+fn read_console(spec: &BootSpec) -> String {
+    std::fs::read(spec.console_log())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// A guest error whose excerpt is the console's first sign of trouble, or
+/// its last lines; the console's diagnosis wins over `fallback`.
+fn guest_error(spec: &BootSpec, fallback: &str) -> VmError {
+    let console = read_console(spec);
+    let (what, excerpt) = match console::find_trouble(&console) {
+        Some(t) => (format!("{} ({fallback})", t.kind), t.excerpt),
+        None if console.is_empty() => (
+            format!("{fallback}; the console is empty"),
+            format!(
+                "QEMU stderr:\n{}",
+                console::tail(
+                    &std::fs::read_to_string(spec.qemu_stderr()).unwrap_or_default(),
+                    10
+                )
+            ),
+        ),
+        None => (fallback.to_string(), console::tail(&console, 15)),
+    };
+    VmError::Guest {
+        label: spec.label.clone(),
+        what,
+        console_log: spec.console_log(),
+        excerpt,
+    }
+}
+
+/// Accept the agent's connection and read its messages until `Done`.
+async fn converse(
+    spec: &BootSpec,
+    listener: &UnixListener,
+    qemu: &mut Daemon,
+    started: Instant,
+    on_message: &mut impl FnMut(&Message) -> anyhow::Result<()>,
+) -> anyhow::Result<(Option<GuestFacts>, Duration)> {
+    let boot_deadline = tokio::time::Instant::from_std(started + spec.boot_timeout);
+    let stream = tokio::select! {
+        accepted = listener.accept() => accepted.map_err(|e| VmError::Setup {
+            label: spec.label.clone(),
+            what: "accept the agent connection".into(),
+            source: e,
+        })?.0,
+        status = qemu.wait() => {
+            let what = format!("QEMU exited ({}) before the guest connected", describe(status));
+            return Err(guest_error(spec, &what).into());
+        }
+        _ = tokio::time::sleep_until(boot_deadline) => {
+            return Err(guest_error(spec, "QEMU never opened the agent channel").into());
+        }
+    };
+    let mut lines = BufReader::new(stream).lines();
+    let mut hello_after = None;
+    let mut run_deadline = boot_deadline;
+    let mut facts = None;
+    let mut watchdog = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            _ = tokio::time::sleep_until(run_deadline) => {
+                let what = match hello_after {
+                    None => format!("no hello from the agent within the boot timeout ({})", humantime::format_duration(spec.boot_timeout)),
+                    Some(_) => format!("the workload did not finish within the run timeout ({})", humantime::format_duration(spec.run_timeout)),
+                };
+                return Err(guest_error(spec, &what).into());
+            }
+            _ = watchdog.tick(), if spec.accel == Accel::Kvm && hello_after.is_none() => {
+                if started.elapsed() > KVM_FIRST_OUTPUT && read_console(spec).is_empty() {
+                    return Err(guest_error(spec, &format!(
+                        "no console output after {}s under KVM: this host's KVM does not run guests; use --accel tcg",
+                        KVM_FIRST_OUTPUT.as_secs()
+                    )).into());
+                }
+                continue;
+            }
+        };
+        let line = match line {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(_) => {
+                // The channel closed before Done: the guest died. Give QEMU a
+                // moment to exit so the console log is complete.
+                let _ = tokio::time::timeout(Duration::from_secs(5), qemu.wait()).await;
+                return Err(
+                    guest_error(spec, "the guest stopped before the workload finished").into(),
+                );
+            }
+        };
+        let message: Message = serde_json::from_str(&line).map_err(|e| VmError::Guest {
+            label: spec.label.clone(),
+            what: format!("the agent sent a line that is not a protocol message ({e})"),
+            console_log: spec.console_log(),
+            excerpt: line.chars().take(500).collect(),
+        })?;
+        match &message {
+            Message::Hello { protocol, .. } => {
+                if *protocol != patchbench_agent::PROTOCOL_VERSION {
+                    return Err(guest_error(
+                        spec,
+                        &format!(
+                            "the agent speaks protocol {protocol}, the host {}; rebuild both",
+                            patchbench_agent::PROTOCOL_VERSION
+                        ),
+                    )
+                    .into());
+                }
+                hello_after = Some(started.elapsed());
+                run_deadline = tokio::time::Instant::now() + spec.run_timeout;
+            }
+            Message::Facts(f) => facts = Some(f.clone()),
+            Message::Error { message } => {
+                return Err(guest_error(spec, &format!("the workload failed: {message}")).into());
+            }
+            Message::Sample(_) | Message::Done => {}
+        }
+        on_message(&message)?;
+        if message == Message::Done {
+            return Ok((facts, hello_after.unwrap_or_default()));
+        }
+    }
+}
+
+fn describe(status: std::io::Result<std::process::ExitStatus>) -> String {
+    match status {
+        Ok(s) => s.to_string(),
+        Err(e) => format!("wait failed: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_qemu_command_has_every_part() {
+        let spec = BootSpec {
+            label: "A".into(),
+            kernel: "/k/bzImage".into(),
+            initrd: "/b/initramfs.cpio".into(),
+            dir: "/b".into(),
+            accel: Accel::Tcg,
+            memory_mib: 1024,
+            cpus: CpuShape {
+                possible: 4,
+                online: 2,
+            },
+            swap_bytes: 1 << 29,
+            boot_timeout: Duration::from_secs(60),
+            run_timeout: Duration::from_secs(600),
+        };
+        let cmd = qemu_command(&spec, Path::new("/tmp/s/agent.sock")).to_string();
+        for part in [
+            "qemu-system-x86_64 -nodefaults",
+            "-accel tcg,thread=multi",
+            "-smp 4",
+            "-kernel /k/bzImage -initrd /b/initramfs.cpio",
+            "maxcpus=2",
+            "path=/b/console.log",
+            "name=org.patchbench.agent",
+            "/b/swap.img",
+        ] {
+            assert!(cmd.contains(part), "missing {part} in {cmd}");
+        }
+    }
+}

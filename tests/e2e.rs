@@ -1,0 +1,223 @@
+//! The real end-to-end tests: a real kernel tree, real builds, real QEMU
+//! boots, real samples. They never skip: on a host without QEMU or the kernel
+//! source they fail, naming what is missing (`ci/setup-host.sh` installs it).
+//!
+//! The smoke campaign runs once per test binary; the failure tests reuse its
+//! cached tree and kernels, so they cost only their boots.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use patchbench::campaign::{self, Outcome, RunOptions};
+use patchbench::config::{self, Campaign, Overrides, Variant};
+use patchbench::events::Recorder;
+
+/// One campaign at a time: they share the cached tree and build directories.
+static SERIAL: Mutex<()> = Mutex::new(());
+static SMOKE: OnceLock<Outcome> = OnceLock::new();
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os("PATCHBENCH_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/patchbench")
+        })
+}
+
+fn require_host_tools() {
+    for (path, package) in [
+        ("/usr/src/linux-source-6.12.tar.xz", "linux-source-6.12"),
+        ("/usr/bin/qemu-system-x86_64", "qemu-system-x86"),
+        ("/bin/busybox", "busybox-static"),
+    ] {
+        assert!(
+            Path::new(path).exists(),
+            "{path} is missing: run ci/setup-host.sh (Debian package {package})"
+        );
+    }
+}
+
+fn run_campaign(text: &str, out: &Path) -> anyhow::Result<Outcome> {
+    let origin = PathBuf::from("test campaign");
+    let plan = Campaign::parse(text, &origin)?.into_plan(
+        &origin,
+        &config::default_campaign_dir(),
+        Overrides::default(),
+    )?;
+    let opts = RunOptions {
+        out_dir: out.to_owned(),
+        cache_dir: cache_dir(),
+        agent: patchbench::find_agent()?,
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(campaign::run(&plan, &opts, &Recorder::default()))
+}
+
+fn smoke() -> &'static Outcome {
+    SMOKE.get_or_init(|| {
+        require_host_tools();
+        let out = std::env::temp_dir().join(format!("patchbench-e2e-smoke-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        run_campaign(config::DEFAULT_CAMPAIGN, &out)
+            .unwrap_or_else(|e| panic!("smoke campaign failed: {e:#}"))
+    })
+}
+
+#[test]
+fn smoke_campaign_measures_every_boot_with_zswap_on() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let outcome = smoke();
+    let results = &outcome.results;
+    let labels: Vec<_> = results.boots.iter().map(|b| b.label.as_str()).collect();
+    assert_eq!(labels, ["A", "B", "A'"]);
+    let variants: Vec<_> = results.boots.iter().map(|b| b.variant).collect();
+    assert_eq!(variants, [Variant::A, Variant::B, Variant::A]);
+    for boot in &results.boots {
+        assert!(boot.complete, "boot {} incomplete", boot.label);
+        assert_eq!(boot.warmups.len(), 1, "boot {}", boot.label);
+        assert_eq!(boot.samples.len(), 3, "boot {}", boot.label);
+        for sample in &boot.samples {
+            assert!(
+                sample.metrics["pageout_cpu_ns"] > 0,
+                "boot {}: {sample:?}",
+                boot.label
+            );
+            assert!(
+                sample.metrics["zswpout_pages"] > 0,
+                "boot {}: {sample:?}",
+                boot.label
+            );
+        }
+        let facts = boot.facts.as_ref().expect("guest facts");
+        assert_eq!(
+            facts.zswap.get("enabled").map(String::as_str),
+            Some("Y"),
+            "boot {}",
+            boot.label
+        );
+        assert!(
+            facts.kernel_release.starts_with("6.12"),
+            "{}",
+            facts.kernel_release
+        );
+        let console = std::fs::read_to_string(&boot.console_log).unwrap();
+        assert!(
+            console.contains("zswap enabled=Y"),
+            "boot {}: no zswap line in {}",
+            boot.label,
+            boot.console_log.display()
+        );
+    }
+    // B really is a different kernel from A, built incrementally.
+    let a = &results.kernels[0].artifact;
+    let b = &results.kernels[1].artifact;
+    assert_ne!(a.bzimage_sha256, b.bzimage_sha256);
+    assert_ne!(a.commit, b.commit);
+    // The results on disk are the same document, and the report has the table.
+    let on_disk = patchbench::results::Results::load(&outcome.results_path).unwrap();
+    assert_eq!(on_disk.boots.len(), 3);
+    assert!(
+        outcome.markdown.contains("| pageout_cpu_ns | ms |"),
+        "{}",
+        outcome.markdown
+    );
+    for stage in [
+        "import", "apply", "build A", "build B", "boot A", "boot B", "boot A'",
+    ] {
+        assert!(
+            results.timings.iter().any(|t| t.stage == stage),
+            "no timing for {stage}"
+        );
+    }
+}
+
+/// A campaign file (absolute paths) that runs a deliberately broken guest.
+fn fault_campaign(dir: &Path, fault: &str, run_timeout: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = config::DEFAULT_CAMPAIGN
+        .replace("../", &format!("{}/", root.display()))
+        .replace("run_timeout: 10m", &format!("run_timeout: {run_timeout}"))
+        .replace(
+            "  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n",
+            &format!("  kind: guest-fault\n  fault: {fault}\n"),
+        );
+    assert!(
+        text.contains("guest-fault"),
+        "the smoke campaign changed shape; update this test"
+    );
+    let path = dir.join(format!("{fault}.yaml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Run the real binary on a broken guest and return (exit code, stderr).
+fn run_broken_guest(fault: &str, run_timeout: &str) -> (Option<i32>, String, PathBuf) {
+    let _ = smoke();
+    let dir = tempfile::tempdir().unwrap().keep();
+    let campaign = fault_campaign(&dir, fault, run_timeout);
+    let out = dir.join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .arg("run")
+        .arg(&campaign)
+        .arg("--out")
+        .arg(&out)
+        .arg("--cache-dir")
+        .arg(cache_dir())
+        .env("PATCHBENCH_AGENT", patchbench::find_agent().unwrap())
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        out,
+    )
+}
+
+#[test]
+fn a_guest_panic_names_the_boot_and_its_console_log() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, stderr, out) = run_broken_guest("exit-init", "2m");
+    assert_eq!(code, Some(patchbench::exit::GUEST), "{stderr}");
+    assert!(stderr.contains("boot A: kernel panic"), "{stderr}");
+    assert!(stderr.contains("Attempted to kill init"), "{stderr}");
+    assert!(
+        stderr.contains(&out.join("boots/0-A/console.log").display().to_string()),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_hung_guest_hits_the_run_timeout_and_leaves_no_qemu() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, stderr, out) = run_broken_guest("hang", "15s");
+    assert_eq!(code, Some(patchbench::exit::GUEST), "{stderr}");
+    assert!(
+        stderr.contains("boot A: the workload did not finish within the run timeout (15s)"),
+        "{stderr}"
+    );
+    // No QEMU of this run is left: none has this run's console log open.
+    let console = out.join("boots/0-A/console.log");
+    let pgrep = Command::new("pgrep")
+        .arg("-f")
+        .arg(console.display().to_string())
+        .output()
+        .unwrap();
+    assert!(
+        pgrep.stdout.is_empty(),
+        "stray QEMU: {}",
+        String::from_utf8_lossy(&pgrep.stdout)
+    );
+}
+
+#[test]
+fn a_failing_workload_reports_its_message() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, stderr, _) = run_broken_guest("fail", "2m");
+    assert_eq!(code, Some(patchbench::exit::GUEST), "{stderr}");
+    assert!(
+        stderr.contains("boot A: the workload failed: guest-fault: deliberate workload failure"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("console log:"), "{stderr}");
+}

@@ -1,0 +1,35 @@
+//! Snapshot of the Markdown report for a stored real smoke run
+//! (`tests/fixtures/smoke-results.json`, machine paths redacted). A change to
+//! the report shows up here as a diff; update the `.md` file on purpose.
+
+use std::path::Path;
+
+use patchbench::results::Results;
+
+#[test]
+fn the_smoke_report_renders_as_stored() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let results = Results::load(&fixtures.join("smoke-results.json")).unwrap();
+    let spec = patchbench::workload::spec_for(&results.workload);
+    let markdown = patchbench::report::markdown(&results, spec.as_ref());
+    let expected_path = fixtures.join("smoke-report.md");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&expected_path, &markdown).unwrap();
+    }
+    let expected = std::fs::read_to_string(&expected_path).unwrap();
+    assert_eq!(
+        markdown, expected,
+        "re-run with UPDATE_SNAPSHOTS=1 to accept"
+    );
+}
+
+#[test]
+fn a_results_document_round_trips() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let text = std::fs::read_to_string(fixtures.join("smoke-results.json")).unwrap();
+    let results: Results = serde_json::from_str(&text).unwrap();
+    assert_eq!(results.schema_version, patchbench::results::SCHEMA_VERSION);
+    let again: serde_json::Value = serde_json::to_value(&results).unwrap();
+    let original: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(again, original);
+}
