@@ -5,6 +5,7 @@
 //! [`results`] / [`report`]. [`process`] is the only module that spawns host
 //! processes; [`events`] is how the engine talks to the UI.
 
+pub mod apply;
 pub mod build;
 pub mod campaign;
 pub mod config;
