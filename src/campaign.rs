@@ -86,22 +86,11 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         timings: Vec::new(),
     };
 
-    let tree = match &plan.tree {
-        TreeSource::Tarball(path) => {
-            stages
-                .time("import", &format!("{}", path.display()), async {
-                    Ok(tree::import_tarball(path, &opts.cache_dir).await?)
-                })
-                .await?
-        }
-        TreeSource::Git { path, rev } => {
-            stages
-                .time("import", &format!("{}", path.display()), async {
-                    Ok(tree::clone_local(path, rev.as_deref(), &opts.cache_dir)?)
-                })
-                .await?
-        }
-    };
+    let tree = stages
+        .time("import", &tree_label(&plan.tree), async {
+            Ok(tree::obtain(&plan.tree, &opts.cache_dir).await?)
+        })
+        .await?;
     if !tree.fresh {
         sink.emit(Event::Note(format!(
             "tree reused from {}",
@@ -109,13 +98,33 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         )));
     }
     let repo = tree.open()?;
-    let (series, head) = stages
-        .time("apply", &plan.series.display().to_string(), async {
-            let series = series::load(&plan.series)?;
-            let head = series::apply(&repo, tree.base, &series)?;
-            Ok((series, head))
+    let applied = stages
+        .time("apply", &plan.series.to_string(), async {
+            apply_series(&repo, &tree, &plan.tree, &plan.series, &plan.lore_url).await
         })
         .await?;
+    sink.emit(Event::Note(applied.summary()));
+    for (patch, how) in applied.series.patches.iter().zip(&applied.patches) {
+        if how.method != crate::apply::Method::Exact {
+            let warning = if how.has_fuzz() {
+                "warning: applied with fuzz: "
+            } else {
+                ""
+            };
+            sink.emit(Event::Note(format!(
+                "{warning}\"{}\" applied {}",
+                patch.subject(),
+                how.describe()
+            )));
+        }
+    }
+    let AppliedSeries {
+        series,
+        base,
+        base_choice,
+        head,
+        patches: how_applied,
+    } = applied;
 
     let src = repo
         .workdir()
@@ -137,7 +146,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         builds_dir: builds_dir.clone(),
         seed_from,
     };
-    let kernel_a = build_variant(&mut stages, "build A", &spec_for(tree.base, None), &repo).await?;
+    let kernel_a = build_variant(&mut stages, "build A", &spec_for(base, None), &repo).await?;
     let kernel_b = build_variant(
         &mut stages,
         "build B",
@@ -163,18 +172,24 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         },
         tree: TreeInfo {
             origin: tree.origin.clone(),
-            base_commit: tree.base.to_string(),
+            base_commit: base.to_string(),
+            base_choice,
         },
         series: SeriesInfo {
-            path: series.path.clone(),
+            source: series.source.to_string(),
             sha256: series.sha256.clone(),
             patches: series
                 .patches
                 .iter()
-                .map(|p| PatchInfo {
-                    subject: p.subject.clone(),
-                    author: format!("{} <{}>", p.author_name, p.author_email),
-                    file: p.file.clone(),
+                .zip(&how_applied)
+                .map(|(p, how)| PatchInfo {
+                    subject: p.mail.subject.clone(),
+                    author: format!("{} <{}>", p.mail.author_name, p.mail.author_email),
+                    origin: p.origin.clone(),
+                    message_id: p.mail.message_id.clone(),
+                    commit: how.commit.to_string(),
+                    applied: how.describe(),
+                    fuzz: how.has_fuzz(),
                 })
                 .collect(),
             head_commit: head.to_string(),
@@ -289,6 +304,70 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         results_path,
         markdown,
         markdown_path,
+    })
+}
+
+fn tree_label(source: &TreeSource) -> String {
+    match source {
+        TreeSource::Tarball(p) => p.display().to_string(),
+        TreeSource::Git { path, .. } => path.display().to_string(),
+        TreeSource::Url { url, .. } => url.clone(),
+    }
+}
+
+/// A series applied on its chosen base.
+#[derive(Debug)]
+pub struct AppliedSeries {
+    pub series: series::Series,
+    pub base: git2::Oid,
+    /// Which base was chosen and why.
+    pub base_choice: String,
+    /// The commit of the last patch: variant B.
+    pub head: git2::Oid,
+    /// How each patch applied, in order.
+    pub patches: Vec<series::PatchApplied>,
+}
+
+impl AppliedSeries {
+    /// One line for the user: how many patches, on which base, and why.
+    pub fn summary(&self) -> String {
+        format!(
+            "series: {} patch(es){} on base {} ({})",
+            self.series.patches.len(),
+            if self.series.cover_letters > 0 {
+                ", cover letter skipped"
+            } else {
+                ""
+            },
+            &self.base.to_string()[..12],
+            self.base_choice,
+        )
+    }
+}
+
+/// Load a series, choose its base, and apply it, one commit per patch.
+pub async fn apply_series(
+    repo: &git2::Repository,
+    tree: &tree::Tree,
+    tree_source: &TreeSource,
+    source: &series::SeriesSource,
+    lore_url: &str,
+) -> anyhow::Result<AppliedSeries> {
+    let series = series::load(source, lore_url).await?;
+    let (base, base_choice) = tree::choose_base(
+        repo,
+        tree.base,
+        tree::explicit_rev(tree_source),
+        series.base_commit.as_deref(),
+    );
+    let patches = series::apply(repo, base, &series)?;
+    let head = patches.last().map_or(base, |p| p.commit);
+    Ok(AppliedSeries {
+        series,
+        base,
+        base_choice,
+        head,
+        patches,
     })
 }
 

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use bytesize::ByteSize;
 use patchbench_agent::{Limit, ThpMode, ZswapSetup};
+
+use crate::series::SeriesSource;
 use serde::{Deserialize, Deserializer};
 
 /// The campaign `patchbench run` uses when given no file: the CI smoke run.
@@ -28,8 +30,12 @@ pub struct Campaign {
     /// Written as a one-key map: `tarball: PATH` or `git: {path: ..., rev: ...}`.
     #[serde(with = "yaml_serde::with::singleton_map")]
     pub tree: TreeSource,
-    /// The series that makes variant B; A is the untouched base.
-    pub series: PathBuf,
+    /// The series that makes variant B; A is the untouched base. A path (a
+    /// directory of patches, an mbox, one patch) or `lore:<message-id>`.
+    pub series: String,
+    /// The public-inbox archive `lore:` series are fetched from.
+    #[serde(default = "default_lore_url")]
+    pub lore_url: String,
     pub kernel: KernelConfig,
     pub vm: VmConfig,
     #[serde(default = "default_zswap")]
@@ -50,6 +56,13 @@ pub enum TreeSource {
     /// A local git repository; `rev` defaults to its HEAD.
     Git {
         path: PathBuf,
+        #[serde(default)]
+        rev: Option<String>,
+    },
+    /// A remote repository (https or git), fetched shallow (depth 1) into
+    /// the cache; `rev` is a branch, tag or commit, default the remote HEAD.
+    Url {
+        url: String,
         #[serde(default)]
         rev: Option<String>,
     },
@@ -169,6 +182,10 @@ pub enum Variant {
     B,
 }
 
+fn default_lore_url() -> String {
+    crate::series::lore::DEFAULT_BASE_URL.to_string()
+}
+
 fn one() -> u32 {
     1
 }
@@ -223,8 +240,10 @@ pub enum ConfigError {
 #[derive(Debug, Default, Clone)]
 pub struct Overrides {
     pub tree: Option<TreeSource>,
-    pub series: Option<PathBuf>,
+    /// A path (relative to the current directory) or `lore:<message-id>`.
+    pub series: Option<String>,
     pub accel: Option<AccelChoice>,
+    pub lore_url: Option<String>,
 }
 
 /// A validated campaign with absolute paths.
@@ -234,7 +253,8 @@ pub struct Plan {
     /// The campaign file, or `None` for the built-in default.
     pub source: Option<PathBuf>,
     pub tree: TreeSource,
-    pub series: PathBuf,
+    pub series: SeriesSource,
+    pub lore_url: String,
     pub base_config: BaseConfig,
     pub fragments: Vec<PathBuf>,
     pub vm: VmConfig,
@@ -283,16 +303,16 @@ impl Campaign {
                 path: resolve(&path),
                 rev,
             },
+            url @ TreeSource::Url { .. } => url,
         };
         let series = match overrides.series {
-            Some(p) => p,
-            None => resolve(&self.series),
+            Some(text) => SeriesSource::parse(&text, Path::new("")),
+            None => SeriesSource::parse(&self.series, base_dir),
         };
-        if !series.exists() {
-            return Err(invalid(format!(
-                "series {} does not exist",
-                series.display()
-            )));
+        if let SeriesSource::Path(path) = &series
+            && !path.exists()
+        {
+            return Err(invalid(format!("series {} does not exist", path.display())));
         }
         let fragments: Vec<PathBuf> = self.kernel.fragments.iter().map(|p| resolve(p)).collect();
         if let Some(missing) = fragments.iter().find(|p| !p.is_file()) {
@@ -355,6 +375,7 @@ impl Campaign {
             source: Some(origin.to_owned()).filter(|p| p.exists()),
             tree,
             series,
+            lore_url: overrides.lore_url.unwrap_or(self.lore_url),
             base_config: self.kernel.base,
             fragments,
             vm,

@@ -57,7 +57,9 @@ mod tests {
             message: "bad".into(),
         });
         assert_eq!(code_for(&usage), USAGE);
-        let patch = anyhow::Error::new(SeriesError::Empty { path: "s".into() });
+        let patch = anyhow::Error::new(SeriesError::Empty {
+            source_name: "s".into(),
+        });
         assert_eq!(code_for(&patch.context("applying")), PATCH);
         let guest = anyhow::Error::new(VmError::Guest {
             label: "B".into(),

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use patchbench::config::{self, AccelChoice, Campaign, Overrides, TreeSource};
+use patchbench::events::Sink;
 use patchbench::{campaign, exit, ui};
 
 #[derive(Parser)]
@@ -30,14 +31,41 @@ enum Command {
         after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml"
     )]
     Run(RunArgs),
+    /// Apply a series to a tree and report, per patch, whether and how it
+    /// applied. Nothing is built; the tree's working directory is untouched.
+    #[command(
+        after_help = "Examples:\n  patchbench apply --tree /usr/src/linux-source-6.12.tar.xz --series patches/zswap-counter\n  patchbench apply --tree ~/linux --rev v6.12 --series lore:20241023233548.23348-1-21cnbao@gmail.com"
+    )]
+    Apply(ApplyArgs),
+}
+
+#[derive(clap::Args)]
+struct ApplyArgs {
+    /// The kernel tree: a source tarball, a local git repository, or a git
+    /// URL (fetched shallow).
+    #[arg(long, value_name = "PATH|URL")]
+    tree: PathBuf,
+    /// With a git repository: the base commit or ref. Without it, the
+    /// series' `base-commit:` trailer, then the repository's HEAD.
+    #[arg(long, value_name = "REV")]
+    rev: Option<String>,
+    /// A directory of patches, an mbox, one patch file, or `lore:<message-id>`.
+    #[arg(long, value_name = "PATH|lore:ID")]
+    series: String,
+    /// The public-inbox archive for `lore:` series.
+    #[arg(long, value_name = "URL", env = "PATCHBENCH_LORE_URL", default_value = patchbench::series::lore::DEFAULT_BASE_URL)]
+    lore_url: String,
+    /// Imported trees, kept between runs.
+    #[arg(long, value_name = "DIR", env = "PATCHBENCH_CACHE")]
+    cache_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
 struct RunArgs {
     /// The campaign file (YAML). Without one, the built-in smoke campaign runs.
     campaign: Option<PathBuf>,
-    /// The base kernel tree: a source tarball (.tar.xz/.tar.gz) or a local git
-    /// repository. Overrides the campaign's `tree`.
+    /// The base kernel tree: a source tarball (.tar.xz/.tar.gz), a local git
+    /// repository, or a git URL (fetched shallow). Overrides the campaign's `tree`.
     #[arg(long, value_name = "PATH")]
     tree: Option<PathBuf>,
     /// With --tree pointing at a git repository: the base commit or ref
@@ -45,9 +73,13 @@ struct RunArgs {
     #[arg(long, value_name = "REV", requires = "tree")]
     rev: Option<String>,
     /// The patch series for variant B: a directory of `git format-patch`
-    /// files, or one patch file. Overrides the campaign's `series`.
-    #[arg(long, value_name = "PATH")]
-    series: Option<PathBuf>,
+    /// files (ordered by its `series` file if it has one), an mbox, one patch
+    /// file, or `lore:<message-id>`. Overrides the campaign's `series`.
+    #[arg(long, value_name = "PATH|lore:ID")]
+    series: Option<String>,
+    /// The public-inbox archive for `lore:` series.
+    #[arg(long, value_name = "URL", env = "PATCHBENCH_LORE_URL")]
+    lore_url: Option<String>,
     /// The accelerator: `auto` uses KVM only where it really works.
     #[arg(long, value_enum)]
     accel: Option<AccelArg>,
@@ -88,6 +120,16 @@ fn default_cache_dir() -> PathBuf {
 }
 
 fn tree_override(path: PathBuf, rev: Option<String>) -> TreeSource {
+    let text = path.to_string_lossy();
+    if ["https://", "http://", "git://", "ssh://"]
+        .iter()
+        .any(|p| text.starts_with(p))
+    {
+        return TreeSource::Url {
+            url: text.into_owned(),
+            rev,
+        };
+    }
     if path.is_dir() {
         TreeSource::Git { path, rev }
     } else {
@@ -119,6 +161,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         tree: args.tree.map(|t| tree_override(t, args.rev)),
         series: args.series,
         accel: args.accel.map(Into::into),
+        lore_url: args.lore_url,
     };
     let plan = campaign.into_plan(&origin, &base_dir, overrides)?;
     let out_dir = args.out.unwrap_or_else(|| {
@@ -143,6 +186,58 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
+    let tree_source = tree_override(args.tree, args.rev);
+    let source = patchbench::series::SeriesSource::parse(&args.series, std::path::Path::new(""));
+    let cache = args.cache_dir.unwrap_or_else(default_cache_dir);
+    let sink = ui::Ui::new();
+    sink.emit(patchbench::events::Event::Note(format!(
+        "tree: {}",
+        tree_source_label(&tree_source)
+    )));
+    let tree = patchbench::tree::obtain(&tree_source, &cache).await?;
+    let repo = tree.open()?;
+    let applied =
+        campaign::apply_series(&repo, &tree, &tree_source, &source, &args.lore_url).await?;
+    println!("{}", applied.summary());
+    let total = applied.series.patches.len();
+    for (i, (patch, how)) in applied
+        .series
+        .patches
+        .iter()
+        .zip(&applied.patches)
+        .enumerate()
+    {
+        let warning = if how.has_fuzz() {
+            "  WARNING: applied with fuzz"
+        } else {
+            ""
+        };
+        println!(
+            "  {}/{total} {}  {}  [{}]{warning}\n      from {}",
+            i + 1,
+            &how.commit.to_string()[..12],
+            patch.subject(),
+            how.describe(),
+            patch.origin
+        );
+    }
+    println!("B = {}", applied.head);
+    Ok(())
+}
+
+fn tree_source_label(source: &TreeSource) -> String {
+    match source {
+        TreeSource::Tarball(p) => format!("tarball {}", p.display()),
+        TreeSource::Git { path, rev } => format!(
+            "git {} {}",
+            path.display(),
+            rev.as_deref().unwrap_or("HEAD")
+        ),
+        TreeSource::Url { url, rev } => format!("git {url} {}", rev.as_deref().unwrap_or("HEAD")),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -155,6 +250,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run(args).await,
+            Command::Apply(args) => apply(args).await,
         }
     });
     match result {

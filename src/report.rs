@@ -171,13 +171,14 @@ pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
         out,
         "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; A pools every A boot. \
          Drift is the last A boot's mean against the first's; max CV is the largest within-boot coefficient of variation. \
-         Accelerator: {}. Base {} ({}); B adds {} patch(es), series sha256 {}.",
+         Accelerator: {}. Base {} ({}), chosen from {}; B adds {} patch(es), series sha256 {}.",
         order.join("/"),
         results.protocol.warmups,
         results.protocol.samples,
         results.host.accel,
         short(&results.tree.base_commit),
         results.tree.origin,
+        results.tree.base_choice,
         results.series.patches.len(),
         short(&results.series.sha256),
     );

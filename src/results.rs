@@ -51,12 +51,16 @@ pub struct Host {
 pub struct TreeInfo {
     pub origin: String,
     pub base_commit: String,
+    /// How the base was chosen: the campaign's ref, the series'
+    /// `base-commit:` trailer, or the tree's HEAD (and why).
+    pub base_choice: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SeriesInfo {
-    pub path: PathBuf,
+    /// A path or `lore:<message-id>`.
+    pub source: String,
     pub sha256: String,
     pub patches: Vec<PatchInfo>,
     /// The commit of variant B.
@@ -68,7 +72,15 @@ pub struct SeriesInfo {
 pub struct PatchInfo {
     pub subject: String,
     pub author: String,
-    pub file: PathBuf,
+    /// The patch's file, or its place in an mbox or a lore thread.
+    pub origin: String,
+    pub message_id: Option<String>,
+    /// The commit this patch became.
+    pub commit: String,
+    /// `exact`, `3-way merge ...`, or `fuzzy (...)` with offsets and fuzz.
+    pub applied: String,
+    /// Context lines were ignored to apply it: the report warns.
+    pub fuzz: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -280,6 +280,86 @@ pub fn clone_local(path: &Path, rev: Option<&str>, cache: &Path) -> Result<Tree,
     })
 }
 
+/// Get the tree a campaign names, from the cache when it is there.
+pub async fn obtain(source: &crate::config::TreeSource, cache: &Path) -> Result<Tree, TreeError> {
+    match source {
+        crate::config::TreeSource::Tarball(path) => import_tarball(path, cache).await,
+        crate::config::TreeSource::Git { path, rev } => clone_local(path, rev.as_deref(), cache),
+        crate::config::TreeSource::Url { url, rev } => {
+            let (url, rev, cache) = (url.clone(), rev.clone(), cache.to_owned());
+            tokio::task::spawn_blocking(move || fetch_shallow(&url, rev.as_deref(), &cache))
+                .await
+                .expect("fetch task panicked")
+        }
+    }
+}
+
+/// The ref a shallow fetch stores its result under.
+const FETCHED_REF: &str = "refs/patchbench/fetched";
+
+/// Fetch `rev` (default: the remote's HEAD) of a remote repository at
+/// depth 1 into `<cache>/trees/`, and check it out. A later run fetches
+/// into the same repository, so unchanged objects are not downloaded again.
+pub fn fetch_shallow(url: &str, rev: Option<&str>, cache: &Path) -> Result<Tree, TreeError> {
+    let key = hex::encode(Sha256::digest(url.as_bytes()));
+    let name = url
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("repo")
+        .trim_end_matches(".git")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .collect::<String>();
+    let dest = cache.join("trees").join(format!("{name}-{}", &key[..16]));
+    let (repo, fresh) = match Repository::open(&dest) {
+        Ok(repo) => (repo, false),
+        Err(_) => {
+            std::fs::create_dir_all(&dest).map_err(io_err(&dest))?;
+            (
+                Repository::init(&dest).map_err(git_err(&dest, "init"))?,
+                true,
+            )
+        }
+    };
+    let spec = rev.unwrap_or("HEAD");
+    let mut remote = repo
+        .remote_anonymous(url)
+        .map_err(git_err(&dest, &format!("use remote {url}")))?;
+    let mut opts = git2::FetchOptions::new();
+    // Shallow: one commit's tree, not the kernel's history.
+    opts.depth(1);
+    remote
+        .fetch(
+            &[format!("+{spec}:{FETCHED_REF}").as_str()],
+            Some(&mut opts),
+            None,
+        )
+        .map_err(git_err(&dest, &format!("fetch `{spec}` from {url}")))?;
+    let base = repo
+        .find_reference(FETCHED_REF)
+        .and_then(|r| r.peel_to_commit())
+        .map_err(git_err(&dest, "read the fetched commit"))?
+        .id();
+    checkout(&repo, base)?;
+    Ok(Tree {
+        repo_path: dest,
+        base,
+        origin: format!("git {url} at {spec} ({base}, shallow)"),
+        fresh,
+    })
+}
+
+/// The ref the campaign names explicitly, if any.
+pub fn explicit_rev(source: &crate::config::TreeSource) -> Option<&str> {
+    match source {
+        crate::config::TreeSource::Git { rev, .. } | crate::config::TreeSource::Url { rev, .. } => {
+            rev.as_deref()
+        }
+        crate::config::TreeSource::Tarball(_) => None,
+    }
+}
+
 /// Make the working directory hold exactly `commit`, touching only the files
 /// that differ from what is there.
 pub fn checkout(repo: &Repository, commit: Oid) -> Result<(), TreeError> {
@@ -296,9 +376,140 @@ pub fn checkout(repo: &Repository, commit: Oid) -> Result<(), TreeError> {
     Ok(())
 }
 
+/// Choose the base commit: the campaign's explicit ref, then the series'
+/// `base-commit:` trailer when this tree has that commit, then the tree's
+/// HEAD. Returns the commit and a sentence saying which and why.
+pub fn choose_base(
+    repo: &Repository,
+    head: Oid,
+    explicit_rev: Option<&str>,
+    trailer: Option<&str>,
+) -> (Oid, String) {
+    if let Some(rev) = explicit_rev {
+        return (head, format!("the campaign's ref `{rev}`"));
+    }
+    match trailer {
+        Some(id) => match repo.revparse_single(id).and_then(|o| o.peel_to_commit()) {
+            Ok(commit) => (
+                commit.id(),
+                format!("the series' base-commit: trailer ({id})"),
+            ),
+            Err(_) => (
+                head,
+                format!("the tree's HEAD (the series' base-commit {id} is not in this tree)"),
+            ),
+        },
+        None => (
+            head,
+            "the tree's HEAD (no ref given, no base-commit: trailer)".into(),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_base_is_the_ref_then_the_trailer_then_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let sig = Signature::new("t", "t@t", &Time::new(0, 0)).unwrap();
+        let tree = repo
+            .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
+            .unwrap();
+        let first = repo.commit(None, &sig, &sig, "first", &tree, &[]).unwrap();
+        let parent = repo.find_commit(first).unwrap();
+        let second = repo
+            .commit(None, &sig, &sig, "second", &tree, &[&parent])
+            .unwrap();
+        let first_hex = first.to_string();
+        assert_eq!(
+            choose_base(&repo, second, Some("v1"), Some(&first_hex)).0,
+            second
+        );
+        let (oid, why) = choose_base(&repo, second, None, Some(&first_hex));
+        assert_eq!(oid, first);
+        assert!(why.starts_with("the series' base-commit: trailer"), "{why}");
+        let (oid, why) = choose_base(
+            &repo,
+            second,
+            None,
+            Some("0123456789abcdef0123456789abcdef01234567"),
+        );
+        assert_eq!(oid, second);
+        assert!(why.contains("is not in this tree"), "{why}");
+        assert_eq!(choose_base(&repo, second, None, None).0, second);
+    }
+
+    /// A real network transport: `git daemon` on loopback serves a two-commit
+    /// repository, and the fetch must be shallow and land on the tip.
+    #[test]
+    fn a_url_tree_is_fetched_shallow_over_the_network() {
+        let work = tempfile::tempdir().unwrap();
+        let served = work.path().join("served/linux.git");
+        let repo = Repository::init(&served).unwrap();
+        let sig = Signature::new("t", "t@t", &Time::new(0, 0)).unwrap();
+        let blob = repo.blob(b"v1\n").unwrap();
+        let mut tb = repo.treebuilder(None).unwrap();
+        tb.insert("Makefile", blob, 0o100644).unwrap();
+        let t1 = repo.find_tree(tb.write().unwrap()).unwrap();
+        let c1 = repo
+            .commit(Some("HEAD"), &sig, &sig, "one", &t1, &[])
+            .unwrap();
+        let blob = repo.blob(b"v2\n").unwrap();
+        tb.insert("Makefile", blob, 0o100644).unwrap();
+        let t2 = repo.find_tree(tb.write().unwrap()).unwrap();
+        let parent = repo.find_commit(c1).unwrap();
+        let c2 = repo
+            .commit(Some("HEAD"), &sig, &sig, "two", &t2, &[&parent])
+            .unwrap();
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut daemon = std::process::Command::new("git")
+            .args([
+                "daemon",
+                "--export-all",
+                "--reuseaddr",
+                "--listen=127.0.0.1",
+            ])
+            .arg(format!("--port={port}"))
+            .arg(format!(
+                "--base-path={}",
+                work.path().join("served").display()
+            ))
+            .arg(work.path().join("served"))
+            .spawn()
+            .expect("git daemon (Debian package git) starts");
+        let url = format!("git://127.0.0.1:{port}/linux.git");
+        let cache = work.path().join("cache");
+        // Readiness: the daemon accepts connections (bounded wait).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "git daemon never listened"
+            );
+            std::thread::yield_now();
+        }
+        let result = fetch_shallow(&url, None, &cache);
+        let _ = daemon.kill();
+        let _ = daemon.wait();
+        let tree = result.unwrap();
+        assert_eq!(tree.base, c2);
+        let fetched = tree.open().unwrap();
+        assert!(fetched.is_shallow());
+        assert!(
+            fetched.find_commit(c1).is_err(),
+            "history beyond depth 1 was fetched"
+        );
+        assert_eq!(
+            std::fs::read(tree.repo_path.join("Makefile")).unwrap(),
+            b"v2\n"
+        );
+    }
 
     #[test]
     fn cache_names_keep_the_stem_and_a_hash_prefix() {

@@ -5,32 +5,91 @@
 //! directory and HEAD are never touched, so a failed series leaves the
 //! repository exactly as it was.
 
+pub mod lore;
+pub mod mail;
+
 use std::path::{Path, PathBuf};
 
-use git2::{Diff, Oid, Repository, Signature, Time};
+use git2::{Oid, Repository, Signature, Time};
+
+use crate::apply;
 use sha2::{Digest, Sha256};
+
+/// Where a series comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeriesSource {
+    /// A directory of patch files (in `series`-file or name order), an mbox
+    /// holding many mails, or one patch file.
+    Path(PathBuf),
+    /// `lore:<message-id>`: the thread of that message, fetched from a
+    /// public-inbox archive.
+    Lore { message_id: String },
+}
+
+impl SeriesSource {
+    /// `lore:<id>` or a path, resolved against `base_dir` when relative.
+    pub fn parse(text: &str, base_dir: &Path) -> SeriesSource {
+        match text.strip_prefix("lore:") {
+            Some(id) => SeriesSource::Lore {
+                message_id: id.trim().to_string(),
+            },
+            None => SeriesSource::Path(base_dir.join(text)),
+        }
+    }
+}
+
+impl std::fmt::Display for SeriesSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SeriesSource::Path(p) => write!(f, "{}", p.display()),
+            SeriesSource::Lore { message_id } => write!(f, "lore:{message_id}"),
+        }
+    }
+}
 
 /// One patch of a series, parsed from its mail.
 #[derive(Debug, Clone)]
 pub struct Patch {
-    pub file: PathBuf,
-    pub author_name: String,
-    pub author_email: String,
-    /// Seconds since the epoch, and the author's UTC offset in minutes.
-    pub date: (i64, i32),
-    /// The subject without `[PATCH ...]` prefixes.
-    pub subject: String,
-    /// The commit message body: the mail body up to the `---` line.
-    pub body: String,
+    /// Where the mail came from: its file, or the series source and index.
+    pub origin: String,
+    pub mail: mail::Mail,
     /// The raw mail, which git2 parses for the diff.
     pub raw: Vec<u8>,
+}
+
+impl Patch {
+    pub fn subject(&self) -> &str {
+        &self.mail.subject
+    }
+
+    /// The commit message: subject, body, and a `Link:` to the mail when it
+    /// has a Message-ID and the body has no link yet.
+    pub fn commit_message(&self) -> String {
+        let mut message = self.mail.subject.clone();
+        message.push('\n');
+        if !self.mail.body.is_empty() {
+            message.push('\n');
+            message.push_str(&self.mail.body);
+            message.push('\n');
+        }
+        if let Some(id) = &self.mail.message_id
+            && !self.mail.body.lines().any(|l| l.starts_with("Link:"))
+        {
+            message.push_str(&format!("\nLink: https://lore.kernel.org/r/{id}\n"));
+        }
+        message
+    }
 }
 
 /// An ordered series of patches with a content hash.
 #[derive(Debug, Clone)]
 pub struct Series {
-    pub path: PathBuf,
+    pub source: SeriesSource,
     pub patches: Vec<Patch>,
+    /// Cover letters found and skipped.
+    pub cover_letters: usize,
+    /// The `base-commit:` trailer of any mail of the series.
+    pub base_commit: Option<String>,
     /// sha256 over every patch's bytes, in order.
     pub sha256: String,
 }
@@ -43,17 +102,30 @@ pub enum SeriesError {
         #[source]
         source: std::io::Error,
     },
-    #[error("series {} holds no patch files (*.patch, *.diff or *.eml)", path.display())]
-    Empty { path: PathBuf },
-    #[error("patch {}: {reason}", file.display())]
-    Malformed { file: PathBuf, reason: String },
-    #[error("patch {number}/{total} \"{subject}\" ({}) does not apply: {reason}", file.display())]
+    #[error("series {source_name} holds no patch mails")]
+    Empty { source_name: String },
+    #[error("series {source_name} holds only a cover letter, no patches")]
+    OnlyCoverLetter { source_name: String },
+    #[error("series file {} names {name}, which does not exist", series_file.display())]
+    MissingListed { series_file: PathBuf, name: String },
+    #[error("patch {origin}: {reason}")]
+    Malformed { origin: String, reason: String },
+    #[error("cannot fetch series {source_name}")]
+    Lore {
+        source_name: String,
+        #[source]
+        source: lore::LoreError,
+    },
+    #[error("patch {number}/{total} \"{subject}\" ({origin}) does not apply{}", details.as_ref().map(|d| format!(" (evidence below)\n{d}")).unwrap_or_default())]
     DoesNotApply {
         number: usize,
         total: usize,
         subject: String,
-        file: PathBuf,
-        reason: String,
+        origin: String,
+        /// The hunk and the nearest region of the file, for a conflict.
+        details: Option<String>,
+        #[source]
+        failure: Box<apply::ApplyFailure>,
     },
     #[error("git operation failed while applying patch {number} \"{subject}\": {what}")]
     Git {
@@ -65,149 +137,221 @@ pub enum SeriesError {
     },
 }
 
-/// Strip `[PATCH v2 1/3]`-style prefixes (and `Re:`) from a subject.
-pub fn clean_subject(subject: &str) -> String {
-    let mut s = subject.split_whitespace().collect::<Vec<_>>().join(" ");
-    loop {
-        let trimmed = s.trim_start();
-        if trimmed.starts_with('[')
-            && let Some(end) = trimmed.find(']')
-        {
-            s = trimmed[end + 1..].to_string();
+fn is_patch_file(p: &Path) -> bool {
+    p.is_file()
+        && matches!(
+            p.extension().and_then(|e| e.to_str()),
+            Some("patch" | "diff" | "eml" | "mbox" | "mbx")
+        )
+}
+
+/// The files of a series directory: the order of its quilt-style `series`
+/// file when it has one (`#` comments and blank lines skipped), else every
+/// patch file in name order.
+pub fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, SeriesError> {
+    let read_err = |path: &Path| {
+        let path = path.to_owned();
+        move |source| SeriesError::Read { path, source }
+    };
+    let series_file = dir.join("series");
+    if series_file.is_file() {
+        let text = std::fs::read_to_string(&series_file).map_err(read_err(&series_file))?;
+        return text
+            .lines()
+            .map(|l| l.split('#').next().unwrap_or("").trim())
+            .filter(|l| !l.is_empty())
+            // quilt allows options after the name (`-p1`); the name is the first word.
+            .map(|l| l.split_whitespace().next().unwrap_or(l))
+            .map(|name| {
+                let path = dir.join(name);
+                if path.is_file() {
+                    Ok(path)
+                } else {
+                    Err(SeriesError::MissingListed {
+                        series_file: series_file.clone(),
+                        name: name.to_string(),
+                    })
+                }
+            })
+            .collect();
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(read_err(dir))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| is_patch_file(p))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Build a series from mails: replies are dropped, cover letters skipped
+/// (their `base-commit:` kept), and numbered patches put in `n/N` order.
+pub fn from_mails(
+    source: SeriesSource,
+    mails: Vec<(String, Vec<u8>)>,
+) -> Result<Series, SeriesError> {
+    let source_name = source.to_string();
+    let mut patches = Vec::new();
+    let mut cover_letters = 0;
+    let mut base_commit = None;
+    for (origin, raw) in mails {
+        let subject = Path::new(&origin)
+            .file_name()
+            .map_or(origin.clone(), |n| n.to_string_lossy().into_owned());
+        let parsed = match mail::bare_diff(&raw, &subject) {
+            Some(bare) => bare,
+            None => mail::parse(&raw).map_err(|reason| SeriesError::Malformed {
+                origin: origin.clone(),
+                reason,
+            })?,
+        };
+        if parsed.is_reply() {
             continue;
         }
-        return trimmed.to_string();
-    }
-}
-
-/// The part of a format-patch body that is the commit message.
-pub fn message_body(body: &str) -> String {
-    let mut out = Vec::new();
-    for line in body.lines() {
-        if line == "---" || line.starts_with("diff --git ") {
-            break;
+        if base_commit.is_none() {
+            base_commit = parsed.base_commit.clone();
         }
-        out.push(line);
+        if parsed.is_cover_letter() {
+            cover_letters += 1;
+            continue;
+        }
+        patches.push(Patch {
+            origin,
+            mail: parsed,
+            raw,
+        });
     }
-    out.join("\n").trim().to_string()
-}
-
-/// The UTC offset of an RFC 2822 date, in minutes (`+1300` → 780).
-pub fn utc_offset_minutes(date: &str) -> i32 {
-    let Some(zone) = date.split_whitespace().last() else {
-        return 0;
-    };
-    let (sign, digits) = match zone.as_bytes().first() {
-        Some(b'+') => (1, &zone[1..]),
-        Some(b'-') => (-1, &zone[1..]),
-        _ => return 0,
-    };
-    match (digits.len(), digits.parse::<i32>()) {
-        (4, Ok(hhmm)) => sign * (hhmm / 100 * 60 + hhmm % 100),
-        _ => 0,
+    if patches.is_empty() {
+        return Err(if cover_letters > 0 {
+            SeriesError::OnlyCoverLetter { source_name }
+        } else {
+            SeriesError::Empty { source_name }
+        });
     }
-}
-
-/// Parse one `git format-patch` mail.
-pub fn parse_patch(file: &Path, raw: Vec<u8>) -> Result<Patch, SeriesError> {
-    let malformed = |reason: String| SeriesError::Malformed {
-        file: file.to_owned(),
-        reason,
-    };
-    let mail = mailparse::parse_mail(&raw).map_err(|e| malformed(e.to_string()))?;
-    use mailparse::MailHeaderMap;
-    let from = mail
-        .headers
-        .get_first_value("From")
-        .ok_or_else(|| malformed("no From: header".into()))?;
-    let (author_name, author_email) = match mailparse::addrparse(&from)
-        .map_err(|e| malformed(format!("bad From: header `{from}`: {e}")))?
-        .extract_single_info()
-    {
-        Some(info) => (info.display_name.unwrap_or_default(), info.addr),
-        None => return Err(malformed(format!("From: header `{from}` has no address"))),
-    };
-    let date_text = mail
-        .headers
-        .get_first_value("Date")
-        .ok_or_else(|| malformed("no Date: header".into()))?;
-    let secs = mailparse::dateparse(&date_text)
-        .map_err(|e| malformed(format!("bad Date: header `{date_text}`: {e}")))?;
-    let subject = clean_subject(
-        &mail
-            .headers
-            .get_first_value("Subject")
-            .ok_or_else(|| malformed("no Subject: header".into()))?,
-    );
-    let body = mail.get_body().map_err(|e| malformed(e.to_string()))?;
-    if !body.contains("\ndiff --git ") && !body.starts_with("diff --git ") {
-        return Err(malformed("no `diff --git` section found".into()));
+    if patches.iter().all(|p| p.mail.number.is_some()) {
+        patches.sort_by_key(|p| p.mail.number);
     }
-    Ok(Patch {
-        file: file.to_owned(),
-        author_name,
-        author_email,
-        date: (secs, utc_offset_minutes(&date_text)),
-        subject,
-        body: message_body(&body),
-        raw,
+    let mut hasher = Sha256::new();
+    for p in &patches {
+        hasher.update(&p.raw);
+    }
+    Ok(Series {
+        source,
+        patches,
+        cover_letters,
+        base_commit,
+        sha256: hex::encode(hasher.finalize()),
     })
 }
 
-/// Read a series: a directory of patch files in name order, or one file.
-pub fn load(path: &Path) -> Result<Series, SeriesError> {
-    let read_err = |source| SeriesError::Read {
-        path: path.to_owned(),
-        source,
-    };
-    let files: Vec<PathBuf> = if path.is_dir() {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(read_err)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.is_file()
-                    && matches!(
-                        p.extension().and_then(|e| e.to_str()),
-                        Some("patch" | "diff" | "eml")
-                    )
-            })
-            .collect();
-        files.sort();
-        files
+/// Read a series from a path: a directory, an mbox, or one patch file.
+pub fn load_path(path: &Path) -> Result<Series, SeriesError> {
+    let files = if path.is_dir() {
+        directory_files(path)?
     } else {
         vec![path.to_owned()]
     };
-    if files.is_empty() {
-        return Err(SeriesError::Empty {
-            path: path.to_owned(),
-        });
-    }
-    let mut hasher = Sha256::new();
-    let mut patches = Vec::new();
+    let mut mails = Vec::new();
     for file in files {
         let raw = std::fs::read(&file).map_err(|source| SeriesError::Read {
             path: file.clone(),
             source,
         })?;
-        hasher.update(&raw);
-        patches.push(parse_patch(&file, raw)?);
+        let parts = mail::split_mbox(&raw);
+        let many = parts.len() > 1;
+        for (i, part) in parts.into_iter().enumerate() {
+            let origin = if many {
+                format!("{} (mail {})", file.display(), i + 1)
+            } else {
+                file.display().to_string()
+            };
+            mails.push((origin, part.to_vec()));
+        }
     }
-    Ok(Series {
-        path: path.to_owned(),
-        patches,
-        sha256: hex::encode(hasher.finalize()),
-    })
+    from_mails(SeriesSource::Path(path.to_owned()), mails)
 }
 
-/// Apply every patch on top of `base`, one commit each, and return the last
-/// commit. Nothing but new objects is written: no ref, no index, no files.
-pub fn apply(repo: &Repository, base: Oid, series: &Series) -> Result<Oid, SeriesError> {
+/// Read a series from wherever it is.
+pub async fn load(source: &SeriesSource, lore_url: &str) -> Result<Series, SeriesError> {
+    match source {
+        SeriesSource::Path(path) => load_path(path),
+        SeriesSource::Lore { message_id } => {
+            let mbox = lore::fetch_thread(lore_url, message_id)
+                .await
+                .map_err(|e| SeriesError::Lore {
+                    source_name: source.to_string(),
+                    source: e,
+                })?;
+            let mails = mail::split_mbox(&mbox)
+                .into_iter()
+                .enumerate()
+                .map(|(i, m)| (format!("{source} (mail {})", i + 1), m.to_vec()))
+                .collect();
+            from_mails(source.clone(), mails)
+        }
+    }
+}
+
+/// How one patch applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchApplied {
+    pub commit: Oid,
+    pub method: apply::Method,
+    pub files: Vec<apply::FileResult>,
+}
+
+impl PatchApplied {
+    /// `exact`, `3-way`, or `fuzzy (file hunk #n offset +k fuzz f, ...)`:
+    /// what a reader needs to judge whether the patch landed where its
+    /// author meant.
+    pub fn describe(&self) -> String {
+        match self.method {
+            apply::Method::Exact => "exact".into(),
+            apply::Method::ThreeWay => "3-way merge on the preimage blobs".into(),
+            apply::Method::Fuzzy => {
+                let hunks: Vec<String> = self
+                    .files
+                    .iter()
+                    .flat_map(|f| {
+                        f.hunks
+                            .iter()
+                            .filter(|h| h.offset != 0 || h.fuzz != 0)
+                            .map(move |h| {
+                                format!(
+                                    "{} hunk #{} offset {:+} fuzz {}",
+                                    f.path, h.index, h.offset, h.fuzz
+                                )
+                            })
+                    })
+                    .collect();
+                format!("fuzzy ({})", hunks.join(", "))
+            }
+        }
+    }
+
+    /// Applied with fuzz: context lines were ignored, which deserves a warning.
+    pub fn has_fuzz(&self) -> bool {
+        self.files
+            .iter()
+            .any(|f| f.hunks.iter().any(|h| h.fuzz > 0))
+    }
+}
+
+/// Apply every patch on top of `base`, one commit each: exactly, else by a
+/// 3-way merge, else with offset and fuzz (see [`apply`]). Nothing but new
+/// objects is written: no ref, no index, no files.
+pub fn apply(
+    repo: &Repository,
+    base: Oid,
+    series: &Series,
+) -> Result<Vec<PatchApplied>, SeriesError> {
     let total = series.patches.len();
     let mut head = base;
+    let mut applied = Vec::new();
     for (i, patch) in series.patches.iter().enumerate() {
         let number = i + 1;
         let git = |what: &'static str| {
-            let subject = patch.subject.clone();
+            let subject = patch.mail.subject.clone();
             move |source| SeriesError::Git {
                 number,
                 subject,
@@ -215,72 +359,56 @@ pub fn apply(repo: &Repository, base: Oid, series: &Series) -> Result<Oid, Serie
                 source,
             }
         };
-        let diff = Diff::from_buffer(&patch.raw).map_err(|e| SeriesError::Malformed {
-            file: patch.file.clone(),
-            reason: e.message().to_string(),
-        })?;
         let parent = repo.find_commit(head).map_err(git("find the parent"))?;
         let parent_tree = parent.tree().map_err(git("read the parent tree"))?;
-        let mut index = repo.apply_to_tree(&parent_tree, &diff, None).map_err(|e| {
+        let result = apply::apply_patch(repo, &parent_tree, &patch.raw).map_err(|failure| {
             SeriesError::DoesNotApply {
                 number,
                 total,
-                subject: patch.subject.clone(),
-                file: patch.file.clone(),
-                reason: e.message().to_string(),
+                subject: patch.mail.subject.clone(),
+                origin: patch.origin.clone(),
+                details: failure.details(),
+                failure: Box::new(failure),
             }
         })?;
-        let tree_id = index.write_tree_to(repo).map_err(git("write the tree"))?;
-        let tree = repo.find_tree(tree_id).map_err(git("find the tree"))?;
+        let tree = repo.find_tree(result.tree).map_err(git("find the tree"))?;
+        let (secs, offset) = patch.mail.date;
         let author = Signature::new(
-            &patch.author_name,
-            &patch.author_email,
-            &Time::new(patch.date.0, patch.date.1),
+            &patch.mail.author_name,
+            &patch.mail.author_email,
+            &Time::new(secs, offset),
         )
         .map_err(git("make the author"))?;
         let committer = Signature::new(
             "patchbench",
             "patchbench@localhost",
-            &Time::new(patch.date.0, patch.date.1),
+            &Time::new(secs, offset),
         )
         .map_err(git("make the committer"))?;
-        let message = if patch.body.is_empty() {
-            format!("{}\n", patch.subject)
-        } else {
-            format!("{}\n\n{}\n", patch.subject, patch.body)
-        };
         head = repo
-            .commit(None, &author, &committer, &message, &tree, &[&parent])
+            .commit(
+                None,
+                &author,
+                &committer,
+                &patch.commit_message(),
+                &tree,
+                &[&parent],
+            )
             .map_err(git("commit"))?;
+        applied.push(PatchApplied {
+            commit: head,
+            method: result.method,
+            files: result.files,
+        });
     }
-    Ok(head)
+    Ok(applied)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn subjects_lose_their_patch_prefixes() {
-        assert_eq!(
-            clean_subject("[PATCH v2 1/3] mm: memcg: do a thing"),
-            "mm: memcg: do a thing"
-        );
-        assert_eq!(
-            clean_subject("[RFC]  [PATCH]\n mm: folded\n subject"),
-            "mm: folded subject"
-        );
-        assert_eq!(clean_subject("plain"), "plain");
-    }
-
-    #[test]
-    fn offsets_come_from_the_date_zone() {
-        assert_eq!(utc_offset_minutes("Thu, 24 Oct 2024 09:36:00 +1300"), 780);
-        assert_eq!(utc_offset_minutes("Wed, 11 Nov 2026 16:09:08 -0530"), -330);
-        assert_eq!(utc_offset_minutes("Wed, 11 Nov 2026 16:09:08 GMT"), 0);
-    }
-
-    const MAIL: &str = "From 1234 Mon Sep 17 00:00:00 2001\nFrom: =?UTF-8?q?J=C3=B6rg_Tester?= <jt@example.org>\nDate: Thu, 24 Oct 2024 09:36:00 +1300\nSubject: [PATCH 1/1] mm: change\n the greeting\n\nWhy it changes.\n---\n a.txt | 2 +-\n\ndiff --git a/a.txt b/a.txt\nindex 1111111..2222222 100644\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n-- \n2.47.3\n";
+    pub(crate) const MAIL: &str = "From 1234 Mon Sep 17 00:00:00 2001\nFrom: =?UTF-8?q?J=C3=B6rg_Tester?= <jt@example.org>\nDate: Thu, 24 Oct 2024 09:36:00 +1300\nMessage-ID: <p1@example.org>\nSubject: [PATCH 1/1] mm: change\n the greeting\n\nWhy it changes.\n---\n a.txt | 2 +-\n\ndiff --git a/a.txt b/a.txt\nindex 1111111..2222222 100644\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n-- \n2.47.3\n";
 
     fn repo_with_file(dir: &Path, content: &str) -> (Repository, Oid) {
         let repo = Repository::init(dir).unwrap();
@@ -289,32 +417,37 @@ mod tests {
         builder.insert("a.txt", blob, 0o100644).unwrap();
         let tree = repo.find_tree(builder.write().unwrap()).unwrap();
         let sig = Signature::new("t", "t@t", &Time::new(0, 0)).unwrap();
-        let oid = repo.commit(None, &sig, &sig, "base", &tree, &[]).unwrap();
+        let oid = repo
+            .commit(Some("HEAD"), &sig, &sig, "base", &tree, &[])
+            .unwrap();
+        repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
+            .unwrap();
         drop(tree);
         drop(builder);
         (repo, oid)
     }
 
+    fn one_patch_series(text: &str) -> Series {
+        from_mails(
+            SeriesSource::Path("s".into()),
+            vec![("0001.patch".into(), text.as_bytes().to_vec())],
+        )
+        .unwrap()
+    }
+
     #[test]
-    fn a_patch_becomes_one_commit_with_its_author_and_message() {
+    fn a_patch_becomes_one_commit_with_its_author_message_and_link() {
         let dir = tempfile::tempdir().unwrap();
         let (repo, base) = repo_with_file(dir.path(), "one\ntwo\nthree\n");
-        let patch = parse_patch(Path::new("0001.patch"), MAIL.as_bytes().to_vec()).unwrap();
-        assert_eq!(patch.author_name, "Jörg Tester");
-        assert_eq!(patch.subject, "mm: change the greeting");
-        assert_eq!(patch.date.1, 780);
-        let series = Series {
-            path: "s".into(),
-            patches: vec![patch],
-            sha256: String::new(),
-        };
-        let head = apply(&repo, base, &series).unwrap();
-        let commit = repo.find_commit(head).unwrap();
+        let applied = apply(&repo, base, &one_patch_series(MAIL)).unwrap();
+        assert_eq!(applied[0].describe(), "exact");
+        let commit = repo.find_commit(applied[0].commit).unwrap();
         assert_eq!(commit.parent_id(0).unwrap(), base);
         assert_eq!(commit.author().name().unwrap(), "Jörg Tester");
+        assert_eq!(commit.author().when().offset_minutes(), 780);
         assert_eq!(
             commit.message().unwrap(),
-            "mm: change the greeting\n\nWhy it changes.\n"
+            "mm: change the greeting\n\nWhy it changes.\n\nLink: https://lore.kernel.org/r/p1@example.org\n"
         );
         let blob = commit.tree().unwrap().get_name("a.txt").unwrap().id();
         assert_eq!(
@@ -327,27 +460,162 @@ mod tests {
     fn a_patch_that_does_not_apply_names_itself_and_writes_no_ref() {
         let dir = tempfile::tempdir().unwrap();
         let (repo, base) = repo_with_file(dir.path(), "uno\ndos\ntres\n");
-        let patch = parse_patch(Path::new("0001.patch"), MAIL.as_bytes().to_vec()).unwrap();
-        let series = Series {
-            path: "s".into(),
-            patches: vec![patch],
-            sha256: String::new(),
-        };
-        let err = apply(&repo, base, &series).unwrap_err().to_string();
+        let err = apply(&repo, base, &one_patch_series(MAIL)).unwrap_err();
+        let text = format!("{:#}", anyhow::Error::new(err));
         assert!(
-            err.starts_with("patch 1/1 \"mm: change the greeting\" (0001.patch) does not apply"),
-            "{err}"
+            text.starts_with("patch 1/1 \"mm: change the greeting\" (0001.patch) does not apply (evidence below)\nthe hunk:\n"),
+            "{text}"
         );
-        assert!(repo.references().unwrap().next().is_none());
+        assert!(
+            text.ends_with(": hunk #1 of a.txt does not apply at line 1"),
+            "{text}"
+        );
+        // Nothing changed: HEAD, the refs, the index and the work tree.
+        assert_eq!(repo.head().unwrap().target(), Some(base));
+        assert_eq!(repo.references().unwrap().count(), 1);
+        assert!(repo.statuses(None).unwrap().is_empty());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "uno\ndos\ntres\n"
+        );
+    }
+
+    fn numbered(n: u32, total: u32, subject: &str) -> String {
+        MAIL.replace(
+            "[PATCH 1/1] mm: change\n the greeting",
+            &format!("[PATCH v2 {n}/{total}] {subject}"),
+        )
+        .replace("p1@example.org", &format!("p{n}@example.org"))
+    }
+
+    const COVER: &str = "From git@z Thu Jan  1 00:00:00 1970\nFrom: A <a@b.c>\nDate: Thu, 24 Oct 2024 09:36:00 +0000\nSubject: [PATCH v2 0/2] the series\n\nCover text.\n\nbase-commit: 0123456789abcdef0123456789abcdef01234567\n";
+
+    #[test]
+    fn an_mbox_skips_its_cover_letter_and_replies_and_sorts_by_number() {
+        let reply = numbered(1, 2, "x").replace("Subject: [PATCH", "Subject: Re: [PATCH");
+        let mbox = format!(
+            "{COVER}\n{}\n{}\n{}",
+            numbered(2, 2, "second"),
+            reply,
+            numbered(1, 2, "first")
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("series.mbox");
+        std::fs::write(&path, mbox).unwrap();
+        let series = load_path(&path).unwrap();
+        let subjects: Vec<_> = series.patches.iter().map(|p| p.subject()).collect();
+        assert_eq!(subjects, ["first", "second"]);
+        assert_eq!(series.cover_letters, 1);
+        assert_eq!(
+            series.base_commit.as_deref(),
+            Some("0123456789abcdef0123456789abcdef01234567")
+        );
     }
 
     #[test]
-    fn a_mail_without_a_diff_is_malformed() {
-        let text = MAIL.split("diff --git").next().unwrap().to_string();
-        let err = parse_patch(Path::new("c.patch"), text.into_bytes()).unwrap_err();
+    fn a_cover_letter_alone_is_named_as_such() {
+        let err = from_mails(
+            SeriesSource::Path("c.mbox".into()),
+            vec![("c".into(), COVER.as_bytes().to_vec())],
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "patch c.patch: no `diff --git` section found"
+            "series c.mbox holds only a cover letter, no patches"
+        );
+        let err = from_mails(SeriesSource::Path("e".into()), vec![]).unwrap_err();
+        assert_eq!(err.to_string(), "series e holds no patch mails");
+    }
+
+    #[test]
+    fn a_series_file_sets_the_order_and_names_missing_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.patch"), numbered(1, 2, "a")).unwrap();
+        std::fs::write(dir.path().join("b.patch"), numbered(2, 2, "b")).unwrap();
+        std::fs::write(
+            dir.path().join("series"),
+            "# quilt order\nb.patch -p1\n\na.patch\n",
+        )
+        .unwrap();
+        let files = directory_files(dir.path()).unwrap();
+        assert_eq!(
+            files,
+            [dir.path().join("b.patch"), dir.path().join("a.patch")]
+        );
+        std::fs::write(dir.path().join("series"), "gone.patch\n").unwrap();
+        let err = directory_files(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.ends_with("names gone.patch, which does not exist"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_mail_without_a_diff_or_headers_is_reported() {
+        let headerless = from_mails(
+            SeriesSource::Path("s".into()),
+            vec![("x.patch".into(), b"just text\n".to_vec())],
+        );
+        let err = headerless.unwrap_err().to_string();
+        assert_eq!(err, "patch x.patch: no From: header");
+    }
+
+    #[test]
+    fn lore_sources_parse_from_the_campaign_text() {
+        assert_eq!(
+            SeriesSource::parse("lore:<a@b>", Path::new("/x")),
+            SeriesSource::Lore {
+                message_id: "<a@b>".into()
+            }
+        );
+        assert_eq!(
+            SeriesSource::parse("p/s", Path::new("/x")),
+            SeriesSource::Path("/x/p/s".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_lore_thread_is_fetched_from_the_archive_and_a_404_is_explained() {
+        use std::io::Write;
+        use wiremock::matchers::{method, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let server = MockServer::start().await;
+        let mbox = format!(
+            "{COVER}\n{}\n{}",
+            numbered(1, 2, "first"),
+            numbered(2, 2, "second")
+        );
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(mbox.as_bytes()).unwrap();
+        Mock::given(method("GET"))
+            .and(path("/all/cover@example.org/t.mbox.gz"))
+            .respond_with(ResponseTemplate::new(200).set_body_bytes(gz.finish().unwrap()))
+            .mount(&server)
+            .await;
+        let base = format!("{}/all", server.uri());
+        let source = SeriesSource::Lore {
+            message_id: "<cover@example.org>".into(),
+        };
+        let series = load(&source, &base).await.unwrap();
+        assert_eq!(series.patches.len(), 2);
+        assert_eq!(
+            series.patches[1].origin,
+            "lore:<cover@example.org> (mail 3)"
+        );
+        let missing = SeriesSource::Lore {
+            message_id: "gone@example.org".into(),
+        };
+        let err = load(&missing, &base).await.unwrap_err();
+        let chain = format!("{:#}", anyhow::Error::new(err));
+        assert!(
+            chain.starts_with("cannot fetch series lore:gone@example.org: "),
+            "{chain}"
+        );
+        assert!(
+            chain.ends_with(
+                "/all/gone@example.org/t.mbox.gz answered 404: no such message in the archive?"
+            ),
+            "{chain}"
         );
     }
 }
