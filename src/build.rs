@@ -304,22 +304,11 @@ async fn configure(
 
 /// Object files under `dir` modified at or after `since`.
 fn count_newer_objects(dir: &Path, since: SystemTime) -> std::io::Result<usize> {
-    let mut count = 0;
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                stack.push(entry.path());
-            } else if entry.path().extension().is_some_and(|e| e == "o")
-                && entry.metadata()?.modified()? >= since
-            {
-                count += 1;
-            }
-        }
-    }
-    Ok(count)
+    crate::fsutil::count_files(
+        dir,
+        |_| true,
+        |e| Ok(e.path().extension().is_some_and(|x| x == "o") && e.metadata()?.modified()? >= since),
+    )
 }
 
 #[cfg(test)]

@@ -18,9 +18,52 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Count the non-directory entries below `dir` that `counts` accepts,
+/// descending only into directories `descend` accepts.
+pub fn count_files(
+    dir: &Path,
+    descend: impl Fn(&std::fs::DirEntry) -> bool,
+    counts: impl Fn(&std::fs::DirEntry) -> std::io::Result<bool>,
+) -> std::io::Result<usize> {
+    let mut count = 0;
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                if descend(&entry) {
+                    stack.push(entry.path());
+                }
+            } else if counts(&entry)? {
+                count += 1;
+            }
+        }
+    }
+    Ok(count)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counting_skips_what_it_is_told_to() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git/objects")).unwrap();
+        std::fs::create_dir_all(dir.path().join("mm")).unwrap();
+        for f in [".git/objects/x", "mm/a.o", "mm/a.c", "top.o"] {
+            std::fs::write(dir.path().join(f), "").unwrap();
+        }
+        let all = count_files(dir.path(), |e| e.file_name() != ".git", |_| Ok(true)).unwrap();
+        assert_eq!(all, 3);
+        let objects = count_files(
+            dir.path(),
+            |_| true,
+            |e| Ok(e.path().extension().is_some_and(|x| x == "o")),
+        )
+        .unwrap();
+        assert_eq!(objects, 2);
+    }
 
     #[test]
     fn atomic_writes_replace_the_whole_file() {

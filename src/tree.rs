@@ -217,22 +217,7 @@ fn commit_whole_tree(src: &Path, tarball: &Path, message: &str) -> Result<Oid, T
 
 /// Regular files and symlinks below `dir`, not counting `.git`.
 fn count_files(dir: &Path) -> std::io::Result<usize> {
-    let mut count = 0;
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                if entry.file_name() != ".git" {
-                    stack.push(entry.path());
-                }
-            } else {
-                count += 1;
-            }
-        }
-    }
-    Ok(count)
+    crate::fsutil::count_files(dir, |e| e.file_name() != ".git", |_| Ok(true))
 }
 
 /// Clone a local git repository into the cache (once), fetch it, and resolve
