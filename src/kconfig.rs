@@ -128,19 +128,6 @@ pub fn read_fragments(paths: &[PathBuf]) -> std::io::Result<Vec<(PathBuf, String
         .collect()
 }
 
-/// A short description of the merged configuration for messages.
-pub fn describe(paths: &[PathBuf]) -> String {
-    paths
-        .iter()
-        .map(|p| {
-            p.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| p.display().to_string())
-        })
-        .collect::<Vec<_>>()
-        .join(" + ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,10 +82,6 @@ impl Cmd {
         self
     }
 
-    pub fn program(&self) -> &OsStr {
-        &self.program
-    }
-
     pub fn argv(&self) -> impl Iterator<Item = &OsStr> {
         std::iter::once(self.program.as_os_str()).chain(self.args.iter().map(|a| a.as_os_str()))
     }
@@ -316,7 +312,6 @@ async fn forward_lines<R: AsyncRead + Unpin>(
 /// file. Dropping it kills its whole process group.
 pub struct Daemon {
     child: Child,
-    command: String,
 }
 
 impl Daemon {
@@ -331,24 +326,12 @@ impl Daemon {
             .stdout(Stdio::null())
             .stderr(stderr);
         let child = command.spawn().map_err(|e| spawn_error(cmd, e))?;
-        Ok(Daemon {
-            child,
-            command: cmd.to_string(),
-        })
-    }
-
-    pub fn command(&self) -> &str {
-        &self.command
+        Ok(Daemon { child })
     }
 
     /// Wait for the child to exit by itself.
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         self.child.wait().await
-    }
-
-    /// The exit status if it has already exited.
-    pub fn try_status(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait().ok().flatten()
     }
 
     /// SIGTERM the group, wait a grace period, then SIGKILL, and reap.
