@@ -87,7 +87,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     };
 
     let tree = stages
-        .time("import", &tree_label(&plan.tree), async {
+        .time("import", &plan.tree.to_string(), async {
             Ok(tree::obtain(&plan.tree, &opts.cache_dir).await?)
         })
         .await?;
@@ -305,14 +305,6 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         markdown,
         markdown_path,
     })
-}
-
-fn tree_label(source: &TreeSource) -> String {
-    match source {
-        TreeSource::Tarball(p) => p.display().to_string(),
-        TreeSource::Git { path, .. } => path.display().to_string(),
-        TreeSource::Url { url, .. } => url.clone(),
-    }
 }
 
 /// A series applied on its chosen base.

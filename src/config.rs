@@ -68,6 +68,25 @@ pub enum TreeSource {
     },
 }
 
+impl std::fmt::Display for TreeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TreeSource::Tarball(p) => write!(f, "tarball {}", p.display()),
+            TreeSource::Git { path, rev } => {
+                write!(
+                    f,
+                    "git {} at {}",
+                    path.display(),
+                    rev.as_deref().unwrap_or("HEAD")
+                )
+            }
+            TreeSource::Url { url, rev } => {
+                write!(f, "git {url} at {}", rev.as_deref().unwrap_or("HEAD"))
+            }
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KernelConfig {

@@ -192,8 +192,7 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
     let cache = args.cache_dir.unwrap_or_else(default_cache_dir);
     let sink = ui::Ui::new();
     sink.emit(patchbench::events::Event::Note(format!(
-        "tree: {}",
-        tree_source_label(&tree_source)
+        "tree: {tree_source}"
     )));
     let tree = patchbench::tree::obtain(&tree_source, &cache).await?;
     let repo = tree.open()?;
@@ -224,18 +223,6 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
     }
     println!("B = {}", applied.head);
     Ok(())
-}
-
-fn tree_source_label(source: &TreeSource) -> String {
-    match source {
-        TreeSource::Tarball(p) => format!("tarball {}", p.display()),
-        TreeSource::Git { path, rev } => format!(
-            "git {} {}",
-            path.display(),
-            rev.as_deref().unwrap_or("HEAD")
-        ),
-        TreeSource::Url { url, rev } => format!("git {url} {}", rev.as_deref().unwrap_or("HEAD")),
-    }
 }
 
 fn main() -> ExitCode {
