@@ -88,6 +88,18 @@ pub struct Mismatch {
     pub request: Request,
     /// The value in the final `.config` (`n` when absent).
     pub got: String,
+    /// Where the option is defined and what it depends on, read from the
+    /// tree's Kconfig files: the usual reason a value does not stick.
+    pub defined: Option<Definition>,
+}
+
+/// An option's definition in a Kconfig file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Definition {
+    /// The Kconfig file, relative to the tree.
+    pub file: PathBuf,
+    /// Its `depends on` and `select`-relevant lines, as written.
+    pub depends: Vec<String>,
 }
 
 impl fmt::Display for Mismatch {
@@ -99,8 +111,58 @@ impl fmt::Display for Mismatch {
             self.request.fragment.display(),
             self.request.value,
             self.got
-        )
+        )?;
+        match &self.defined {
+            Some(d) if !d.depends.is_empty() => write!(
+                f,
+                " ({} in {}; enable those in a fragment too)",
+                d.depends.join(", "),
+                d.file.display()
+            ),
+            Some(d) => write!(f, " (defined in {})", d.file.display()),
+            None => Ok(()),
+        }
     }
+}
+
+/// The `depends on` lines of `config OPTION` (or `menuconfig OPTION`) in
+/// one Kconfig file's text, or `None` if the file does not define it.
+pub fn depends_in(kconfig_text: &str, option: &str) -> Option<Vec<String>> {
+    let mut lines = kconfig_text.lines().map(str::trim);
+    fn header(l: &str) -> Option<&str> {
+        l.strip_prefix("config ")
+            .or_else(|| l.strip_prefix("menuconfig "))
+            .map(str::trim)
+    }
+    lines.find(|l| header(l) == Some(option))?;
+    const ENDS: [&str; 10] = [
+        "config ",
+        "menuconfig ",
+        "menu ",
+        "endmenu",
+        "choice",
+        "endchoice",
+        "if ",
+        "endif",
+        "source ",
+        "comment ",
+    ];
+    let mut depends = Vec::new();
+    let mut continuing = false;
+    for line in lines {
+        if continuing {
+            let last: &mut String = depends.last_mut().expect("continuing a line");
+            last.push(' ');
+            last.push_str(line.trim_end_matches('\\').trim());
+            continuing = line.ends_with('\\');
+        } else if ENDS.iter().any(|e| line.starts_with(e)) {
+            break;
+        } else if line.starts_with("depends on") {
+            depends.push(line.trim_end_matches('\\').trim().to_string());
+            continuing = line.ends_with('\\');
+        }
+    }
+    Some(depends)
 }
 
 /// Every request whose value did not survive.
@@ -115,6 +177,7 @@ pub fn verify(final_config: &Values, requests: &[Request]) -> Vec<Mismatch> {
             (got != r.value).then(|| Mismatch {
                 request: r.clone(),
                 got,
+                defined: None,
             })
         })
         .collect()
@@ -130,6 +193,24 @@ pub fn read_fragments(paths: &[PathBuf]) -> std::io::Result<Vec<(PathBuf, String
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_definition_yields_its_depends_on_lines() {
+        let mm = "menu \"Memory\"\n\nconfig SWAP\n\tbool \"Support for paging\"\n\tdepends on MMU && BLOCK && !ARCH_NO_SWAP\n\tdefault y\n\nconfig ZSWAP\n\tdepends on SWAP\n";
+        assert_eq!(
+            depends_in(mm, "SWAP").unwrap(),
+            ["depends on MMU && BLOCK && !ARCH_NO_SWAP"]
+        );
+        // The block ends at the next `config`: ZSWAP's line is not SWAP's.
+        assert_eq!(depends_in(mm, "ZSWAP").unwrap(), ["depends on SWAP"]);
+        assert_eq!(depends_in(mm, "SWA"), None);
+        let kasan = "menuconfig KASAN\n\tdepends on (A || \\\n\t\t    B) || \\\n\t\t   C\n\tdepends on SYSFS && !SLUB_TINY\n";
+        assert_eq!(
+            depends_in(kasan, "KASAN").unwrap(),
+            ["depends on (A || B) || C", "depends on SYSFS && !SLUB_TINY"]
+        );
+        assert_eq!(depends_in(mm, "BLOCK"), None);
+    }
     use super::*;
     use std::path::Path;
 

@@ -8,6 +8,7 @@
 pub mod apply;
 pub mod build;
 pub mod campaign;
+pub mod cli;
 pub mod config;
 pub mod events;
 pub mod exit;

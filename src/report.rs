@@ -141,7 +141,12 @@ pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
     if results.host.accel == Accel::Tcg {
         let _ = writeln!(
             out,
-            "> **Accelerator: TCG** \u{2014} {}. Times are emulated CPU time: compare A with B, not with hardware.\n",
+            "> **Accelerator: TCG{}** \u{2014} {}. Times are emulated CPU time: compare A with B, not with hardware.\n",
+            if results.host.icount {
+                " with icount (deterministic guest clock)"
+            } else {
+                ""
+            },
             results.host.accel_reason
         );
     }

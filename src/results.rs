@@ -44,6 +44,9 @@ pub struct Host {
     pub accel: Accel,
     /// Why this accelerator: "KVM is usable", or why it fell back to TCG.
     pub accel_reason: String,
+    /// TCG ran with `-icount` (a deterministic guest clock).
+    #[serde(default)]
+    pub icount: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

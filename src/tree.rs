@@ -361,6 +361,29 @@ pub fn checkout(repo: &Repository, commit: Oid) -> Result<(), TreeError> {
     Ok(())
 }
 
+/// The paths (relative to the tree) that differ between two commits.
+pub fn changed_paths(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<PathBuf>, TreeError> {
+    let path = repo.workdir().unwrap_or(repo.path()).to_owned();
+    let tree_of = |id: Oid| {
+        repo.find_commit(id)
+            .and_then(|c| c.tree())
+            .map_err(git_err(&path, &format!("read the tree of {id}")))
+    };
+    let (old, new) = (tree_of(from)?, tree_of(to)?);
+    let diff = repo
+        .diff_tree_to_tree(Some(&old), Some(&new), None)
+        .map_err(git_err(&path, &format!("diff {from}..{to}")))?;
+    let mut paths: Vec<PathBuf> = diff
+        .deltas()
+        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+        .flatten()
+        .map(Path::to_path_buf)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
 /// Choose the base commit: the campaign's explicit ref, then the series'
 /// `base-commit:` trailer when this tree has that commit, then the tree's
 /// HEAD. Returns the commit and a sentence saying which and why.
@@ -453,7 +476,19 @@ mod tests {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let mut daemon = std::process::Command::new("git")
+        /// Kills the daemon's whole process group, even if the test panics:
+        /// `git daemon` runs `git-daemon` as a child, which outlives a kill
+        /// of `git` alone.
+        struct Group(std::process::Child);
+        impl Drop for Group {
+            fn drop(&mut self) {
+                // SAFETY: kill(2) on the group this child leads.
+                unsafe { libc::kill(-(self.0.id() as libc::pid_t), libc::SIGKILL) };
+                let _ = self.0.wait();
+            }
+        }
+        use std::os::unix::process::CommandExt;
+        let daemon = std::process::Command::new("git")
             .args([
                 "daemon",
                 "--export-all",
@@ -466,8 +501,10 @@ mod tests {
                 work.path().join("served").display()
             ))
             .arg(work.path().join("served"))
+            .process_group(0)
             .spawn()
             .expect("git daemon (Debian package git) starts");
+        let daemon = Group(daemon);
         let url = format!("git://127.0.0.1:{port}/linux.git");
         let cache = work.path().join("cache");
         // Readiness: the daemon accepts connections (bounded wait).
@@ -480,8 +517,7 @@ mod tests {
             std::thread::yield_now();
         }
         let result = fetch_shallow(&url, None, &cache);
-        let _ = daemon.kill();
-        let _ = daemon.wait();
+        drop(daemon);
         let tree = result.unwrap();
         assert_eq!(tree.base, c2);
         let fetched = tree.open().unwrap();

@@ -36,6 +36,8 @@ pub struct BootSpec {
     /// Where the console log, QEMU's stderr and the swap file go.
     pub dir: PathBuf,
     pub accel: Accel,
+    /// TCG's deterministic instruction-count clock (`-icount`).
+    pub icount: bool,
     pub memory_mib: u64,
     pub cpus: CpuShape,
     pub swap_bytes: u64,
@@ -59,7 +61,7 @@ impl BootSpec {
 pub fn qemu_command(spec: &BootSpec, socket: &Path) -> Cmd {
     Cmd::new("qemu-system-x86_64")
         .args(args::base_args())
-        .args(args::accel_args(spec.accel))
+        .args(args::accel_args(spec.accel, spec.icount))
         .args(args::machine_args(spec.memory_mib, spec.cpus))
         .args(args::boot_args(
             &spec.kernel,
@@ -319,6 +321,7 @@ mod tests {
             initrd: "/b/initramfs.cpio".into(),
             dir: "/b".into(),
             accel: Accel::Tcg,
+            icount: false,
             memory_mib: 1024,
             cpus: CpuShape {
                 possible: 4,

@@ -10,14 +10,17 @@ use std::time::Instant;
 use anyhow::Context;
 use patchbench_agent::{Job, Message, PROTOCOL_VERSION, SwapSetup};
 
-use crate::build::{self, BuildSpec, KernelArtifact};
-use crate::config::{Plan, TreeSource, Variant};
+use crate::config::{Plan, Variant};
 use crate::events::{Event, Sink};
+use crate::image;
 use crate::results::{
     self, Boot, Host, KernelRecord, PatchInfo, Protocol, Results, SeriesInfo, Timing, TreeInfo,
 };
 use crate::vm::{self, BootSpec, accel};
-use crate::{image, series, tree};
+
+mod kernels;
+pub use kernels::{AppliedSeries, BuildOutcome, apply_series, build_only, describe};
+use kernels::{Prepared, prepare};
 
 /// Where a run reads and writes.
 #[derive(Debug, Clone)]
@@ -39,13 +42,13 @@ pub struct Outcome {
     pub markdown_path: PathBuf,
 }
 
-struct Stages<'a> {
+pub(crate) struct Stages<'a> {
     sink: &'a dyn Sink,
     timings: Vec<Timing>,
 }
 
 impl Stages<'_> {
-    async fn time<T, F>(&mut self, stage: &str, detail: &str, f: F) -> anyhow::Result<T>
+    pub(crate) async fn time<T, F>(&mut self, stage: &str, detail: &str, f: F) -> anyhow::Result<T>
     where
         F: std::future::Future<Output = anyhow::Result<T>>,
     {
@@ -72,6 +75,12 @@ impl Stages<'_> {
 /// Run a whole campaign.
 pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Result<Outcome> {
     let decision = accel::decide(plan.vm.accel, &accel::probe())?;
+    if plan.vm.icount && decision.accel == accel::Accel::Kvm {
+        anyhow::bail!(
+            "vm.icount is a TCG mode, but the accelerator is KVM ({}); run with --accel tcg",
+            decision.reason
+        );
+    }
     if decision.accel == accel::Accel::Tcg {
         sink.emit(Event::Note(format!(
             "accelerator: TCG — {}",
@@ -86,38 +95,12 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         timings: Vec::new(),
     };
 
-    let tree = stages
-        .time("import", &plan.tree.to_string(), async {
-            Ok(tree::obtain(&plan.tree, &opts.cache_dir).await?)
-        })
-        .await?;
-    if !tree.fresh {
-        sink.emit(Event::Note(format!(
-            "tree reused from {}",
-            tree.repo_path.display()
-        )));
-    }
-    let repo = tree.open()?;
-    let applied = stages
-        .time("apply", &plan.series.to_string(), async {
-            apply_series(&repo, &tree, &plan.tree, &plan.series, &plan.lore_url).await
-        })
-        .await?;
-    sink.emit(Event::Note(applied.summary()));
-    for (patch, how) in applied.series.patches.iter().zip(&applied.patches) {
-        if how.method != crate::apply::Method::Exact {
-            let warning = if how.has_fuzz() {
-                "warning: applied with fuzz: "
-            } else {
-                ""
-            };
-            sink.emit(Event::Note(format!(
-                "{warning}\"{}\" applied {}",
-                patch.subject(),
-                how.describe()
-            )));
-        }
-    }
+    let Prepared {
+        tree,
+        applied,
+        a: kernel_a,
+        b: kernel_b,
+    } = prepare(&mut stages, plan, &opts.cache_dir, false).await?;
     let AppliedSeries {
         series,
         base,
@@ -125,35 +108,6 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         head,
         patches: how_applied,
     } = applied;
-
-    let src = repo
-        .workdir()
-        .context("the cached tree has no working directory")?
-        .to_owned();
-    let builds_dir = opts.cache_dir.join("builds").join(
-        tree.repo_path
-            .file_name()
-            .map(|n| n.to_owned())
-            .unwrap_or_default(),
-    );
-    std::fs::create_dir_all(&builds_dir)
-        .with_context(|| format!("cannot create {}", builds_dir.display()))?;
-    let spec_for = |commit, seed_from| BuildSpec {
-        src: src.clone(),
-        commit,
-        base_config: plan.base_config,
-        fragments: plan.fragments.clone(),
-        builds_dir: builds_dir.clone(),
-        seed_from,
-    };
-    let kernel_a = build_variant(&mut stages, "build A", &spec_for(base, None), &repo).await?;
-    let kernel_b = build_variant(
-        &mut stages,
-        "build B",
-        &spec_for(head, Some(kernel_a.build_dir.clone())),
-        &repo,
-    )
-    .await?;
 
     let image_spec = image::parse_spec(image::DEFAULT_SPEC)?;
     let base_entries = image::base_entries(&image_spec, &opts.agent)?;
@@ -169,6 +123,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             accel: decision.accel,
             accel_reason: decision.reason.clone(),
+            icount: plan.vm.icount,
         },
         tree: TreeInfo {
             origin: tree.origin.clone(),
@@ -250,6 +205,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
             initrd,
             dir: boot_dir,
             accel: decision.accel,
+            icount: plan.vm.icount,
             memory_mib: plan.vm.memory.as_u64() >> 20,
             cpus: plan.vm.cpus,
             swap_bytes: plan.vm.swap_size.as_u64(),
@@ -307,62 +263,6 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     })
 }
 
-/// A series applied on its chosen base.
-#[derive(Debug)]
-pub struct AppliedSeries {
-    pub series: series::Series,
-    pub base: git2::Oid,
-    /// Which base was chosen and why.
-    pub base_choice: String,
-    /// The commit of the last patch: variant B.
-    pub head: git2::Oid,
-    /// How each patch applied, in order.
-    pub patches: Vec<series::PatchApplied>,
-}
-
-impl AppliedSeries {
-    /// One line for the user: how many patches, on which base, and why.
-    pub fn summary(&self) -> String {
-        format!(
-            "series: {} patch(es){} on base {} ({})",
-            self.series.patches.len(),
-            if self.series.cover_letters > 0 {
-                ", cover letter skipped"
-            } else {
-                ""
-            },
-            &self.base.to_string()[..12],
-            self.base_choice,
-        )
-    }
-}
-
-/// Load a series, choose its base, and apply it, one commit per patch.
-pub async fn apply_series(
-    repo: &git2::Repository,
-    tree: &tree::Tree,
-    tree_source: &TreeSource,
-    source: &series::SeriesSource,
-    lore_url: &str,
-) -> anyhow::Result<AppliedSeries> {
-    let series = series::load(source, lore_url).await?;
-    let (base, base_choice) = tree::choose_base(
-        repo,
-        tree.base,
-        tree::explicit_rev(tree_source),
-        series.base_commit.as_deref(),
-    );
-    let patches = series::apply(repo, base, &series)?;
-    let head = patches.last().map_or(base, |p| p.commit);
-    Ok(AppliedSeries {
-        series,
-        base,
-        base_choice,
-        head,
-        patches,
-    })
-}
-
 /// Store one agent message in the current boot and persist the document.
 fn record(
     results: &mut Results,
@@ -408,33 +308,4 @@ fn record(
     results
         .save(path)
         .with_context(|| format!("cannot write {}", path.display()))
-}
-
-async fn build_variant(
-    stages: &mut Stages<'_>,
-    stage: &str,
-    spec: &BuildSpec,
-    repo: &git2::Repository,
-) -> anyhow::Result<KernelArtifact> {
-    let artifact = stages
-        .time(stage, &format!("commit {}", spec.commit), async {
-            build::build(spec, || Ok(tree::checkout(repo, spec.commit)?)).await
-        })
-        .await?;
-    let how = if artifact.reused {
-        "reused from the build cache, no make run".to_string()
-    } else {
-        format!(
-            "{} in {:.0}s, {} objects compiled",
-            if artifact.incremental {
-                "incremental build"
-            } else {
-                "full build"
-            },
-            artifact.build_seconds,
-            artifact.objects_rebuilt,
-        )
-    };
-    stages.sink.emit(Event::Note(format!("{stage}: {how}")));
-    Ok(artifact)
 }

@@ -1,0 +1,549 @@
+//! Kernel builds: configure from a base target plus fragments, verify the
+//! result, and build `bzImage` out of tree, one build directory per variant.
+//!
+//! A build directory is keyed by the commit, the configuration inputs and the
+//! compiler, so a repeated run reuses it. A variant's first build starts from
+//! a copy of the base's build directory, so `make` recompiles only what the
+//! series changed.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use git2::Oid;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::BaseConfig;
+use crate::kconfig;
+use crate::process::{self, Cmd};
+
+pub mod objects;
+pub mod toolchain;
+
+/// A whole kernel build may take this long before it is killed.
+const BUILD_DEADLINE: Duration = Duration::from_secs(4 * 3600);
+/// Configuration steps are quick.
+const CONFIG_DEADLINE: Duration = Duration::from_secs(600);
+/// The file in a build directory that records a finished build.
+const STAMP: &str = "patchbench-build.json";
+
+/// What a build needs.
+#[derive(Debug, Clone)]
+pub struct BuildSpec {
+    /// The source tree (the cached repository's working directory).
+    pub src: PathBuf,
+    pub commit: Oid,
+    pub base_config: BaseConfig,
+    pub fragments: Vec<PathBuf>,
+    /// The directory that holds every build directory.
+    pub builds_dir: PathBuf,
+    /// A finished build (a cache entry) to start from, so that `make`
+    /// recompiles only what differs: variant A's build, for variant B.
+    pub seed_from: Option<PathBuf>,
+    /// The hash of the series this commit carries, for the manifest.
+    pub series_sha256: Option<String>,
+    /// Ignore the build cache and the work directory: build from nothing.
+    pub fresh: bool,
+}
+
+/// A built kernel and how it came to be: the artifact manifest, kept as
+/// `patchbench-build.json` in its cache entry and in `results.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KernelArtifact {
+    pub commit: String,
+    pub build_dir: PathBuf,
+    pub bzimage: PathBuf,
+    pub bzimage_sha256: String,
+    pub config_sha256: String,
+    pub compiler: String,
+    pub key: String,
+    /// The hash of the series applied on the base (absent for the base).
+    #[serde(default)]
+    pub series_sha256: Option<String>,
+    /// Seconds spent in `make` (0 for a reused build).
+    pub build_seconds: f64,
+    /// Started from another build's objects rather than from nothing.
+    pub incremental: bool,
+    /// The cache key of the build it started from.
+    #[serde(default)]
+    pub started_from: Option<String>,
+    /// Reused as it was, with no `make` run.
+    pub reused: bool,
+    /// Object files written by this build.
+    pub objects_rebuilt: usize,
+    /// For an incremental build, every object written and why.
+    #[serde(default)]
+    pub rebuilt: Vec<objects::Rebuilt>,
+}
+
+impl KernelArtifact {
+    /// Objects an incremental build rewrote with no visible reason.
+    pub fn unexpected_rebuilds(&self) -> impl Iterator<Item = &str> {
+        self.rebuilt
+            .iter()
+            .filter(|r| r.reason == objects::Reason::Unexpected)
+            .map(|r| r.object.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("the kernel configuration lost options the fragments asked for:\n  {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  "))]
+    ConfigMismatch(Vec<kconfig::Mismatch>),
+    #[error("`make {target}` failed{}", first_error.as_ref().map(|e| format!(" at {e}")).unwrap_or_default())]
+    Make {
+        target: String,
+        first_error: Option<String>,
+        #[source]
+        source: Box<process::ProcessError>,
+    },
+    #[error("i/o on {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("copying build directory {} failed", from.display())]
+    Seed {
+        from: PathBuf,
+        #[source]
+        source: Box<process::ProcessError>,
+    },
+    #[error("cannot determine the compiler version")]
+    Compiler(#[source] Box<process::ProcessError>),
+    #[error("{}", toolchain::describe_missing(.0))]
+    Toolchain(Vec<toolchain::Missing>),
+    #[error("only {free} free on the filesystem holding {}; a kernel build needs at least {}", dir.display(), toolchain::MIN_FREE)]
+    NoSpace {
+        dir: PathBuf,
+        free: bytesize::ByteSize,
+    },
+    #[error("the disk filled up during `make {target}` (\"No space left on device\" in {}); free space under {} and re-run", log.display(), dir.display())]
+    DiskFull {
+        target: String,
+        log: PathBuf,
+        dir: PathBuf,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
+    let path = path.to_owned();
+    move |source| BuildError::Io { path, source }
+}
+
+/// The first compiler or linker error in build output: `file:line:col: error: ...`.
+pub fn first_error(lines: &[String]) -> Option<String> {
+    lines
+        .iter()
+        .find(|l| l.contains(": error: ") || l.contains(": fatal error: "))
+        .or_else(|| lines.iter().find(|l| l.contains("undefined reference to")))
+        .map(|l| l.trim().to_string())
+}
+
+/// The cache key of a build: commit, configuration inputs and compiler.
+///
+/// The series is covered by the commit: variant B's commit is the base plus
+/// the series' patches, so a changed series is a different commit. A base
+/// `.config` file enters by its content (`base_identity`, see
+/// [`base_identity`]).
+pub fn build_key(
+    commit: Oid,
+    base_identity: &str,
+    fragments: &[(PathBuf, String)],
+    compiler: &str,
+) -> String {
+    let mut h = Sha256::new();
+    h.update(commit.as_bytes());
+    h.update(base_identity.as_bytes());
+    for (_, text) in fragments {
+        h.update(b"\0fragment\0");
+        h.update(text.as_bytes());
+    }
+    h.update(b"\0compiler\0");
+    h.update(compiler.as_bytes());
+    hex::encode(h.finalize())[..16].to_string()
+}
+
+/// What identifies the base configuration in a cache key: the make target,
+/// or the hash of a base `.config` file's content.
+pub fn base_identity(base: &BaseConfig) -> Result<String, BuildError> {
+    match base {
+        BaseConfig::File(path) => Ok(format!("file:{}", tree_sha256(path)?)),
+        other => Ok(other.make_target().unwrap_or_default().to_string()),
+    }
+}
+
+/// `make` arguments shared by every step: the source, the build directory,
+/// and settings that make builds reproducible (and so cache-friendly).
+pub fn make_args(src: &Path, out: &Path, jobs: usize, ccache: bool) -> Vec<String> {
+    let mut args = vec![
+        "-C".to_string(),
+        src.display().to_string(),
+        format!("O={}", out.display()),
+        format!("-j{jobs}"),
+        // Fixed identity strings: the same sources give the same bzImage.
+        "KBUILD_BUILD_USER=patchbench".to_string(),
+        "KBUILD_BUILD_HOST=patchbench".to_string(),
+    ];
+    if ccache {
+        // One make variable whose value holds a space; no shell is involved.
+        args.push("CC=ccache gcc".to_string());
+    }
+    args
+}
+
+/// The compiler identity that enters the cache key.
+pub async fn compiler_version() -> Result<String, BuildError> {
+    let out = process::run(&Cmd::new("gcc").arg("--version"))
+        .await
+        .map_err(|e| BuildError::Compiler(Box::new(e)))?;
+    Ok(out.stdout.lines().next().unwrap_or_default().to_string())
+}
+
+async fn have_ccache() -> bool {
+    process::run(&Cmd::new("ccache").arg("--version"))
+        .await
+        .is_ok()
+}
+
+fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The marker in a work directory naming the build it holds.
+const WORK_MARKER: &str = "patchbench-work.json";
+
+/// What a work directory holds: the finished build of `key` at `commit`.
+#[derive(Debug, Serialize, Deserialize)]
+struct WorkState {
+    key: String,
+    commit: String,
+}
+
+/// Read a finished build's manifest, if its bzImage is still intact.
+fn cached(dir: &Path) -> Result<Option<KernelArtifact>, BuildError> {
+    let Ok(text) = std::fs::read_to_string(dir.join(STAMP)) else {
+        return Ok(None);
+    };
+    let Ok(stamp) = serde_json::from_str::<KernelArtifact>(&text) else {
+        return Ok(None);
+    };
+    if !stamp.bzimage.is_file() || tree_sha256(&stamp.bzimage)? != stamp.bzimage_sha256 {
+        return Ok(None);
+    }
+    Ok(Some(stamp))
+}
+
+/// Copy a directory with `cp -a` (mtimes kept, so make sees copied objects
+/// as up to date), through a staging name so `to` appears whole or not at all.
+async fn copy_dir(from: &Path, to: &Path) -> Result<(), BuildError> {
+    let staging = to.with_extension("copying");
+    let _ = std::fs::remove_dir_all(&staging);
+    let cp = Cmd::new("cp")
+        .arg("-a")
+        .arg("--reflink=auto")
+        .arg(from)
+        .arg(&staging);
+    process::run(&cp).await.map_err(|source| BuildError::Seed {
+        from: from.to_owned(),
+        source: Box::new(source),
+    })?;
+    let _ = std::fs::remove_dir_all(to);
+    std::fs::rename(&staging, to).map_err(io_err(to))
+}
+
+/// Fail before building when the toolchain or the disk cannot do it.
+fn preflight(builds_dir: &Path) -> Result<(), BuildError> {
+    let missing = toolchain::missing();
+    if !missing.is_empty() {
+        return Err(BuildError::Toolchain(missing));
+    }
+    let dir = toolchain::existing_ancestor(builds_dir);
+    let free = toolchain::free_space(&dir).map_err(io_err(&dir))?;
+    if free < toolchain::MIN_FREE {
+        return Err(BuildError::NoSpace { dir, free });
+    }
+    Ok(())
+}
+
+/// Build (or reuse) the kernel for `spec`.
+///
+/// Every build of one configuration runs in the same work directory
+/// (`work-<config>`), because some build products (objtool's) record their
+/// absolute output path, and a build directory that moves is rebuilt from
+/// scratch there. A finished build is then copied into its cache entry
+/// (`<key>`), which is what later runs reuse and what seeds the next
+/// incremental build. `repo` is checked out at `spec.commit` only when a
+/// build is needed.
+pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<KernelArtifact> {
+    let fragments = kconfig::read_fragments(&spec.fragments)
+        .map_err(io_err(spec.fragments.first().map_or(Path::new("."), |p| p)))?;
+    let compiler = compiler_version().await?;
+    let base = base_identity(&spec.base_config)?;
+    let key = build_key(spec.commit, &base, &fragments, &compiler);
+    let entry = spec.builds_dir.join(&key);
+    if spec.fresh {
+        let _ = std::fs::remove_dir_all(&entry);
+    }
+    if let Some(mut stamp) = cached(&entry)? {
+        stamp.reused = true;
+        stamp.build_seconds = 0.0;
+        stamp.objects_rebuilt = 0;
+        stamp.rebuilt.clear();
+        return Ok(stamp);
+    }
+    preflight(&spec.builds_dir)?;
+    crate::tree::checkout(repo, spec.commit)?;
+
+    let config_key = build_key(Oid::ZERO_SHA1, &base, &fragments, &compiler);
+    let work = spec.builds_dir.join(format!("work-{config_key}"));
+    let marker = work.join(WORK_MARKER);
+    let holds = std::fs::read_to_string(&marker)
+        .ok()
+        .and_then(|t| serde_json::from_str::<WorkState>(&t).ok());
+    let seed = match &spec.seed_from {
+        Some(dir) => cached(dir)?,
+        None => None,
+    };
+    let started_from = match (seed, holds) {
+        (Some(seed), holds) => {
+            if holds.as_ref().map(|h| &h.key) != Some(&seed.key) {
+                copy_dir(&seed.build_dir, &work).await?;
+            }
+            Some((seed.key, seed.commit))
+        }
+        (None, Some(holds)) if work.is_dir() && !spec.fresh => Some((holds.key, holds.commit)),
+        (None, _) => {
+            let _ = std::fs::remove_dir_all(&work);
+            None
+        }
+    };
+    std::fs::create_dir_all(&work).map_err(io_err(&work))?;
+    // From here until the build finishes, the work directory is in flux.
+    let _ = std::fs::remove_file(&marker);
+    let _ = std::fs::remove_file(work.join(STAMP));
+    let touched = match &started_from {
+        Some((_, commit)) => Oid::from_str(commit)
+            .ok()
+            .map(|from| crate::tree::changed_paths(repo, from, spec.commit))
+            .transpose()?
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+
+    let log = work.join("build.log");
+    let _ = std::fs::remove_file(&log);
+    let ccache = have_ccache().await;
+    configure(spec, &work, &fragments, &log, ccache).await?;
+
+    let started_wall = SystemTime::now();
+    let started = Instant::now();
+    let make = Cmd::new("make")
+        .args(make_args(&spec.src, &work, jobs(), ccache))
+        .arg("bzImage")
+        .log_to(&log)
+        .deadline(BUILD_DEADLINE);
+    if let Err(source) = process::run(&make).await {
+        return Err(make_failed("bzImage", &log, &work, source).into());
+    }
+    let build_seconds = started.elapsed().as_secs_f64();
+    let rebuilt = objects::rebuilt_since(&work, started_wall, &touched).map_err(io_err(&work))?;
+    let state = WorkState {
+        key: key.clone(),
+        commit: spec.commit.to_string(),
+    };
+    let state = serde_json::to_string(&state).expect("work state serializes");
+    crate::fsutil::write_atomic(&marker, state.as_bytes()).map_err(io_err(&marker))?;
+
+    copy_dir(&work, &entry).await?;
+    let _ = std::fs::remove_file(entry.join(WORK_MARKER));
+    let bzimage = entry.join("arch/x86/boot/bzImage");
+    let artifact = KernelArtifact {
+        commit: spec.commit.to_string(),
+        build_dir: entry.clone(),
+        bzimage_sha256: tree_sha256(&bzimage)?,
+        config_sha256: tree_sha256(&entry.join(".config"))?,
+        bzimage,
+        compiler,
+        key,
+        series_sha256: spec.series_sha256.clone(),
+        build_seconds,
+        incremental: started_from.is_some(),
+        objects_rebuilt: rebuilt.len(),
+        rebuilt: if started_from.is_some() {
+            rebuilt
+        } else {
+            Vec::new()
+        },
+        started_from: started_from.map(|(key, _)| key),
+        reused: false,
+    };
+    let stamp_path = entry.join(STAMP);
+    let stamp = serde_json::to_string_pretty(&artifact).expect("artifact serializes");
+    crate::fsutil::write_atomic(&stamp_path, stamp.as_bytes()).map_err(io_err(&stamp_path))?;
+    Ok(artifact)
+}
+
+/// Find where each mismatched option is defined, and its dependencies,
+/// in the tree's Kconfig files.
+fn explain(src: &Path, mismatches: &mut [kconfig::Mismatch]) {
+    let mut stack = vec![src.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                if name != ".git" {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if !name.to_string_lossy().starts_with("Kconfig") {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            for m in mismatches.iter_mut().filter(|m| m.defined.is_none()) {
+                if let Some(depends) = kconfig::depends_in(&text, &m.request.option) {
+                    m.defined = Some(kconfig::Definition {
+                        file: path.strip_prefix(src).unwrap_or(&path).to_owned(),
+                        depends,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The error for a failed `make`: a full disk, or the first compiler error.
+fn make_failed(target: &str, log: &Path, dir: &Path, source: process::ProcessError) -> BuildError {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    if toolchain::disk_full_in(&text) {
+        return BuildError::DiskFull {
+            target: target.into(),
+            log: log.to_owned(),
+            dir: dir.to_owned(),
+        };
+    }
+    let first_error = match &source {
+        process::ProcessError::Failed { .. } => {
+            first_error(&text.lines().map(str::to_string).collect::<Vec<_>>())
+        }
+        _ => None,
+    };
+    BuildError::Make {
+        target: target.into(),
+        first_error,
+        source: Box::new(source),
+    }
+}
+
+fn tree_sha256(path: &Path) -> Result<String, BuildError> {
+    crate::tree::sha256_file(path).map_err(io_err(path))
+}
+
+/// Make the build directory's `.config` the merge of base and fragments, and
+/// fail before building if any requested option did not survive. The
+/// configuration is produced in a scratch directory and copied in only if it
+/// differs, so an unchanged configuration never triggers a rebuild.
+async fn configure(
+    spec: &BuildSpec,
+    dir: &Path,
+    fragments: &[(PathBuf, String)],
+    log: &Path,
+    ccache: bool,
+) -> anyhow::Result<()> {
+    let scratch = tempfile::TempDir::with_prefix_in(".config-", &spec.builds_dir)
+        .map_err(io_err(&spec.builds_dir))?;
+    let make = |target: &str| {
+        Cmd::new("make")
+            .args(make_args(&spec.src, scratch.path(), jobs(), ccache))
+            .arg(target)
+            .log_to(log)
+            .deadline(CONFIG_DEADLINE)
+    };
+    let run_make = |target: &'static str| {
+        let cmd = make(target);
+        async move {
+            process::run(&cmd)
+                .await
+                .map(|_| ())
+                .map_err(|source| make_failed(target, log, &spec.builds_dir, source))
+        }
+    };
+    let config_path = scratch.path().join(".config");
+    match (&spec.base_config, spec.base_config.make_target()) {
+        (_, Some(target)) => run_make(target).await?,
+        (BaseConfig::File(file), None) => {
+            std::fs::copy(file, &config_path).map_err(io_err(file))?;
+        }
+        (other, None) => unreachable!("{other} has a make target"),
+    }
+    let base = std::fs::read_to_string(&config_path).map_err(io_err(&config_path))?;
+    let requests = kconfig::requests(fragments);
+    std::fs::write(&config_path, kconfig::merge(&base, &requests)).map_err(io_err(&config_path))?;
+    run_make("olddefconfig").await?;
+    let merged = std::fs::read_to_string(&config_path).map_err(io_err(&config_path))?;
+    let mut mismatches = kconfig::verify(&kconfig::parse(&merged), &requests);
+    if !mismatches.is_empty() {
+        explain(&spec.src, &mut mismatches);
+        return Err(BuildError::ConfigMismatch(mismatches).into());
+    }
+    let target = dir.join(".config");
+    if std::fs::read_to_string(&target).ok().as_deref() != Some(merged.as_str()) {
+        std::fs::write(&target, merged).map_err(io_err(&target))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_compiler_error_is_found() {
+        let lines: Vec<String> = [
+            "  CC      mm/memcontrol.o",
+            "mm/memcontrol.c:4540:9: error: 'nr' undeclared (first use in this function)",
+            "mm/memcontrol.c:4541:9: error: another",
+            "make[3]: *** [scripts/Makefile.build:229: mm/memcontrol.o] Error 1",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            first_error(&lines).as_deref(),
+            Some("mm/memcontrol.c:4540:9: error: 'nr' undeclared (first use in this function)")
+        );
+        assert_eq!(first_error(&lines[..1]), None);
+    }
+
+    #[test]
+    fn keys_change_with_commit_fragments_and_compiler() {
+        let c1 = Oid::from_str("1111111111111111111111111111111111111111").unwrap();
+        let c2 = Oid::from_str("2222222222222222222222222222222222222222").unwrap();
+        let f = vec![(PathBuf::from("a"), "CONFIG_SWAP=y\n".to_string())];
+        let g = vec![(PathBuf::from("a"), "CONFIG_SWAP=n\n".to_string())];
+        let k = build_key(c1, "tinyconfig", &f, "gcc 12");
+        assert_eq!(k, build_key(c1, "tinyconfig", &f, "gcc 12"));
+        assert_ne!(k, build_key(c2, "tinyconfig", &f, "gcc 12"));
+        assert_ne!(k, build_key(c1, "tinyconfig", &g, "gcc 12"));
+        assert_ne!(k, build_key(c1, "tinyconfig", &f, "gcc 13"));
+        assert_ne!(k, build_key(c1, "defconfig", &f, "gcc 12"));
+    }
+
+    #[test]
+    fn make_args_pass_ccache_as_one_variable() {
+        let args = make_args(Path::new("/src"), Path::new("/out"), 2, true);
+        assert_eq!(&args[..4], ["-C", "/src", "O=/out", "-j2"]);
+        assert!(args.contains(&"CC=ccache gcc".to_string()));
+        assert!(
+            !make_args(Path::new("/s"), Path::new("/o"), 1, false)
+                .iter()
+                .any(|a| a.starts_with("CC="))
+        );
+    }
+}

@@ -1,0 +1,95 @@
+//! `patchbench build`: the kernel stage alone, with a timing report.
+
+use std::fmt::Write;
+
+use anyhow::Context;
+
+use super::{BuildArgs, cache_dir, load_plan};
+use crate::build::KernelArtifact;
+use crate::build::objects::Reason;
+use crate::campaign::{self, BuildOutcome};
+use crate::ui;
+
+pub(super) async fn build(args: BuildArgs) -> anyhow::Result<()> {
+    let plan = load_plan(&args.campaign, None)?;
+    let sink = ui::Ui::new();
+    let outcome =
+        campaign::build_only(&plan, &cache_dir(&args.campaign), args.fresh, &sink).await?;
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out)
+            .with_context(|| format!("cannot create output directory {}", out.display()))?;
+        let path = out.join("kernels.json");
+        let mut text = serde_json::to_string_pretty(&outcome.kernels).expect("kernels serialize");
+        text.push('\n');
+        crate::fsutil::write_atomic(&path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("manifest: {}", path.display());
+    }
+    print!("{}", render(&outcome));
+    Ok(())
+}
+
+fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}
+
+/// The build report: each kernel, B's recompiled objects with reasons, and
+/// the stage times with B's share of a full build.
+pub fn render(outcome: &BuildOutcome) -> String {
+    let mut s = String::new();
+    for k in &outcome.kernels {
+        let a: &KernelArtifact = &k.artifact;
+        let _ = writeln!(
+            s,
+            "kernel {:?}: commit {}  {}\n  bzImage {} (sha256 {})\n  .config sha256 {}  compiler {}{}",
+            k.variant,
+            short(&a.commit),
+            campaign::describe(a),
+            a.bzimage.display(),
+            short(&a.bzimage_sha256),
+            short(&a.config_sha256),
+            a.compiler,
+            a.series_sha256
+                .as_deref()
+                .map(|h| format!("  series sha256 {}", short(h)))
+                .unwrap_or_default(),
+        );
+        if !a.rebuilt.is_empty() {
+            let count = |r: Reason| a.rebuilt.iter().filter(|o| o.reason == r).count();
+            let _ = writeln!(
+                s,
+                "  recompiled: {} for the series, {} for the link, {} unexpected",
+                count(Reason::Series),
+                count(Reason::Link),
+                count(Reason::Unexpected)
+            );
+            for o in &a.rebuilt {
+                let why = match o.reason {
+                    Reason::Series => "series",
+                    Reason::Link => "link",
+                    Reason::Unexpected => "UNEXPECTED",
+                };
+                let _ = writeln!(s, "    {why:<10} {}", o.object);
+            }
+        }
+    }
+    let _ = writeln!(s, "stage times:");
+    for t in &outcome.timings {
+        let _ = writeln!(s, "  {:<8} {:>8.1} s", t.stage, t.seconds);
+    }
+    if let [a, b] = outcome.kernels.as_slice()
+        && !a.artifact.reused
+        && !a.artifact.incremental
+        && !b.artifact.reused
+        && a.artifact.build_seconds > 0.0
+    {
+        let _ = writeln!(
+            s,
+            "B's incremental make took {:.1}% of A's full make ({:.1} s vs {:.1} s)",
+            b.artifact.build_seconds / a.artifact.build_seconds * 100.0,
+            b.artifact.build_seconds,
+            a.artifact.build_seconds
+        );
+    }
+    s
+}

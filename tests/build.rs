@@ -1,0 +1,175 @@
+//! Real kernel builds through `patchbench build`: a config that cannot be
+//! satisfied, a series that breaks the compile, and the build cache's hits
+//! and misses. They use the smoke campaign's configuration, so variant A
+//! comes from the build cache once any smoke run has filled it; each test
+//! then costs at most one incremental build of B. They never skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// One build at a time: they share the cached tree and work directory.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn patchbench(args: &[&str]) -> Output {
+    assert!(
+        Path::new("/usr/src/linux-source-6.12.tar.xz").exists(),
+        "the kernel source is missing: run ci/setup-host.sh (Debian package linux-source-6.12)"
+    );
+    Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("patchbench runs")
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_option_whose_dependency_is_missing_fails_before_building() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = patchbench(&["build", "tests/fixtures/kconfig/swap-without-block.yaml"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("the kernel configuration lost options the fragments asked for"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("CONFIG_SWAP: ")
+            && stderr.contains("swap-without-block.config asked for y, the final .config has n"),
+        "{stderr}"
+    );
+    // The reason, read from the tree's Kconfig: SWAP depends on BLOCK.
+    assert!(
+        stderr.contains("depends on") && stderr.contains("BLOCK") && stderr.contains("mm/Kconfig"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("make bzImage"), "{stderr}");
+}
+
+#[test]
+fn a_broken_series_reports_the_first_compiler_error() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = patchbench(&["build", "--series", "tests/fixtures/broken-build"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let first = stderr
+        .lines()
+        .find(|l| l.contains("`make bzImage` failed at"))
+        .unwrap_or_else(|| panic!("no first error in:\n{stderr}"));
+    assert!(
+        first.contains("mm/zswap.c:81:")
+            && first.contains("error:")
+            && first.contains("this_symbol_does_not_exist"),
+        "{first}"
+    );
+    assert!(
+        stderr.contains("full log: ") && stderr.contains("build.log"),
+        "{stderr}"
+    );
+}
+
+/// A one-patch series that adds a comment to `mm/zswap.c`. `nonce` makes
+/// its commit new to the build cache.
+fn comment_series(dir: &Path, nonce: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let patch = format!(
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: patchbench tests <tests@patchbench.invalid>
+Date: Mon, 30 Nov 2026 00:00:00 +0000
+Subject: [PATCH] mm/zswap: a comment ({nonce})
+
+---
+ mm/zswap.c | 1 +
+ 1 file changed, 1 insertion(+)
+
+diff --git a/mm/zswap.c b/mm/zswap.c
+--- a/mm/zswap.c
++++ b/mm/zswap.c
+@@ -1,3 +1,4 @@
+ // SPDX-License-Identifier: GPL-2.0-or-later
++/* patchbench build-cache test {nonce} */
+ /*
+  * zswap.c - zswap driver file
+-- 
+2.39.5
+"
+    );
+    std::fs::write(dir.join("0001-comment.patch"), patch).unwrap();
+}
+
+fn kernels(out_dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(out_dir.join("kernels.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn a_new_series_misses_the_cache_rebuilds_only_its_objects_then_hits() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let nonce = format!("{}-{}", std::process::id(), jiff::Timestamp::now());
+    let series = tmp.path().join("series");
+    comment_series(&series, &nonce);
+    let series_arg = series.to_str().unwrap();
+    let first_out = tmp.path().join("first");
+
+    let first = patchbench(&[
+        "build",
+        "--series",
+        series_arg,
+        "--out",
+        first_out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&first);
+    assert_eq!(first.status.code(), Some(0), "{stdout}\n{stderr}");
+    let k = kernels(&first_out);
+    let b = &k[1];
+    assert_eq!(b["variant"], "B");
+    assert_eq!(b["reused"], false, "a new series must miss: {b}");
+    assert_eq!(b["incremental"], true, "{b}");
+    let rebuilt = b["rebuilt"].as_array().unwrap();
+    let with = |reason: &str| -> Vec<&str> {
+        rebuilt
+            .iter()
+            .filter(|r| r["reason"] == reason)
+            .map(|r| r["object"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(with("series"), ["mm/zswap.o"], "{stdout}");
+    assert!(with("unexpected").is_empty(), "{stdout}");
+    assert!(with("link").contains(&"vmlinux.o"), "{stdout}");
+    assert!(stdout.contains("series     mm/zswap.o"), "{stdout}");
+
+    let second_out = tmp.path().join("second");
+    let second = patchbench(&[
+        "build",
+        "--series",
+        series_arg,
+        "--out",
+        second_out.to_str().unwrap(),
+    ]);
+    let (stdout2, stderr2) = text(&second);
+    assert_eq!(second.status.code(), Some(0), "{stderr2}");
+    let k2 = kernels(&second_out);
+    for kernel in k2.as_array().unwrap() {
+        assert_eq!(kernel["reused"], true, "{kernel}");
+        assert_eq!(kernel["build_seconds"], 0.0);
+    }
+    assert_eq!(k2[1]["bzimage_sha256"], b["bzimage_sha256"]);
+    assert!(
+        stderr2.contains("build B: reused from the build cache, no make run"),
+        "{stdout2}\n{stderr2}"
+    );
+    // This series exists only for this test: drop its cache entry.
+    std::fs::remove_dir_all(b["build_dir"].as_str().unwrap()).unwrap();
+}
