@@ -13,6 +13,7 @@ pub mod config;
 pub mod events;
 pub mod exit;
 pub mod fsutil;
+pub mod github;
 pub mod image;
 pub mod kconfig;
 pub mod process;
