@@ -12,6 +12,7 @@ pub mod config;
 pub mod events;
 pub mod exit;
 pub mod fsutil;
+pub mod html;
 pub mod image;
 pub mod kconfig;
 pub mod process;
