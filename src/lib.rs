@@ -2,7 +2,7 @@
 //!
 //! The modules follow the pipeline: [`config`] → [`tree`] / [`series`] →
 //! [`kconfig`] / [`build`] → [`image`] / [`vm`] → [`campaign`] → [`stats`] →
-//! [`results`] / [`report`]. [`process`] is the only module that spawns host
+//! [`results`] / [`report`] → [`html`] / [`github`]. [`process`] is the only module that spawns host
 //! processes; [`events`] is how the engine talks to the UI.
 
 pub mod apply;
@@ -14,6 +14,7 @@ pub mod events;
 pub mod exit;
 pub mod fsutil;
 pub mod github;
+pub mod html;
 pub mod image;
 pub mod kconfig;
 pub mod process;

@@ -1,0 +1,254 @@
+//! Static HTML result pages: a page per run, an index of runs, and a trend
+//! page per campaign, each one self-contained (inline CSS and SVG, no
+//! script, no outside asset), so they work from `file://` and GitHub Pages.
+//!
+//! Rendering is pure: [`render_run`], [`render_index`] and [`render_trend`]
+//! map [`Run`]s to strings, byte for byte the same for the same input. Only
+//! [`write_site`] touches the filesystem. Every text from a results document
+//! is escaped by askama; the SVG plots `plot` draws are the only markup
+//! embedded unescaped.
+//!
+//! The rows (means, changes, intervals, verdicts) come from
+//! [`view::default_rows`] through [`Run::new`]; a caller with real
+//! statistics builds [`Run`] with its own rows instead.
+//!
+//! Site layout, as [`write_site`] writes it:
+//!
+//! ```text
+//! index.html                    every run, newest first
+//! trends/<campaign>.html        one plot per metric across the campaign's runs
+//! runs/<start>-<campaign>/
+//!     index.html                the run's page
+//!     results.json              its results document
+//!     boots/<i>-<label>/console.log   copied from the run directory
+//! ```
+
+pub mod pages;
+pub mod plot;
+pub mod view;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use askama::Template;
+
+pub use plot::{PlotError, Svg};
+pub use view::{MetricRow, Run, Verdict, default_rows};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HtmlError {
+    #[error("cannot render the {page} page")]
+    Render {
+        page: &'static str,
+        #[source]
+        source: askama::Error,
+    },
+    #[error("cannot draw a plot")]
+    Plot(#[source] PlotError),
+    #[error("cannot write {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn render(page: &'static str, t: &impl Template) -> Result<String, HtmlError> {
+    t.render()
+        .map_err(|source| HtmlError::Render { page, source })
+}
+
+/// The page of one run, on its own: console logs link relative to
+/// `run.run_dir`, so the page belongs in that directory (next to
+/// `results.json`).
+pub fn render_run(run: &Run) -> Result<String, HtmlError> {
+    render_run_with(run, pages::Nav::default())
+}
+
+fn render_run_with(run: &Run, nav: pages::Nav) -> Result<String, HtmlError> {
+    let page = pages::run_page(run, nav).map_err(HtmlError::Plot)?;
+    render("run", &page)
+}
+
+/// The index of `runs`, newest first; `href(i)` is the page of `runs[i]`.
+pub fn render_index(runs: &[Run], href: impl Fn(usize) -> String) -> Result<String, HtmlError> {
+    let mut order: Vec<(usize, &Run)> = runs.iter().enumerate().collect();
+    order.sort_by(|(_, a), (_, b)| {
+        (b.results.started_at, &b.results.campaign)
+            .cmp(&(a.results.started_at, &a.results.campaign))
+    });
+    let campaigns: Vec<String> = order
+        .iter()
+        .map(|(_, r)| r.results.campaign.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let trend_files = file_names(&campaigns);
+    let page = pages::IndexPage {
+        runs: order
+            .iter()
+            .map(|(i, r)| pages::run_summary(r, href(*i)))
+            .collect(),
+        campaigns: campaigns
+            .iter()
+            .map(|c| (c.clone(), format!("trends/{}", trend_files[c])))
+            .collect(),
+    };
+    render("index", &page)
+}
+
+/// The trend page of one campaign over `runs` (any order; drawn oldest
+/// first); `href(i)` is the page of `runs[i]`.
+pub fn render_trend(
+    campaign: &str,
+    runs: &[Run],
+    href: impl Fn(usize) -> String,
+) -> Result<String, HtmlError> {
+    render_trend_with(campaign, runs, href, pages::Nav::default())
+}
+
+fn render_trend_with(
+    campaign: &str,
+    runs: &[Run],
+    href: impl Fn(usize) -> String,
+    nav: pages::Nav,
+) -> Result<String, HtmlError> {
+    let mut own: Vec<(&Run, String)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.results.campaign == campaign)
+        .map(|(i, r)| (r, href(i)))
+        .collect();
+    own.sort_by_key(|(r, _)| r.results.started_at);
+    let page = pages::trend_page(campaign, &own, nav).map_err(HtmlError::Plot)?;
+    render("trend", &page)
+}
+
+/// `names`, in order, with `-2`, `-3`... added to repeats.
+fn distinct(names: impl Iterator<Item = String>) -> Vec<String> {
+    let mut taken = std::collections::BTreeSet::new();
+    names
+        .map(|base| {
+            let mut name = base.clone();
+            let mut n = 1;
+            while !taken.insert(name.clone()) {
+                n += 1;
+                name = format!("{base}-{n}");
+            }
+            name
+        })
+        .collect()
+}
+
+/// A distinct `.html` file name per key, from its slug, with `-2`, `-3`...
+/// on collisions (keys in sorted order, so the names are stable).
+fn file_names(keys: &[String]) -> BTreeMap<String, String> {
+    let mut sorted: Vec<&String> = keys.iter().collect();
+    sorted.sort();
+    sorted.dedup();
+    let names = distinct(sorted.iter().map(|k| view::slugify(k)));
+    sorted
+        .into_iter()
+        .cloned()
+        .zip(names.into_iter().map(|n| format!("{n}.html")))
+        .collect()
+}
+
+/// What [`write_site`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SiteReport {
+    /// Every file written, pages and copies, in the order written.
+    pub written: Vec<PathBuf>,
+    /// Console logs a page links to that were not found in their run
+    /// directory; their links dangle.
+    pub missing_logs: Vec<PathBuf>,
+}
+
+fn write(path: &Path, bytes: &[u8], report: &mut SiteReport) -> Result<(), HtmlError> {
+    let io = |source| HtmlError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    crate::fsutil::write_atomic(path, bytes).map_err(io)?;
+    report.written.push(path.to_owned());
+    Ok(())
+}
+
+/// Write the whole site for `runs` into `dir` (layout in the module doc),
+/// each file atomically. Runs' console logs below their `run_dir` are copied
+/// next to their page.
+pub fn write_site(dir: &Path, runs: &[Run]) -> Result<SiteReport, HtmlError> {
+    let mut report = SiteReport::default();
+    let run_dirs = distinct(runs.iter().map(Run::slug));
+    let campaigns: Vec<String> = runs.iter().map(|r| r.results.campaign.clone()).collect();
+    let trend_files = file_names(&campaigns);
+
+    for (run, run_dir) in runs.iter().zip(&run_dirs) {
+        let rel = format!("runs/{run_dir}");
+        let nav = pages::Nav {
+            home: Some("../../index.html".into()),
+            trend: Some(format!(
+                "../../trends/{}",
+                trend_files[&run.results.campaign]
+            )),
+        };
+        let html = render_run_with(run, nav)?;
+        let out = dir.join(&rel);
+        write(&out.join("index.html"), html.as_bytes(), &mut report)?;
+        let mut json = serde_json::to_string_pretty(run.results).expect("results serialize");
+        json.push('\n');
+        write(&out.join("results.json"), json.as_bytes(), &mut report)?;
+        for boot in &run.results.boots {
+            let Ok(log_rel) = boot.console_log.strip_prefix(run.run_dir) else {
+                continue;
+            };
+            if pages::log_href(run.run_dir, &boot.console_log).is_none() {
+                continue;
+            }
+            match std::fs::read(&boot.console_log) {
+                Ok(bytes) => write(&out.join(log_rel), &bytes, &mut report)?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    report.missing_logs.push(boot.console_log.clone());
+                }
+                Err(source) => {
+                    return Err(HtmlError::Io {
+                        path: boot.console_log.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+    }
+    for (campaign, file) in &trend_files {
+        let nav = pages::Nav {
+            home: Some("../index.html".into()),
+            trend: None,
+        };
+        let html = render_trend_with(
+            campaign,
+            runs,
+            |i| format!("../runs/{}/index.html", run_dirs[i]),
+            nav,
+        )?;
+        write(&dir.join("trends").join(file), html.as_bytes(), &mut report)?;
+    }
+    let html = render_index(runs, |i| format!("runs/{}/index.html", run_dirs[i]))?;
+    write(&dir.join("index.html"), html.as_bytes(), &mut report)?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colliding_slugs_get_distinct_file_names() {
+        let names = file_names(&["a b".into(), "a-b".into(), "a b".into(), "<>".into()]);
+        assert_eq!(names["a b"], "a-b.html");
+        assert_eq!(names["a-b"], "a-b-2.html");
+        assert_eq!(names["<>"], "run.html");
+    }
+}

@@ -1,0 +1,485 @@
+//! The page models behind `templates/*.html`: every value the templates
+//! show, formatted here, so the templates only lay text out. Askama escapes
+//! every field; the one exception is [`Svg`], which `plot` drew.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path};
+
+use askama::Template;
+
+use super::plot::{self, Svg, TrendPoint, display_unit};
+use super::view::{MetricRow, Run, Verdict, samples_by_boot};
+use crate::report::format_value;
+use crate::results::Results;
+use crate::vm::accel::Accel;
+use crate::workload::Better;
+
+/// Links from a page to the rest of the site; empty for a page on its own.
+#[derive(Debug, Clone, Default)]
+pub struct Nav {
+    pub home: Option<String>,
+    pub trend: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "run.html")]
+pub struct RunPage<'a> {
+    pub nav: Nav,
+    pub campaign: &'a str,
+    pub date: String,
+    pub version: &'a str,
+    pub subject: String,
+    pub accel: String,
+    pub tcg: bool,
+    pub accel_reason: &'a str,
+    pub rows: Vec<RowView>,
+    pub plots: Vec<PlotView>,
+    pub method: String,
+    pub tree: &'a crate::results::TreeInfo,
+    pub series_source: &'a str,
+    pub series_sha256: &'a str,
+    pub head_commit: &'a str,
+    pub patches: Vec<PatchView<'a>>,
+    pub kernels: Vec<KernelView<'a>>,
+    pub boots: Vec<BootView<'a>>,
+    pub facts: FactsTable,
+}
+
+pub struct RowView {
+    pub name: String,
+    pub unit: &'static str,
+    pub better: &'static str,
+    pub a_mean: String,
+    pub b_mean: String,
+    pub change: String,
+    pub change_ci: String,
+    pub p: String,
+    pub verdict: Verdict,
+    pub note: String,
+}
+
+pub struct PlotView {
+    pub name: String,
+    pub anchor: String,
+    pub svg: Svg,
+    pub caption: String,
+}
+
+pub struct PatchView<'a> {
+    pub number: String,
+    pub subject: &'a str,
+    pub author: &'a str,
+    pub origin: &'a str,
+    pub message_id: Option<&'a str>,
+    pub commit: &'a str,
+    pub applied: &'a str,
+    pub fuzz: bool,
+}
+
+pub struct KernelView<'a> {
+    pub variant: String,
+    pub commit: &'a str,
+    pub compiler: &'a str,
+    pub bzimage_sha256: &'a str,
+    pub config_sha256: &'a str,
+    pub build: String,
+}
+
+pub struct BootView<'a> {
+    pub label: &'a str,
+    pub variant: String,
+    pub samples: usize,
+    pub complete: bool,
+    pub hello: String,
+    pub total: String,
+    pub log_href: Option<String>,
+    pub log_path: String,
+}
+
+pub struct FactsTable {
+    pub boots: Vec<String>,
+    pub rows: Vec<(String, Vec<String>)>,
+}
+
+#[derive(Template)]
+#[template(path = "index.html")]
+pub struct IndexPage {
+    pub runs: Vec<RunSummary>,
+    pub campaigns: Vec<(String, String)>,
+}
+
+pub struct RunSummary {
+    pub href: String,
+    pub date: String,
+    pub campaign: String,
+    pub series: String,
+    pub accel: String,
+    pub tcg: bool,
+    pub counts: Vec<(Verdict, usize)>,
+}
+
+#[derive(Template)]
+#[template(path = "trend.html")]
+pub struct TrendPage {
+    pub nav: Nav,
+    pub campaign: String,
+    pub plots: Vec<PlotView>,
+    pub runs: Vec<(String, String, String)>,
+}
+
+/// A run's start, as pages show it.
+pub fn date(results: &Results) -> String {
+    results
+        .started_at
+        .strftime("%Y-%m-%d %H:%M UTC")
+        .to_string()
+}
+
+fn signed_pct(p: f64) -> String {
+    // U+2212 MINUS SIGN, as the Markdown report writes it.
+    if p < 0.0 {
+        format!("\u{2212}{:.2}%", -p)
+    } else {
+        format!("+{p:.2}%")
+    }
+}
+
+fn short(id: &str) -> &str {
+    &id[..id.len().min(12)]
+}
+
+fn seconds(s: Option<f64>) -> String {
+    s.map_or("\u{2014}".into(), |s| format!("{s:.1} s"))
+}
+
+/// The series' headline: its first subject, and how many patches follow.
+pub fn series_title(results: &Results) -> String {
+    let patches = &results.series.patches;
+    match patches.first() {
+        None => "an empty series".into(),
+        Some(p) if patches.len() == 1 => p.subject.clone(),
+        Some(p) => format!("{} (+{} more)", p.subject, patches.len() - 1),
+    }
+}
+
+fn row_view(row: &MetricRow) -> RowView {
+    let (_, unit) = display_unit(row.unit);
+    RowView {
+        name: row.name.clone(),
+        unit,
+        better: match row.better {
+            Some(Better::Lower) => "lower",
+            Some(Better::Higher) => "higher",
+            Some(Better::None) | None => "",
+        },
+        a_mean: format_value(row.a_mean, row.unit),
+        b_mean: format_value(row.b_mean, row.unit),
+        change: row.change_pct.map_or("n/a".into(), signed_pct),
+        change_ci: row.change_ci.map_or(String::new(), |(lo, hi)| {
+            format!("[{}, {}]", signed_pct(lo), signed_pct(hi))
+        }),
+        p: match row.p_value {
+            None => "\u{2014}".into(),
+            Some(p) if p < 0.001 => "<0.001".into(),
+            Some(p) => format!("{p:.3}"),
+        },
+        verdict: row.verdict,
+        note: row.note.clone(),
+    }
+}
+
+/// The href of a console log: its path below `run_dir`, percent-encoded
+/// segment by segment. `None` for a log outside `run_dir`, which a
+/// published page cannot reach.
+pub fn log_href(run_dir: &Path, log: &Path) -> Option<String> {
+    let rel = log.strip_prefix(run_dir).ok()?;
+    let mut segments = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(s) => segments.push(percent_encode(&s.to_string_lossy())),
+            _ => return None,
+        }
+    }
+    (!segments.is_empty()).then(|| segments.join("/"))
+}
+
+/// Percent-encode all but RFC 3986's unreserved characters, so a segment
+/// can never read as a scheme (`javascript:`), a query or a fragment.
+fn percent_encode(segment: &str) -> String {
+    let mut out = String::new();
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn method(results: &Results, judged: bool) -> String {
+    let order: Vec<String> = (0..results.protocol.boots.len())
+        .map(|i| crate::results::boot_label(&results.protocol.boots, i))
+        .collect();
+    let stats = if judged {
+        "Intervals, p-values and verdicts come from the statistics over the pooled samples."
+    } else {
+        "No statistics were run on this page's rows: no intervals, p-values or verdicts."
+    };
+    format!(
+        "Fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; \
+         warm-ups are discarded and A pools every A boot. B vs A is B's mean against A's pooled mean. {} \
+         Accelerator: {}, on a {}-core {} host. Base {} ({}), chosen from {}; B adds {} patch(es), series sha256 {}.",
+        order.join("/"),
+        results.protocol.warmups,
+        results.protocol.samples,
+        stats,
+        results.host.accel,
+        results.host.cores,
+        results.host.cpu_model,
+        short(&results.tree.base_commit),
+        results.tree.origin,
+        results.tree.base_choice,
+        results.series.patches.len(),
+        short(&results.series.sha256),
+    )
+}
+
+fn facts_table(results: &Results) -> FactsTable {
+    let boots: Vec<String> = results.boots.iter().map(|b| b.label.clone()).collect();
+    let dash = || "\u{2014}".to_string();
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let mut fact = |name: &str, get: &dyn Fn(&patchbench_agent::GuestFacts) -> String| {
+        let cells = results
+            .boots
+            .iter()
+            .map(|b| b.facts.as_ref().map_or_else(dash, get))
+            .collect();
+        rows.push((name.to_string(), cells));
+    };
+    fact("kernel release", &|f| f.kernel_release.clone());
+    fact("kernel version", &|f| f.kernel_version.clone());
+    fact("possible CPUs", &|f| f.possible_cpus.clone());
+    fact("online CPUs", &|f| f.online_cpus.clone());
+    fact("MemTotal", &|f| format!("{} KiB", f.mem_total_kib));
+    fact("THP", &|f| f.thp.clone());
+    let zswap_keys: std::collections::BTreeSet<&String> = results
+        .boots
+        .iter()
+        .filter_map(|b| b.facts.as_ref())
+        .flat_map(|f| f.zswap.keys())
+        .collect();
+    for key in zswap_keys {
+        fact(&format!("zswap {key}"), &|f| {
+            f.zswap.get(key).cloned().unwrap_or_else(dash)
+        });
+    }
+    fact("swaps", &|f| {
+        f.swaps
+            .iter()
+            .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+            .join("; ")
+    });
+    FactsTable { boots, rows }
+}
+
+/// The anchor of a metric's plot: `m-` and its index, so no user text
+/// lands in an id.
+fn anchor(i: usize) -> String {
+    format!("m-{i}")
+}
+
+pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::PlotError> {
+    let r = run.results;
+    let judged = run.rows.iter().any(|row| row.verdict != Verdict::NotJudged);
+    let plots = run
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let boots = samples_by_boot(r, &row.name);
+            let svg = plot::samples_plot(row, &boots)?;
+            let (_, unit) = display_unit(row.unit);
+            let band = if row.a_ci.is_some() || row.b_ci.is_some() {
+                ", bands their confidence intervals"
+            } else {
+                ""
+            };
+            Ok(PlotView {
+                name: row.name.clone(),
+                anchor: anchor(i),
+                svg,
+                caption: format!(
+                    "{} ({unit}): every measured sample by boot; lines are each variant's mean{band}.",
+                    row.name
+                ),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(RunPage {
+        nav,
+        campaign: &r.campaign,
+        date: date(r),
+        version: &r.patchbench_version,
+        subject: series_title(r),
+        accel: r.host.accel.to_string().to_uppercase(),
+        tcg: r.host.accel == Accel::Tcg,
+        accel_reason: &r.host.accel_reason,
+        rows: run.rows.iter().map(row_view).collect(),
+        plots,
+        method: method(r, judged),
+        tree: &r.tree,
+        series_source: &r.series.source,
+        series_sha256: &r.series.sha256,
+        head_commit: &r.series.head_commit,
+        patches: r
+            .series
+            .patches
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PatchView {
+                number: format!("{}/{}", i + 1, r.series.patches.len()),
+                subject: &p.subject,
+                author: &p.author,
+                origin: &p.origin,
+                message_id: p.message_id.as_deref(),
+                commit: &p.commit,
+                applied: &p.applied,
+                fuzz: p.fuzz,
+            })
+            .collect(),
+        kernels: r
+            .kernels
+            .iter()
+            .map(|k| KernelView {
+                variant: format!("{:?}", k.variant),
+                commit: &k.artifact.commit,
+                compiler: &k.artifact.compiler,
+                bzimage_sha256: &k.artifact.bzimage_sha256,
+                config_sha256: &k.artifact.config_sha256,
+                build: if k.artifact.reused {
+                    "reused".into()
+                } else if k.artifact.incremental {
+                    format!(
+                        "incremental, {} objects rebuilt, {:.1} s",
+                        k.artifact.objects_rebuilt, k.artifact.build_seconds
+                    )
+                } else {
+                    format!("full, {:.1} s", k.artifact.build_seconds)
+                },
+            })
+            .collect(),
+        boots: r
+            .boots
+            .iter()
+            .map(|b| BootView {
+                label: &b.label,
+                variant: format!("{:?}", b.variant),
+                samples: b.samples.len(),
+                complete: b.complete,
+                hello: seconds(b.hello_seconds),
+                total: seconds(b.total_seconds),
+                log_href: log_href(run.run_dir, &b.console_log),
+                log_path: b.console_log.display().to_string(),
+            })
+            .collect(),
+        facts: facts_table(r),
+    })
+}
+
+pub fn run_summary(run: &Run, href: String) -> RunSummary {
+    let r = run.results;
+    RunSummary {
+        href,
+        date: date(r),
+        campaign: r.campaign.clone(),
+        series: series_title(r),
+        accel: r.host.accel.to_string().to_uppercase(),
+        tcg: r.host.accel == Accel::Tcg,
+        counts: run.verdict_counts(),
+    }
+}
+
+/// The trend page of one campaign: `runs` oldest first, each with the href
+/// of its page.
+pub fn trend_page(
+    campaign: &str,
+    runs: &[(&Run, String)],
+    nav: Nav,
+) -> Result<TrendPage, plot::PlotError> {
+    // Metrics in the order the runs first list them.
+    let mut names: Vec<&str> = Vec::new();
+    for (run, _) in runs {
+        for row in &run.rows {
+            if !names.contains(&row.name.as_str()) {
+                names.push(&row.name);
+            }
+        }
+    }
+    let by_name: Vec<BTreeMap<&str, &MetricRow>> = runs
+        .iter()
+        .map(|(run, _)| run.rows.iter().map(|r| (r.name.as_str(), r)).collect())
+        .collect();
+    let plots = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let points: Vec<TrendPoint> = runs
+                .iter()
+                .zip(&by_name)
+                .map(|((run, _), rows)| {
+                    let row = rows.get(name);
+                    TrendPoint {
+                        label: run.results.started_at.strftime("%m-%d").to_string(),
+                        change_pct: row.and_then(|r| r.change_pct),
+                        change_ci: row.and_then(|r| r.change_ci),
+                        verdict: row.map_or(Verdict::NotJudged, |r| r.verdict),
+                    }
+                })
+                .collect();
+            Ok(PlotView {
+                name: name.to_string(),
+                anchor: anchor(i),
+                svg: plot::trend_plot(name, &points)?,
+                caption: format!("{name}: B vs A in percent, one point per run, oldest first."),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(TrendPage {
+        nav,
+        campaign: campaign.to_string(),
+        plots,
+        runs: runs
+            .iter()
+            .map(|(run, href)| (date(run.results), series_title(run.results), href.clone()))
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_links_stay_below_the_run_directory_and_are_encoded() {
+        let run = Path::new("/out");
+        assert_eq!(
+            log_href(run, Path::new("/out/boots/2-Ap/console.log")).as_deref(),
+            Some("boots/2-Ap/console.log")
+        );
+        assert_eq!(
+            log_href(run, Path::new("/out/javascript:alert(1)/a b#c")).as_deref(),
+            Some("javascript%3Aalert%281%29/a%20b%23c")
+        );
+        assert_eq!(log_href(run, Path::new("/elsewhere/console.log")), None);
+        assert_eq!(log_href(run, Path::new("/out/../etc/passwd")), None);
+        assert_eq!(log_href(run, Path::new("/out")), None);
+    }
+
+    #[test]
+    fn percentages_are_signed_with_a_true_minus() {
+        assert_eq!(signed_pct(-44.694), "\u{2212}44.69%");
+        assert_eq!(signed_pct(0.8), "+0.80%");
+    }
+}

@@ -1,0 +1,453 @@
+//! SVG plots, drawn with plotters' SVG backend into strings. Pure and
+//! deterministic: sample points are spread by their index, not at random.
+//!
+//! Text in the SVG: plotters-svg 0.3.7 escapes `<>&"'` in every text node
+//! and attribute it writes (`SVGBackend::escape_and_push`), so boot labels
+//! reach the axis escaped exactly once; the one text this module adds itself,
+//! the `<title>`, goes through [`xml_escape`]. The HTML tests feed hostile
+//! labels through both paths. Without plotters' `ttf` feature, text is laid
+//! out with a rough width estimate and drawn as SVG `<text>`; the browser
+//! picks the font.
+
+use std::fmt;
+
+use plotters::prelude::*;
+
+use super::view::{MetricRow, Verdict};
+use crate::config::Variant;
+use crate::workload::Unit;
+
+/// An SVG document this module drew. Only this module makes one, so a
+/// template may embed it unescaped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Svg(String);
+
+impl Svg {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Svg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot draw the plot of {metric}")]
+pub struct PlotError {
+    pub metric: String,
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// Variant A's colour (blue), as in the page's legend.
+pub const A_COLOUR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
+/// Variant B's colour (orange), as in the page's legend.
+pub const B_COLOUR: RGBColor = RGBColor(0xd9, 0x5f, 0x02);
+
+const SAMPLES_SIZE: (u32, u32) = (640, 280);
+const TREND_SIZE: (u32, u32) = (640, 260);
+// plotters-svg writes text at size / 1.24: 16 becomes about 13 px.
+const FONT: (&str, u32) = ("sans-serif", 16);
+
+fn colour(variant: Variant) -> RGBColor {
+    match variant {
+        Variant::A => A_COLOUR,
+        Variant::B => B_COLOUR,
+    }
+}
+
+fn verdict_colour(verdict: Verdict) -> RGBColor {
+    match verdict {
+        Verdict::Improved => RGBColor(0x1a, 0x7f, 0x37),
+        Verdict::Regressed => RGBColor(0xcf, 0x22, 0x2e),
+        Verdict::NoChange => RGBColor(0x6e, 0x77, 0x81),
+        Verdict::Inconclusive => RGBColor(0xbf, 0x87, 0x00),
+        Verdict::NotJudged => RGBColor(0x1f, 0x77, 0xb4),
+    }
+}
+
+/// Escape text for an XML text node or a quoted attribute.
+pub fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The factor from a metric's raw unit to the unit pages show
+/// (nanoseconds as milliseconds), and that unit's name.
+pub fn display_unit(unit: Option<Unit>) -> (f64, &'static str) {
+    match unit {
+        Some(Unit::Ns) => (1e-6, "ms"),
+        Some(Unit::Pages) => (1.0, "pages"),
+        Some(Unit::Count) => (1.0, "count"),
+        None => (1.0, ""),
+    }
+}
+
+/// Where sample `j` of `n` in one boot sits, relative to the boot's slot.
+fn spread(j: usize, n: usize) -> f64 {
+    if n < 2 {
+        0.0
+    } else {
+        -0.25 + 0.5 * j as f64 / (n - 1) as f64
+    }
+}
+
+/// The boot or run an x-axis tick stands for. Slots sit at whole numbers
+/// from 0; with at most as many ticks as slots, plotters puts its ticks on
+/// whole numbers, and any other tick gets no label.
+fn slot(x: f64) -> Option<usize> {
+    let r = x.round();
+    (r >= 0.0 && (x - r).abs() < 1e-6).then_some(r as usize)
+}
+
+/// A y range holding every value, padded so nothing sits on the frame, and
+/// never empty.
+fn y_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    if !lo.is_finite() {
+        return (-1.0, 1.0);
+    }
+    let span = hi - lo;
+    let pad = if span > 0.0 {
+        span * 0.1
+    } else if lo != 0.0 {
+        lo.abs() * 0.05
+    } else {
+        1.0
+    };
+    (lo - pad, hi + pad)
+}
+
+/// An axis tick: at most three decimals, no trailing zeros.
+fn tick(v: &f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.into() }
+}
+
+/// Put a `<title>` (the accessible name and the hover text) right after
+/// the `<svg ...>` opening tag.
+fn with_title(svg: String, title: &str) -> Svg {
+    let Some(end) = svg.find('>') else {
+        return Svg(svg);
+    };
+    let mut out = String::with_capacity(svg.len() + title.len() + 20);
+    out.push_str(&svg[..=end]);
+    out.push_str("\n<title>");
+    out.push_str(&xml_escape(title));
+    out.push_str("</title>");
+    out.push_str(&svg[end + 1..]);
+    Svg(out)
+}
+
+fn err(metric: &str) -> impl Fn(Box<dyn std::error::Error + Send + Sync>) -> PlotError + '_ {
+    move |source| PlotError {
+        metric: metric.to_string(),
+        source,
+    }
+}
+
+/// Every measured sample of one metric by boot, coloured by variant, with
+/// each variant's mean as a line across the plot and its confidence
+/// interval, when the row has one, as a band.
+///
+/// `boots` is [`super::view::samples_by_boot`]'s answer for `row.name`.
+pub fn samples_plot(
+    row: &MetricRow,
+    boots: &[(&str, Variant, Vec<f64>)],
+) -> Result<Svg, PlotError> {
+    let (scale, unit) = display_unit(row.unit);
+    let mut buf = String::new();
+    draw_samples(&mut buf, row, boots, scale, unit).map_err(err(&row.name))?;
+    Ok(with_title(
+        buf,
+        &format!("{}: every sample by boot", row.name),
+    ))
+}
+
+fn draw_samples(
+    buf: &mut String,
+    row: &MetricRow,
+    boots: &[(&str, Variant, Vec<f64>)],
+    scale: f64,
+    unit: &str,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let n = boots.len().max(1);
+    let means = [
+        (Variant::A, row.a_mean, row.a_ci),
+        (Variant::B, row.b_mean, row.b_ci),
+    ];
+    let (y_lo, y_hi) = y_range(
+        boots
+            .iter()
+            .flat_map(|(_, _, v)| v.iter().copied())
+            .chain(means.iter().flat_map(|(_, m, ci)| {
+                let (lo, hi) = ci.unwrap_or((*m, *m));
+                [*m, lo, hi]
+            }))
+            .map(|v| v * scale),
+    );
+    let labels: Vec<String> = boots.iter().map(|(l, _, _)| l.to_string()).collect();
+    let x_lo = -0.5;
+    let x_hi = n as f64 - 0.5;
+
+    let root = SVGBackend::with_string(buf, SAMPLES_SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .margin(12)
+        .x_label_area_size(28)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
+    let label_of = |x: &f64| {
+        slot(*x)
+            .and_then(|i| labels.get(i))
+            .cloned()
+            .unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&label_of)
+        .y_labels(6)
+        .y_label_formatter(&tick)
+        .y_desc(unit)
+        .label_style(FONT)
+        .axis_desc_style(FONT)
+        .light_line_style(TRANSPARENT)
+        .draw()?;
+
+    for (variant, mean, ci) in means {
+        let c = colour(variant);
+        if let Some((lo, hi)) = ci {
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(x_lo, lo * scale), (x_hi, hi * scale)],
+                c.mix(0.15).filled(),
+            )))?;
+        }
+        chart.draw_series(LineSeries::new(
+            [(x_lo, mean * scale), (x_hi, mean * scale)],
+            c.stroke_width(2),
+        ))?;
+    }
+    for (i, (_, variant, values)) in boots.iter().enumerate() {
+        let c = colour(*variant);
+        chart.draw_series(values.iter().enumerate().map(|(j, v)| {
+            Circle::new(
+                (i as f64 + spread(j, values.len()), v * scale),
+                4,
+                c.mix(0.85).filled(),
+            )
+        }))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// One run's place on a trend plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrendPoint {
+    /// The x-axis label (a date).
+    pub label: String,
+    pub change_pct: Option<f64>,
+    pub change_ci: Option<(f64, f64)>,
+    pub verdict: Verdict,
+}
+
+/// B against A in percent for one metric across runs, oldest first, with
+/// each run's interval as an error bar when it has one.
+pub fn trend_plot(metric: &str, points: &[TrendPoint]) -> Result<Svg, PlotError> {
+    let mut buf = String::new();
+    draw_trend(&mut buf, points).map_err(err(metric))?;
+    Ok(with_title(buf, &format!("{metric}: B vs A across runs")))
+}
+
+fn draw_trend(
+    buf: &mut String,
+    points: &[TrendPoint],
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let n = points.len().max(1);
+    let (y_lo, y_hi) = y_range(points.iter().flat_map(|p| {
+        let (lo, hi) = p
+            .change_ci
+            .or(p.change_pct.map(|c| (c, c)))
+            .unwrap_or((0.0, 0.0));
+        [lo, hi, 0.0]
+    }));
+    let x_lo = -0.5;
+    let x_hi = n as f64 - 0.5;
+    let root = SVGBackend::with_string(buf, TREND_SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .margin(12)
+        .x_label_area_size(28)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
+    let label_of = |x: &f64| {
+        slot(*x)
+            .and_then(|i| points.get(i))
+            .map(|p| p.label.clone())
+            .unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        // At most eight labels, however many runs there are.
+        .x_labels(n.min(8))
+        .x_label_formatter(&label_of)
+        .y_labels(6)
+        .y_label_formatter(&tick)
+        .y_desc("B vs A, %")
+        .label_style(FONT)
+        .axis_desc_style(FONT)
+        .light_line_style(TRANSPARENT)
+        .draw()?;
+    chart.draw_series(LineSeries::new(
+        [(x_lo, 0.0), (x_hi, 0.0)],
+        RGBColor(0x99, 0x99, 0x99).stroke_width(1),
+    ))?;
+    let judged: Vec<(f64, &TrendPoint, f64)> = points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.change_pct.map(|c| (i as f64, p, c)))
+        .collect();
+    chart.draw_series(LineSeries::new(
+        judged.iter().map(|(x, _, c)| (*x, *c)),
+        RGBColor(0x6e, 0x77, 0x81).stroke_width(1),
+    ))?;
+    for (x, p, _) in &judged {
+        if let Some((lo, hi)) = p.change_ci {
+            let style = verdict_colour(p.verdict).stroke_width(2);
+            chart.draw_series([
+                PathElement::new(vec![(*x, lo), (*x, hi)], style),
+                PathElement::new(vec![(x - 0.08, lo), (x + 0.08, lo)], style),
+                PathElement::new(vec![(x - 0.08, hi), (x + 0.08, hi)], style),
+            ])?;
+        }
+    }
+    chart.draw_series(
+        judged
+            .iter()
+            .map(|(x, p, c)| Circle::new((*x, *c), 5, verdict_colour(p.verdict).filled())),
+    )?;
+    root.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(a_ci: Option<(f64, f64)>) -> MetricRow {
+        MetricRow {
+            name: "pageout_cpu_ns".into(),
+            unit: Some(Unit::Ns),
+            better: None,
+            a_mean: 2.0e6,
+            b_mean: 3.0e6,
+            a_ci,
+            b_ci: None,
+            change_pct: Some(50.0),
+            change_ci: None,
+            p_value: None,
+            verdict: Verdict::NotJudged,
+            note: String::new(),
+        }
+    }
+
+    #[test]
+    fn samples_are_spread_evenly_and_centred() {
+        assert_eq!(spread(0, 1), 0.0);
+        assert_eq!(
+            (spread(0, 3), spread(1, 3), spread(2, 3)),
+            (-0.25, 0.0, 0.25)
+        );
+    }
+
+    #[test]
+    fn ticks_drop_trailing_zeros_and_slots_are_whole_numbers() {
+        let ticks: Vec<_> = [2.0, 2.5, 0.125, -0.0001, 641.308, 10.0]
+            .iter()
+            .map(tick)
+            .collect();
+        assert_eq!(ticks, ["2", "2.5", "0.125", "0", "641.308", "10"]);
+        assert_eq!(slot(2.0000000001), Some(2));
+        assert_eq!(slot(1.5), None);
+        assert_eq!(slot(-1.0), None);
+    }
+
+    #[test]
+    fn a_flat_or_empty_range_is_still_a_range() {
+        assert_eq!(
+            y_range([8192.0, 8192.0].into_iter()),
+            (8192.0 - 409.6, 8192.0 + 409.6)
+        );
+        assert_eq!(y_range([0.0].into_iter()), (-1.0, 1.0));
+        assert_eq!(y_range(std::iter::empty()), (-1.0, 1.0));
+    }
+
+    #[test]
+    fn the_samples_plot_draws_every_sample_and_a_band_only_with_an_interval() {
+        let boots = vec![
+            ("A", Variant::A, vec![1.0e6, 2.0e6, 3.0e6]),
+            ("B", Variant::B, vec![3.0e6, 3.0e6]),
+        ];
+        let plain = samples_plot(&row(None), &boots).unwrap();
+        assert!(plain.as_str().starts_with("<svg"));
+        assert_eq!(plain.as_str().matches("<circle").count(), 5);
+        let banded = samples_plot(&row(Some((1.5e6, 2.5e6))), &boots).unwrap();
+        assert!(banded.as_str().matches("<rect").count() > plain.as_str().matches("<rect").count());
+        assert!(plain.as_str().contains(">ms<") || plain.as_str().contains("\nms\n"));
+    }
+
+    #[test]
+    fn svg_text_is_escaped_once() {
+        let boots = vec![("<b>&\"'", Variant::A, vec![1.0])];
+        let mut r = row(None);
+        r.name = "<script>".into();
+        let svg = samples_plot(&r, &boots).unwrap();
+        let s = svg.as_str();
+        assert!(!s.contains("<b>") && !s.contains("<script"));
+        assert!(s.contains("&lt;b&gt;&amp;&quot;&apos;"), "{s}");
+        assert!(s.contains("<title>&lt;script&gt;: every sample by boot</title>"));
+        assert!(!s.contains("&amp;lt;"));
+    }
+
+    #[test]
+    fn the_trend_plot_draws_error_bars_for_intervals() {
+        let p = |c: Option<f64>, ci| TrendPoint {
+            label: "11-30".into(),
+            change_pct: c,
+            change_ci: ci,
+            verdict: Verdict::Regressed,
+        };
+        let svg = trend_plot(
+            "m",
+            &[
+                p(Some(1.0), Some((0.5, 1.5))),
+                p(None, None),
+                p(Some(-2.0), None),
+            ],
+        )
+        .unwrap();
+        assert_eq!(svg.as_str().matches("<circle").count(), 2);
+        assert!(svg.as_str().contains("#CF222E") || svg.as_str().contains("#cf222e"));
+    }
+}

@@ -1,0 +1,238 @@
+//! The view model of the HTML pages: one [`MetricRow`] per metric and one
+//! [`Run`] per results document. Rows are built apart from rendering, so the
+//! source of verdicts and intervals is one function: [`default_rows`] today,
+//! the statistics module once the integrator wires it in.
+
+use std::path::Path;
+
+use crate::config::Variant;
+use crate::report;
+use crate::results::Results;
+use crate::workload::{Better, Unit, WorkloadSpec};
+
+/// What the statistics concluded about one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verdict {
+    /// B is better than A, beyond noise.
+    Improved,
+    /// B is worse than A, beyond noise.
+    Regressed,
+    /// No difference beyond noise, and the interval is tight enough to say so.
+    NoChange,
+    /// Too noisy, or too few samples, to tell.
+    Inconclusive,
+    /// Nobody has judged this metric (no statistics, or a counter with no
+    /// better direction).
+    NotJudged,
+}
+
+impl Verdict {
+    /// Every verdict, in the order the index page counts them.
+    pub const ALL: [Verdict; 5] = [
+        Verdict::Regressed,
+        Verdict::Improved,
+        Verdict::NoChange,
+        Verdict::Inconclusive,
+        Verdict::NotJudged,
+    ];
+
+    /// The words on the badge.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "regressed",
+            Verdict::NoChange => "no change",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::NotJudged => "not judged",
+        }
+    }
+
+    /// The CSS class of the badge (a fixed identifier, never user text).
+    pub fn css_class(self) -> &'static str {
+        match self {
+            Verdict::Improved => "v-improved",
+            Verdict::Regressed => "v-regressed",
+            Verdict::NoChange => "v-nochange",
+            Verdict::Inconclusive => "v-inconclusive",
+            Verdict::NotJudged => "v-notjudged",
+        }
+    }
+}
+
+/// One metric's comparison, as the pages show it. Values are in the
+/// metric's raw unit (nanoseconds for times); pages convert for display.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricRow {
+    pub name: String,
+    pub unit: Option<Unit>,
+    /// From the workload spec; `None` when the spec does not list the metric.
+    pub better: Option<Better>,
+    pub a_mean: f64,
+    pub b_mean: f64,
+    /// Confidence interval of A's mean, in the raw unit.
+    pub a_ci: Option<(f64, f64)>,
+    /// Confidence interval of B's mean, in the raw unit.
+    pub b_ci: Option<(f64, f64)>,
+    /// B's mean against A's, in percent.
+    pub change_pct: Option<f64>,
+    /// Confidence interval of `change_pct`, in percent.
+    pub change_ci: Option<(f64, f64)>,
+    pub p_value: Option<f64>,
+    pub verdict: Verdict,
+    /// A short remark shown next to the verdict (drift, noise...).
+    pub note: String,
+}
+
+/// Rows from the Markdown report's summaries: means and change, no
+/// intervals, no p-values, every verdict [`Verdict::NotJudged`].
+///
+/// This is the one function to replace when the statistics module lands.
+pub fn default_rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<MetricRow> {
+    report::rows(results, spec)
+        .into_iter()
+        .map(|row| {
+            let better = spec.and_then(|s| {
+                s.metrics
+                    .iter()
+                    .find(|m| m.name == row.metric)
+                    .map(|m| m.better)
+            });
+            let mut notes = Vec::new();
+            if let Some(drift) = row.drift_pct.filter(|d| d.abs() >= 5.0) {
+                // U+2212 MINUS SIGN, as the tables write it.
+                let sign = if drift < 0.0 { '\u{2212}' } else { '+' };
+                notes.push(format!(
+                    "A drifted {sign}{:.1}% between its first and last boot",
+                    drift.abs()
+                ));
+            }
+            if let Some(cv) = row.max_boot_cv_pct.filter(|c| *c >= 10.0) {
+                notes.push(format!("within-boot CV up to {cv:.1}%"));
+            }
+            MetricRow {
+                name: row.metric,
+                unit: row.unit,
+                better,
+                a_mean: row.a.mean,
+                b_mean: row.b.mean,
+                a_ci: None,
+                b_ci: None,
+                change_pct: row.change_pct,
+                change_ci: None,
+                p_value: None,
+                verdict: Verdict::NotJudged,
+                note: notes.join("; "),
+            }
+        })
+        .collect()
+}
+
+/// One run, as the site shows it: its results document, its rows, and the
+/// directory that held its `results.json` (console logs below it are linked
+/// relative to it).
+#[derive(Debug, Clone)]
+pub struct Run<'a> {
+    pub results: &'a Results,
+    pub rows: Vec<MetricRow>,
+    pub run_dir: &'a Path,
+}
+
+impl<'a> Run<'a> {
+    /// A run with [`default_rows`].
+    pub fn new(results: &'a Results, spec: Option<&WorkloadSpec>, run_dir: &'a Path) -> Self {
+        Run {
+            results,
+            rows: default_rows(results, spec),
+            run_dir,
+        }
+    }
+
+    /// How many rows carry each verdict, in [`Verdict::ALL`]'s order,
+    /// leaving out verdicts no row has.
+    pub fn verdict_counts(&self) -> Vec<(Verdict, usize)> {
+        Verdict::ALL
+            .iter()
+            .map(|v| (*v, self.rows.iter().filter(|r| r.verdict == *v).count()))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// The file-name-safe identity of this run: its start time, then its
+    /// campaign name reduced to `[a-z0-9-]`.
+    pub fn slug(&self) -> String {
+        format!(
+            "{}-{}",
+            self.results.started_at.strftime("%Y%m%dT%H%M%SZ"),
+            slugify(&self.results.campaign)
+        )
+    }
+}
+
+/// `[a-z0-9-]` only, at most 40 characters, never empty.
+pub fn slugify(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+        if out.len() >= 40 {
+            break;
+        }
+    }
+    let out = out.trim_end_matches('-');
+    if out.is_empty() {
+        "run".into()
+    } else {
+        out.into()
+    }
+}
+
+/// The values of `metric` in each complete boot's measured samples, in boot
+/// order, with the boot's label and variant: the samples the means pool
+/// (`Results::samples_by_boot`). Boots without the metric are left out.
+pub fn samples_by_boot<'r>(
+    results: &'r Results,
+    metric: &str,
+) -> Vec<(&'r str, Variant, Vec<f64>)> {
+    results
+        .boots
+        .iter()
+        .filter(|b| b.complete)
+        .map(|b| {
+            let values = b
+                .samples
+                .iter()
+                .filter_map(|s| s.metrics.get(metric).map(|v| *v as f64))
+                .collect::<Vec<_>>();
+            (b.label.as_str(), b.variant, values)
+        })
+        .filter(|(_, _, v)| !v.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_keep_only_safe_characters() {
+        assert_eq!(slugify("smoke"), "smoke");
+        assert_eq!(slugify("../<script>x"), "script-x");
+        assert_eq!(slugify("Zswap Pageout, 4K"), "zswap-pageout-4k");
+        assert_eq!(slugify("\"><"), "run");
+        assert!(slugify(&"a".repeat(100)).len() <= 40);
+    }
+
+    #[test]
+    fn verdict_badges_use_fixed_classes() {
+        for v in Verdict::ALL {
+            assert!(
+                v.css_class()
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-')
+            );
+        }
+    }
+}

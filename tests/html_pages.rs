@@ -1,0 +1,360 @@
+//! The HTML pages of a stored real smoke run (`tests/fixtures/smoke-results.json`):
+//! their structure, their determinism, and that nothing from a results
+//! document can become markup.
+
+use std::path::{Path, PathBuf};
+
+use patchbench::html::{self, Run};
+use patchbench::results::Results;
+
+fn fixture() -> Results {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-results.json");
+    Results::load(&path).unwrap()
+}
+
+const METRICS: [&str; 6] = [
+    "pageout_cpu_ns",
+    "verify_cpu_ns",
+    "total_cpu_ns",
+    "elapsed_ns",
+    "zswpout_pages",
+    "zswpin_pages",
+];
+
+/// The tags in `html`: what lies between each `<` and the next `>`. Text
+/// askama or plotters escaped holds no `<`, so every `<` opens real markup.
+fn tags(html: &str) -> Vec<&str> {
+    html.split('<')
+        .skip(1)
+        .map(|rest| rest.split_once('>').map_or(rest, |(tag, _)| tag))
+        .collect()
+}
+
+const ALLOWED_TAGS: &[&str] = &[
+    "!DOCTYPE",
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "nav",
+    "a",
+    "header",
+    "footer",
+    "h1",
+    "h2",
+    "h3",
+    "p",
+    "span",
+    "strong",
+    "br",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "code",
+    "figure",
+    "figcaption",
+    "svg",
+    "rect",
+    "circle",
+    "line",
+    "polyline",
+    "polygon",
+    "text",
+    "path",
+];
+
+/// No tag outside the page's own vocabulary, and no event-handler attribute.
+fn assert_markup_is_ours(what: &str, html: &str) {
+    for tag in tags(html) {
+        let name = tag
+            .trim_start_matches('/')
+            .split(|c: char| c.is_whitespace() || c == '/')
+            .next()
+            .unwrap_or("");
+        assert!(
+            ALLOWED_TAGS.contains(&name),
+            "{what}: unexpected tag <{tag}>"
+        );
+        for attr in tag.split_whitespace().skip(1) {
+            assert!(
+                !attr.to_ascii_lowercase().starts_with("on"),
+                "{what}: event handler in <{tag}>"
+            );
+        }
+    }
+    let lower = html.to_ascii_lowercase();
+    for bad in ["<script", "<img", "<iframe", "javascript:"] {
+        assert!(!lower.contains(bad), "{what}: contains {bad}");
+    }
+}
+
+fn svgs(html: &str) -> Vec<&str> {
+    html.match_indices("<svg")
+        .map(|(i, _)| {
+            let end = html[i..].find("</svg>").expect("closed svg") + i + "</svg>".len();
+            &html[i..end]
+        })
+        .collect()
+}
+
+#[test]
+fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
+    let results = fixture();
+    let spec = patchbench::workload::spec_for(&results.workload);
+    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let page = html::render_run(&run).unwrap();
+
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains("<title>patchbench: smoke, 2026-11-30 00:35 UTC</title>"));
+    assert!(page.contains(r#"<span class="accel tcg" id="accel">TCG</span>"#));
+    assert!(page.contains(r#"id="tcg-warning""#));
+    assert!(page.contains("no hardware KVM module"));
+
+    assert_eq!(
+        page.matches(r#"<tr class="metric-row">"#).count(),
+        METRICS.len()
+    );
+    assert_eq!(svgs(&page).len(), METRICS.len());
+    for metric in METRICS {
+        assert!(page.contains(&format!("<code>{metric}</code>")), "{metric}");
+    }
+    // The same numbers as the Markdown report.
+    for value in ["641.308", "684.703", "+6.77%", "1343.326", "8192", "+0.00%"] {
+        assert!(
+            page.contains(&format!(r#"<td class="num">{value}</td>"#)),
+            "{value}"
+        );
+    }
+    assert_eq!(page.matches("not judged").count(), METRICS.len());
+
+    // Every sample drawn: 3 boots of 3 samples per metric.
+    for svg in svgs(&page) {
+        assert_eq!(svg.matches("<circle").count(), 9);
+    }
+
+    assert!(
+        page.contains("mm: memcg: keep a swap-in margin for large folios near the memcg limit")
+    );
+    assert!(page.contains("Barry Song &#60;21cnbao@gmail.com&#62;"));
+    assert!(page.contains("9b96fe89a6f48ab291b00f765a3a15462a42af37"));
+    assert!(page.contains(r#"<a class="log" href="boots/0-A/console.log">"#));
+    assert!(page.contains(r#"<a class="log" href="boots/2-Ap/console.log">"#));
+    assert!(page.contains("zswap compressor"));
+    assert!(page.contains("6.12.117+"));
+    assert!(page.contains("Fresh boots in the order A/B/A&#39;"));
+    assert_markup_is_ours("run page", &page);
+}
+
+#[test]
+fn rendering_is_deterministic() {
+    let results = fixture();
+    let again = fixture();
+    let spec = patchbench::workload::spec_for(&results.workload);
+    let one = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let two = Run::new(&again, spec.as_ref(), Path::new("/out"));
+    assert_eq!(
+        html::render_run(&one).unwrap(),
+        html::render_run(&two).unwrap()
+    );
+    let href = |i: usize| format!("run-{i}.html");
+    assert_eq!(
+        html::render_index(std::slice::from_ref(&one), href).unwrap(),
+        html::render_index(std::slice::from_ref(&two), href).unwrap()
+    );
+    assert_eq!(
+        html::render_trend("smoke", std::slice::from_ref(&one), href).unwrap(),
+        html::render_trend("smoke", std::slice::from_ref(&two), href).unwrap()
+    );
+}
+
+const SCRIPT: &str = "<script>alert(1)</script>";
+const IMG: &str = r#""><img src=x onerror=alert(1)>"#;
+
+/// The fixture with attacker-controlled text in every field a page shows.
+fn hostile() -> Results {
+    let mut r = fixture();
+    let both = format!("{SCRIPT}{IMG}");
+    r.campaign = both.clone();
+    r.host.accel_reason = both.clone();
+    r.host.cpu_model = both.clone();
+    r.tree.origin = both.clone();
+    r.tree.base_choice = both.clone();
+    r.series.source = both.clone();
+    for p in &mut r.series.patches {
+        p.subject = SCRIPT.into();
+        p.author = IMG.into();
+        p.origin = both.clone();
+        p.message_id = Some(both.clone());
+        p.applied = both.clone();
+    }
+    for k in &mut r.kernels {
+        k.artifact.compiler = both.clone();
+    }
+    for b in &mut r.boots {
+        b.label = both.clone();
+        b.console_log = PathBuf::from(format!("/out/{IMG}/console.log"));
+        if let Some(f) = &mut b.facts {
+            f.kernel_release = both.clone();
+            f.thp = both.clone();
+            f.zswap.insert(both.clone(), both.clone());
+            f.swaps.push(both.clone());
+        }
+        for s in &mut b.samples {
+            let v = s.metrics.remove("elapsed_ns").unwrap();
+            s.metrics.insert(both.clone(), v);
+        }
+    }
+    r
+}
+
+#[test]
+fn hostile_text_never_becomes_markup() {
+    let results = hostile();
+    let spec = patchbench::workload::spec_for(&results.workload);
+    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    assert!(run.rows.iter().any(|r| r.name.contains("<script>")));
+    let runs = [run];
+    let pages = [
+        ("run", html::render_run(&runs[0]).unwrap()),
+        (
+            "index",
+            html::render_index(&runs, |i| format!("runs/{i}/index.html")).unwrap(),
+        ),
+        (
+            "trend",
+            html::render_trend(&results.campaign, &runs, |i| format!("{i}.html")).unwrap(),
+        ),
+    ];
+    for (what, page) in &pages {
+        assert_markup_is_ours(what, page);
+        assert!(
+            page.contains("&#60;script&#62;alert(1)&#60;/script&#62;"),
+            "{what}"
+        );
+        for svg in svgs(page) {
+            assert_markup_is_ours(&format!("{what} svg"), svg);
+            assert!(!svg.contains("<script") && !svg.contains("<img"));
+        }
+    }
+    let run_page = &pages[0].1;
+    assert_eq!(svgs(run_page).len(), 6, "the renamed metric keeps its plot");
+    // The hostile metric name reaches the SVG's title, escaped once.
+    assert!(run_page.contains("<title>&lt;script&gt;alert(1)&lt;/script&gt;"));
+    // The hostile boot label reaches the plots' axes, escaped once.
+    assert!(run_page.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"));
+    // The log link is percent-encoded below the run directory.
+    assert!(
+        run_page
+            .contains(r#"href="%22%3E%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E/console.log""#)
+    );
+}
+
+#[test]
+fn the_index_lists_runs_newest_first_with_their_verdicts() {
+    let older = fixture();
+    let mut newer = fixture();
+    newer.started_at = "2026-12-01T08:00:00Z".parse().unwrap();
+    newer.campaign = "nightly".into();
+    let spec = patchbench::workload::spec_for(&older.workload);
+    let runs = [
+        Run::new(&older, spec.as_ref(), Path::new("/out")),
+        Run::new(&newer, spec.as_ref(), Path::new("/out")),
+    ];
+    let page = html::render_index(&runs, |i| format!("runs/{i}/index.html")).unwrap();
+    let first = page.find(r#"href="runs/1/index.html""#).unwrap();
+    let second = page.find(r#"href="runs/0/index.html""#).unwrap();
+    assert!(first < second, "newest first");
+    assert_eq!(page.matches(r#"<tr class="run">"#).count(), 2);
+    assert_eq!(page.matches("6 not judged").count(), 2);
+    assert!(page.contains(r#"<a href="trends/nightly.html">nightly</a>"#));
+    assert!(page.contains(r#"<a href="trends/smoke.html">smoke</a>"#));
+    assert_markup_is_ours("index", &page);
+}
+
+#[test]
+fn the_trend_page_has_a_plot_per_metric_over_the_campaigns_runs() {
+    let first = fixture();
+    let mut second = fixture();
+    second.started_at = "2026-12-01T08:00:00Z".parse().unwrap();
+    let mut other = fixture();
+    other.campaign = "other".into();
+    let spec = patchbench::workload::spec_for(&first.workload);
+    let runs = [
+        Run::new(&second, spec.as_ref(), Path::new("/out")),
+        Run::new(&first, spec.as_ref(), Path::new("/out")),
+        Run::new(&other, spec.as_ref(), Path::new("/out")),
+    ];
+    let page = html::render_trend("smoke", &runs, |i| format!("r{i}.html")).unwrap();
+    assert_eq!(svgs(&page).len(), METRICS.len());
+    for svg in svgs(&page) {
+        assert_eq!(svg.matches("<circle").count(), 2, "one point per smoke run");
+    }
+    // Oldest first in the run list.
+    assert!(page.find(r#"href="r1.html""#).unwrap() < page.find(r#"href="r0.html""#).unwrap());
+    assert!(!page.contains("r2.html"));
+    assert_markup_is_ours("trend", &page);
+}
+
+#[test]
+fn the_site_links_resolve_and_logs_are_copied() {
+    let source = tempfile::tempdir().unwrap();
+    let mut results = fixture();
+    for b in &mut results.boots {
+        let rel = b.console_log.strip_prefix("/out").unwrap().to_owned();
+        b.console_log = source.path().join(rel);
+    }
+    let present = &results.boots[0].console_log;
+    std::fs::create_dir_all(present.parent().unwrap()).unwrap();
+    std::fs::write(present, "Linux version 6.12.117+\n").unwrap();
+    let spec = patchbench::workload::spec_for(&results.workload);
+    let runs = [Run::new(&results, spec.as_ref(), source.path())];
+
+    let site = tempfile::tempdir().unwrap();
+    let report = html::write_site(site.path(), &runs).unwrap();
+    assert_eq!(
+        report.missing_logs,
+        vec![
+            results.boots[1].console_log.clone(),
+            results.boots[2].console_log.clone(),
+        ]
+    );
+    let run_dir = site.path().join("runs/20261130T003531Z-smoke");
+    for f in ["index.html", "results.json", "boots/0-A/console.log"] {
+        assert!(run_dir.join(f).is_file(), "{f}");
+    }
+    assert!(site.path().join("trends/smoke.html").is_file());
+
+    // Every relative link on every page lands on a file, or on a log the
+    // report names as missing.
+    for page in &report.written {
+        if page.extension().is_none_or(|e| e != "html") {
+            continue;
+        }
+        let html = std::fs::read_to_string(page).unwrap();
+        for (i, _) in html.match_indices("href=\"") {
+            let href = &html[i + 6..][..html[i + 6..].find('"').unwrap()];
+            if href.starts_with('#') {
+                continue;
+            }
+            let target = page.parent().unwrap().join(href);
+            let missing_log = href.ends_with("console.log") && !href.contains("0-A");
+            assert!(
+                target.is_file() || missing_log,
+                "{} links to missing {href}",
+                page.display()
+            );
+        }
+    }
+    // Writing again gives the same bytes.
+    let before = std::fs::read(site.path().join("index.html")).unwrap();
+    html::write_site(site.path(), &runs).unwrap();
+    assert_eq!(
+        std::fs::read(site.path().join("index.html")).unwrap(),
+        before
+    );
+}
