@@ -57,7 +57,9 @@ pub fn spec_for(workload: &patchbench_agent::Workload) -> Option<WorkloadSpec> {
             yaml_serde::from_str(ZSWAP_PAGEOUT)
                 .expect("workloads/zswap-pageout.yaml is valid (tested)"),
         ),
-        patchbench_agent::Workload::GuestFault { .. } => None,
+        patchbench_agent::Workload::GuestFault { .. } | patchbench_agent::Workload::Exec { .. } => {
+            None
+        }
     }
 }
 

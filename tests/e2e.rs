@@ -132,30 +132,42 @@ fn smoke_campaign_measures_every_boot_with_zswap_on() {
     }
 }
 
-/// A campaign file (absolute paths) that runs a deliberately broken guest.
-fn fault_campaign(dir: &Path, fault: &str, run_timeout: &str) -> PathBuf {
+/// The smoke campaign (absolute paths) with each `(from, to)` replaced.
+fn smoke_variant(dir: &Path, name: &str, edits: &[(&str, &str)]) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = config::DEFAULT_CAMPAIGN
-        .replace("../", &format!("{}/", root.display()))
-        .replace("run_timeout: 10m", &format!("run_timeout: {run_timeout}"))
-        .replace(
-            "  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n",
-            &format!("  kind: guest-fault\n  fault: {fault}\n"),
+    let mut text = config::DEFAULT_CAMPAIGN.replace("../", &format!("{}/", root.display()));
+    for (from, to) in edits {
+        assert!(
+            text.contains(from),
+            "the smoke campaign changed shape ({from:?} is gone); update this test"
         );
-    assert!(
-        text.contains("guest-fault"),
-        "the smoke campaign changed shape; update this test"
-    );
-    let path = dir.join(format!("{fault}.yaml"));
+        text = text.replace(from, to);
+    }
+    let path = dir.join(format!("{name}.yaml"));
     std::fs::write(&path, text).unwrap();
     path
 }
 
+const SMOKE_WORKLOAD: &str =
+    "  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n";
+
 /// Run the real binary on a broken guest and return (exit code, stderr).
 fn run_broken_guest(fault: &str, run_timeout: &str) -> (Option<i32>, String, PathBuf) {
+    let workload = format!("  kind: guest-fault\n  fault: {fault}\n");
+    run_edited(
+        fault,
+        &[
+            ("run_timeout: 10m", &format!("run_timeout: {run_timeout}")),
+            (SMOKE_WORKLOAD, &workload),
+        ],
+    )
+}
+
+/// Run the real binary on an edited smoke campaign: (exit code, stderr, out).
+fn run_edited(name: &str, edits: &[(&str, &str)]) -> (Option<i32>, String, PathBuf) {
     let _ = smoke();
     let dir = tempfile::tempdir().unwrap().keep();
-    let campaign = fault_campaign(&dir, fault, run_timeout);
+    let campaign = smoke_variant(&dir, name, edits);
     let out = dir.join("out");
     let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
         .arg("run")
@@ -220,4 +232,79 @@ fn a_failing_workload_reports_its_message() {
         "{stderr}"
     );
     assert!(stderr.contains("console log:"), "{stderr}");
+}
+
+#[test]
+fn a_workload_killed_by_the_oom_killer_fails_the_boot() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // 32 MiB of anonymous memory in a cgroup limited to 8 MiB with no swap:
+    // the memcg OOM killer must kill the worker.
+    let workload = "  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  memory_max: 8 MiB\n  swap_max: 0 B\n";
+    let (code, stderr, out) = run_edited("oom", &[(SMOKE_WORKLOAD, workload)]);
+    assert_eq!(code, Some(patchbench::exit::GUEST), "{stderr}");
+    assert!(stderr.contains("boot A: OOM kill"), "{stderr}");
+    assert!(
+        stderr.contains("Memory cgroup out of memory: Killed process"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&out.join("boots/0-A/console.log").display().to_string()),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_guest_has_the_possible_and_online_cpus_asked_for() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, stderr, out) = run_edited(
+        "cpus",
+        &[
+            (
+                "cpus: {possible: 2, online: 2}",
+                "cpus: {possible: 6, online: 2}",
+            ),
+            ("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 1"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let results = patchbench::results::Results::load(&out.join("results.json")).unwrap();
+    assert_eq!(results.boots.len(), 3);
+    for boot in &results.boots {
+        let facts = boot.facts.as_ref().expect("guest facts");
+        assert_eq!(facts.possible_cpus, "0-5", "boot {}", boot.label);
+        assert_eq!(facts.online_cpus, "0-1", "boot {}", boot.label);
+    }
+}
+
+#[test]
+fn accel_kvm_fails_fast_with_the_reason_where_kvm_is_unusable() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A series that does not exist: on a host where KVM works, the run gets
+    // past the accelerator and stops there (exit 2), without a campaign.
+    let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(["run", "--accel", "kvm", "--series", "/nonexistent/series"])
+        .arg("--out")
+        .arg(tempfile::tempdir().unwrap().path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    match patchbench::vm::accel::probe().usable() {
+        Err(reason) => {
+            assert_eq!(
+                output.status.code(),
+                Some(patchbench::exit::INFRASTRUCTURE),
+                "{stderr}"
+            );
+            assert!(stderr.contains(&reason), "{stderr}");
+            assert!(
+                !stderr.contains("import:"),
+                "it got past the accelerator: {stderr}"
+            );
+        }
+        Ok(()) => assert_ne!(
+            output.status.code(),
+            Some(patchbench::exit::INFRASTRUCTURE),
+            "{stderr}"
+        ),
+    }
 }

@@ -176,42 +176,21 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
             .out_dir
             .join("boots")
             .join(format!("{index}-{}", label.replace('\'', "p")));
-        std::fs::create_dir_all(&boot_dir)
-            .with_context(|| format!("cannot create {}", boot_dir.display()))?;
-        let job = Job {
-            protocol: PROTOCOL_VERSION,
-            boot_label: label.clone(),
-            swap: SwapSetup {
-                device: "/dev/vda".into(),
-            },
-            zswap: plan.zswap.clone(),
-            thp: plan.thp,
-            warmups: plan.warmups,
-            samples: plan.samples,
-            workload: plan.workload.clone(),
-        };
-        let initrd = boot_dir.join("initramfs.cpio");
-        let job_json = serde_json::to_vec(&job).expect("job serializes");
-        let initramfs_sha256 = image::build(&base_entries, &job_json, &initrd)?;
         let kernel = &results
             .kernels
             .iter()
             .find(|k| k.variant == variant)
             .expect("both variants are built")
             .artifact;
-        let spec = BootSpec {
-            label: label.clone(),
-            kernel: kernel.bzimage.clone(),
-            initrd,
-            dir: boot_dir,
-            accel: decision.accel,
-            icount: plan.vm.icount,
-            memory_mib: plan.vm.memory.as_u64() >> 20,
-            cpus: plan.vm.cpus,
-            swap_bytes: plan.vm.swap_size.as_u64(),
-            boot_timeout: plan.vm.boot_timeout,
-            run_timeout: plan.vm.run_timeout,
-        };
+        let (spec, initramfs_sha256) = prepare_boot(
+            plan,
+            &label,
+            &kernel.bzimage,
+            &boot_dir,
+            decision.accel,
+            &base_entries,
+            plan.workload.clone(),
+        )?;
         results.boots.push(Boot {
             index,
             label: label.clone(),
@@ -261,6 +240,50 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         markdown,
         markdown_path,
     })
+}
+
+/// Write a boot's job into its initramfs and describe the boot: the
+/// campaign's guest (memory, CPUs, swap, zswap, THP) running `workload`.
+pub fn prepare_boot(
+    plan: &Plan,
+    label: &str,
+    kernel: &Path,
+    boot_dir: &Path,
+    accel: accel::Accel,
+    base_entries: &image::Entries,
+    workload: patchbench_agent::Workload,
+) -> anyhow::Result<(BootSpec, String)> {
+    std::fs::create_dir_all(boot_dir)
+        .with_context(|| format!("cannot create {}", boot_dir.display()))?;
+    let job = Job {
+        protocol: PROTOCOL_VERSION,
+        boot_label: label.to_string(),
+        swap: SwapSetup {
+            device: "/dev/vda".into(),
+        },
+        zswap: plan.zswap.clone(),
+        thp: plan.thp,
+        warmups: plan.warmups,
+        samples: plan.samples,
+        workload,
+    };
+    let initrd = boot_dir.join("initramfs.cpio");
+    let job_json = serde_json::to_vec(&job).expect("job serializes");
+    let initramfs_sha256 = image::build(base_entries, &job_json, &initrd)?;
+    let spec = BootSpec {
+        label: label.to_string(),
+        kernel: kernel.to_owned(),
+        initrd,
+        dir: boot_dir.to_owned(),
+        accel,
+        icount: plan.vm.icount,
+        memory_mib: plan.vm.memory.as_u64() >> 20,
+        cpus: plan.vm.cpus,
+        swap_bytes: plan.vm.swap_size.as_u64(),
+        boot_timeout: plan.vm.boot_timeout,
+        run_timeout: plan.vm.run_timeout,
+    };
+    Ok((spec, initramfs_sha256))
 }
 
 /// Store one agent message in the current boot and persist the document.

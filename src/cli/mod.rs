@@ -11,6 +11,7 @@ use crate::config::{self, AccelChoice, Campaign, Overrides, TreeSource};
 use crate::events::Sink;
 use crate::{campaign, ui};
 
+mod boot;
 mod build;
 pub mod doctor;
 
@@ -49,6 +50,14 @@ pub enum Command {
         after_help = "Examples:\n  patchbench build                          # the smoke campaign's kernels\n  patchbench build --series patches/zswap-counter\n  CCACHE_DISABLE=1 patchbench build --fresh --series patches/zswap-counter   # time a full build\n\nA second identical run reuses both kernels and says so."
     )]
     Build(BuildArgs),
+    /// Boot one kernel with the guest agent and run one command in it (no
+    /// shell; busybox applets by name). Its output and the console go to
+    /// stdout; a failing command, a panic or a hang fail the boot. With
+    /// --repeat, the median boot times (QEMU start to the agent's hello).
+    #[command(
+        after_help = "Examples:\n  patchbench boot ~/.cache/patchbench/builds/<tree>/<key>/arch/x86/boot/bzImage -- cat /proc/meminfo\n  patchbench boot --repeat 10 bzImage -- true      # boot-time benchmark\n  patchbench boot --campaign ci/smoke.yaml bzImage -- sh -c 'cat /sys/module/zswap/parameters/*'"
+    )]
+    Boot(boot::BootArgs),
     /// Check this host: QEMU, KVM (and why not), the kernel toolchain,
     /// busybox, the kernel source, disk space. Prints what to install.
     /// Exits 0 when a campaign can run, 3 when something required is missing.
@@ -66,6 +75,7 @@ impl Cli {
             Command::Run(args) => run(args).await,
             Command::Apply(args) => apply(args).await,
             Command::Build(args) => build::build(args).await,
+            Command::Boot(args) => boot::boot(args).await,
             Command::Doctor { cache_dir } => {
                 let dir = cache_dir.unwrap_or_else(default_cache_dir);
                 let (text, ready) = doctor::render(&doctor::checks(&dir));
@@ -202,7 +212,35 @@ fn tree_override(path: PathBuf, rev: Option<String>) -> TreeSource {
 
 /// Load the campaign (or the built-in one) and apply the flags to it.
 fn load_plan(args: &CampaignArgs, accel: Option<AccelChoice>) -> anyhow::Result<config::Plan> {
-    let (campaign, origin, base_dir) = match &args.campaign {
+    let overrides = Overrides {
+        tree: args
+            .tree
+            .clone()
+            .map(|t| tree_override(t, args.rev.clone())),
+        series: args.series.clone(),
+        accel,
+        lore_url: args.lore_url.clone(),
+    };
+    load_plan_with(args.campaign.as_deref(), overrides)
+}
+
+/// Load a campaign file (or the built-in one) with only `accel` overridden.
+fn load_plan_file(
+    campaign: Option<&std::path::Path>,
+    accel: Option<AccelChoice>,
+) -> anyhow::Result<config::Plan> {
+    let overrides = Overrides {
+        accel,
+        ..Overrides::default()
+    };
+    load_plan_with(campaign, overrides)
+}
+
+fn load_plan_with(
+    campaign: Option<&std::path::Path>,
+    overrides: Overrides,
+) -> anyhow::Result<config::Plan> {
+    let (campaign, origin, base_dir) = match campaign {
         Some(path) => {
             let campaign = Campaign::load(path)?;
             let base = path
@@ -210,7 +248,7 @@ fn load_plan(args: &CampaignArgs, accel: Option<AccelChoice>) -> anyhow::Result<
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(std::path::Path::new("."))
                 .to_owned();
-            (campaign, path.clone(), base)
+            (campaign, path.to_owned(), base)
         }
         None => {
             let origin = PathBuf::from("(built-in smoke campaign)");
@@ -220,15 +258,6 @@ fn load_plan(args: &CampaignArgs, accel: Option<AccelChoice>) -> anyhow::Result<
                 config::default_campaign_dir(),
             )
         }
-    };
-    let overrides = Overrides {
-        tree: args
-            .tree
-            .clone()
-            .map(|t| tree_override(t, args.rev.clone())),
-        series: args.series.clone(),
-        accel,
-        lore_url: args.lore_url.clone(),
     };
     Ok(campaign.into_plan(&origin, &base_dir, overrides)?)
 }

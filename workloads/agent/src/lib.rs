@@ -120,6 +120,12 @@ pub enum Workload {
     },
     /// A deliberately broken guest, used to test the host's failure handling.
     GuestFault { fault: Fault },
+    /// Run one command (`patchbench boot -- CMD`), its output on the
+    /// console; a non-zero exit is a workload error. For debugging a kernel.
+    Exec {
+        /// The program and its arguments, run without a shell.
+        argv: Vec<String>,
+    },
 }
 
 /// What [`Workload::GuestFault`] does.

@@ -15,6 +15,7 @@
 mod console;
 mod dev;
 mod error;
+mod exec;
 mod fault;
 mod files;
 mod pageout;
@@ -119,6 +120,7 @@ fn run(port: &mut Port) -> Result<()> {
             pageout::run(&params, job.warmups, job.samples, port).context("zswap-pageout")
         }
         Workload::GuestFault { fault } => fault::run(fault),
+        Workload::Exec { argv } => exec::run(&argv),
     }
 }
 
@@ -150,6 +152,7 @@ fn describe(workload: &Workload) -> String {
             memory_max.cgroup_value(),
             swap_max.cgroup_value()
         ),
+        Workload::Exec { argv } => format!("exec {argv:?}"),
         Workload::GuestFault { fault } => format!(
             "guest-fault {}",
             match fault {
