@@ -1,0 +1,243 @@
+//! The entry point: one metric's A and B samples, grouped by boot, in; one
+//! [`Comparison`] with every statistic and the verdict out. Also the
+//! geometric-mean summary over a workload's comparisons.
+
+use serde::{Deserialize, Serialize};
+
+use super::StatsError;
+use super::bootstrap::{Change, DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_RESAMPLES, bootstrap_changes};
+use super::describe::{Separation, Summary, drift_pct, separation};
+use super::hypothesis::{MannWhitney, WelchTest, mann_whitney_u, welch_t_test};
+use super::verdict::{Direction, Evidence, Verdict, decide};
+use crate::config::Variant;
+
+/// The knobs of a comparison. [`Default`] gives the documented defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareOptions {
+    /// Fewer samples than this in A or in B make the verdict inconclusive.
+    /// At least 2; default 3 (lkp's minimum).
+    pub min_samples: usize,
+    /// The significance level of Welch's test; default 0.05.
+    pub alpha: f64,
+    /// Changes inside ±`noise_pct` percent are not called, and an A return
+    /// drift beyond it makes a verdict inconclusive; default 2, as
+    /// criterion's noise threshold.
+    pub noise_pct: f64,
+    /// Bootstrap resamples per interval; at least
+    /// [`MIN_RESAMPLES`], default [`DEFAULT_RESAMPLES`].
+    pub resamples: usize,
+    /// The bootstrap's ChaCha8 seed; default [`DEFAULT_SEED`].
+    pub seed: u64,
+}
+
+impl Default for CompareOptions {
+    fn default() -> CompareOptions {
+        CompareOptions {
+            min_samples: 3,
+            alpha: 0.05,
+            noise_pct: 2.0,
+            resamples: DEFAULT_RESAMPLES,
+            seed: DEFAULT_SEED,
+        }
+    }
+}
+
+impl CompareOptions {
+    /// Check every knob is in range.
+    pub fn validate(&self) -> Result<(), StatsError> {
+        if self.min_samples < 2 {
+            return Err(StatsError::MinSamplesTooLow {
+                min_samples: self.min_samples,
+            });
+        }
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            return Err(StatsError::AlphaOutOfRange { alpha: self.alpha });
+        }
+        if !(self.noise_pct >= 0.0 && self.noise_pct.is_finite()) {
+            return Err(StatsError::NoiseBandInvalid {
+                noise_pct: self.noise_pct,
+            });
+        }
+        if self.resamples < MIN_RESAMPLES {
+            return Err(StatsError::TooFewResamples {
+                resamples: self.resamples,
+                min: MIN_RESAMPLES,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Everything the statistics say about one metric, B against A. This is
+/// the documented contract stored in results and rendered by reports; see
+/// docs/statistics.md.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub direction: Direction,
+    /// All A samples, pooled over boots.
+    pub a: Summary,
+    /// All B samples, pooled over boots.
+    pub b: Summary,
+    /// Each A boot in boot order (A, A′, …); `None` for a boot without
+    /// samples of this metric. Each carries its within-boot CV.
+    pub a_boots: Vec<Option<Summary>>,
+    /// Each B boot in boot order.
+    pub b_boots: Vec<Option<Summary>>,
+    /// The last A boot's mean against the first's, in percent; `None` with
+    /// one A boot, or when either of those has no samples.
+    pub drift_pct: Option<f64>,
+    /// The largest within-boot CV over all A and B boots, in percent.
+    pub max_boot_cv_pct: Option<f64>,
+    /// B's mean against A's, in percent, with its bootstrap interval;
+    /// `None` when A's mean is 0.
+    pub mean_change: Option<Change>,
+    /// B's median against A's, in percent, with its bootstrap interval;
+    /// `None` when A's median is 0.
+    pub median_change: Option<Change>,
+    /// `None` with fewer than two samples on a side, or no variance at all.
+    pub welch: Option<WelchTest>,
+    pub mann_whitney: MannWhitney,
+    /// Whether every B sample lies below, or above, every A boot.
+    pub separation: Separation,
+    pub verdict: Verdict,
+    /// The options the comparison ran with, so that it can be reproduced.
+    pub options: CompareOptions,
+}
+
+/// Compare one metric: `a_boots` and `b_boots` hold its samples, one list
+/// per boot in boot order (A, A′, …). The groups are pooled over boots for
+/// the tests and intervals; per-boot summaries give the drift and CVs.
+///
+/// Errors when the options are out of range, a sample is not finite, or a
+/// variant has no samples at all. Too few samples are not an error: the
+/// verdict says so.
+pub fn compare<S: AsRef<[f64]>>(
+    a_boots: &[S],
+    b_boots: &[S],
+    direction: Direction,
+    options: &CompareOptions,
+) -> Result<Comparison, StatsError> {
+    options.validate()?;
+    let a = pooled(a_boots, Variant::A)?;
+    let b = pooled(b_boots, Variant::B)?;
+    let a_summary = Summary::of(&a).expect("pooled() returns finite, non-empty samples");
+    let b_summary = Summary::of(&b).expect("pooled() returns finite, non-empty samples");
+    let per_boot = |boots: &[S]| -> Vec<Option<Summary>> {
+        boots.iter().map(|s| Summary::of(s.as_ref())).collect()
+    };
+    let (a_per_boot, b_per_boot) = (per_boot(a_boots), per_boot(b_boots));
+    let drift = match a_per_boot.as_slice() {
+        [Some(first), .., Some(last)] => drift_pct(&[*first, *last]),
+        _ => None,
+    };
+    let max_boot_cv_pct = a_per_boot
+        .iter()
+        .chain(&b_per_boot)
+        .filter_map(|s| s.and_then(|s| s.cv_pct))
+        .reduce(f64::max);
+    let a_present: Vec<Summary> = a_per_boot.iter().flatten().copied().collect();
+    let welch = welch_t_test(&a, &b);
+    let changes = bootstrap_changes(&a, &b, options.resamples, options.seed)
+        .expect("both groups are non-empty and resamples ≥ MIN_RESAMPLES");
+    let verdict = decide(
+        &Evidence {
+            direction,
+            a: &a_summary,
+            b: &b_summary,
+            welch: welch.as_ref(),
+            mean_change: changes.mean.as_ref(),
+            drift_pct: drift,
+        },
+        options,
+    );
+    Ok(Comparison {
+        direction,
+        a: a_summary,
+        b: b_summary,
+        drift_pct: drift,
+        max_boot_cv_pct,
+        mean_change: changes.mean,
+        median_change: changes.median,
+        welch,
+        mann_whitney: mann_whitney_u(&a, &b).expect("both groups are non-empty"),
+        separation: separation(&a_present, &b_summary).expect("A has a non-empty boot"),
+        verdict,
+        options: *options,
+        a_boots: a_per_boot,
+        b_boots: b_per_boot,
+    })
+}
+
+/// A variant's samples over all its boots; an error when there are none
+/// or one is not finite.
+fn pooled<S: AsRef<[f64]>>(boots: &[S], variant: Variant) -> Result<Vec<f64>, StatsError> {
+    let mut all = Vec::new();
+    for (boot, samples) in boots.iter().enumerate() {
+        for (index, &value) in samples.as_ref().iter().enumerate() {
+            if !value.is_finite() {
+                return Err(StatsError::NotFinite {
+                    variant,
+                    boot,
+                    index,
+                    value,
+                });
+            }
+            all.push(value);
+        }
+    }
+    if all.is_empty() {
+        return Err(StatsError::NoSamples { variant });
+    }
+    Ok(all)
+}
+
+/// The geometric mean of B/A over a workload's metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GeomeanChange {
+    /// How many metrics went in.
+    pub metrics: usize,
+    /// How many directed metrics were left out because a mean was not
+    /// positive (a ratio of those has no logarithm).
+    pub skipped: usize,
+    /// The geometric mean of the mean ratios, each oriented so that below
+    /// 1 is better: B/A for lower-is-better metrics, A/B for
+    /// higher-is-better ones.
+    pub ratio: f64,
+    /// `(ratio − 1) · 100`: negative is better, as for a time.
+    pub change_pct: f64,
+}
+
+/// The geometric mean of the B/A mean ratios of the metrics that have a
+/// direction (mmtests' summary of an overall ratio), as a % change in
+/// "cost": ratios of higher-is-better metrics are inverted first, so that a
+/// 10% faster time and a 10% higher throughput do not cancel. Metrics
+/// without a direction, and any whose mean is not positive, are left out.
+/// `None` when no metric is left.
+pub fn geomean_change<'a>(
+    comparisons: impl IntoIterator<Item = &'a Comparison>,
+) -> Option<GeomeanChange> {
+    let (mut metrics, mut skipped, mut log_sum) = (0, 0, 0.0);
+    for c in comparisons {
+        let ratio = match c.direction {
+            Direction::Neither => continue,
+            Direction::LowerIsBetter => c.b.mean / c.a.mean,
+            Direction::HigherIsBetter => c.a.mean / c.b.mean,
+        };
+        if c.a.mean > 0.0 && c.b.mean > 0.0 {
+            metrics += 1;
+            log_sum += ratio.ln();
+        } else {
+            skipped += 1;
+        }
+    }
+    (metrics > 0).then(|| {
+        let ratio = (log_sum / metrics as f64).exp();
+        GeomeanChange {
+            metrics,
+            skipped,
+            ratio,
+            change_pct: (ratio - 1.0) * 100.0,
+        }
+    })
+}

@@ -1,0 +1,437 @@
+//! Tests of the entry point and the verdict rules, on the seed's shapes of
+//! data. The statistics themselves are pinned against scipy in their own
+//! modules; here the question is what `compare` makes of them.
+
+use super::reference::*;
+use super::*;
+
+fn options() -> CompareOptions {
+    CompareOptions {
+        resamples: MIN_RESAMPLES,
+        ..CompareOptions::default()
+    }
+}
+
+fn pageout() -> Comparison {
+    compare(
+        &[&A_BOOT_1[..], &A_BOOT_2[..]],
+        &[&B_BOOT_1[..]],
+        Direction::LowerIsBetter,
+        &CompareOptions::default(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_seeds_pageout_gain_is_an_improvement() {
+    let c = pageout();
+    assert_eq!(
+        c.verdict.kind,
+        VerdictKind::Improvement,
+        "{}",
+        c.verdict.reason
+    );
+    assert!(
+        c.verdict.reason.starts_with("-44.49% (95% CI [-45.3"),
+        "{}",
+        c.verdict.reason
+    );
+    assert_eq!(c.separation, Separation::AllBelow);
+    // Values pinned against numpy/scipy in describe, hypothesis and
+    // bootstrap; see those tests for the calls.
+    assert_close(c.drift_pct.unwrap(), -1.3093045485277515, 1e-10);
+    assert_close(c.max_boot_cv_pct.unwrap(), 2.6227108368869634, 1e-12);
+    assert_close(c.a.mean, 23.673444444444446, 1e-12);
+    assert_close(c.welch.unwrap().p, 1.0823654953803235e-27, 1e-8);
+    assert_close(c.mann_whitney.p, 3.465900661488035e-05, 1e-10);
+    assert_close(c.mean_change.unwrap().pct, -44.48866756468805, 1e-12);
+    assert_close(c.median_change.unwrap().pct, -44.79630371948775, 1e-12);
+    assert_eq!(
+        (c.a.n, c.b.n, c.a_boots.len(), c.b_boots.len()),
+        (18, 9, 2, 1)
+    );
+    assert_eq!(c.a_boots[1], Summary::of(&A_BOOT_2));
+}
+
+#[test]
+fn a_comparison_is_reproducible_and_survives_json() {
+    let c = pageout();
+    assert_eq!(c, pageout());
+    let json = serde_json::to_string(&c).unwrap();
+    assert!(json.contains(r#""kind":"improvement""#), "{json}");
+    assert!(json.contains(r#""direction":"lower_is_better""#), "{json}");
+    // serde_json parses floats to within an ulp unless its
+    // `float_roundtrip` feature is on, so compare the trees numerically.
+    let back: Comparison = serde_json::from_str(&json).unwrap();
+    assert_eq!((&back.verdict, back.separation), (&c.verdict, c.separation));
+    assert_json_close(
+        &serde_json::to_value(&back).unwrap(),
+        &serde_json::to_value(&c).unwrap(),
+    );
+}
+
+/// Equal JSON trees, numbers within 1e-15 relative.
+#[track_caller]
+fn assert_json_close(got: &serde_json::Value, want: &serde_json::Value) {
+    use serde_json::Value;
+    match (got, want) {
+        (Value::Number(g), Value::Number(w)) => {
+            assert_close(g.as_f64().unwrap(), w.as_f64().unwrap(), 1e-15)
+        }
+        (Value::Array(g), Value::Array(w)) => {
+            assert_eq!(g.len(), w.len());
+            g.iter().zip(w).for_each(|(g, w)| assert_json_close(g, w));
+        }
+        (Value::Object(g), Value::Object(w)) => {
+            assert!(g.keys().eq(w.keys()), "{g:?} vs {w:?}");
+            g.values()
+                .zip(w.values())
+                .for_each(|(g, w)| assert_json_close(g, w));
+        }
+        _ => assert_eq!(got, want),
+    }
+}
+
+#[test]
+fn the_direction_decides_improvement_or_regression() {
+    let a = [&A_BOOT_1[..], &A_BOOT_2[..]];
+    let b = [&B_BOOT_1[..]];
+    let kind = |direction, a: &[&[f64]], b: &[&[f64]]| {
+        compare(a, b, direction, &options()).unwrap().verdict.kind
+    };
+    use VerdictKind::*;
+    assert_eq!(kind(Direction::HigherIsBetter, &a, &b), Regression);
+    assert_eq!(kind(Direction::Neither, &a, &b), Changed);
+    // B above A: the mirror image.
+    assert_eq!(kind(Direction::LowerIsBetter, &b, &a[..1]), Regression);
+    assert_eq!(kind(Direction::HigherIsBetter, &b, &a[..1]), Improvement);
+}
+
+#[test]
+fn a_drift_larger_than_the_noise_band_makes_the_control_inconclusive() {
+    // The control's A′ sits +4.33% above A
+    // ((np.mean(CONTROL_A_BOOT_2) - np.mean(CONTROL_A_BOOT_1)) /
+    // np.mean(CONTROL_A_BOOT_1) * 100 = 4.334457604518016).
+    let c = compare(
+        &[&CONTROL_A_BOOT_1[..], &CONTROL_A_BOOT_2[..]],
+        &[&CONTROL_B_BOOT_1[..]],
+        Direction::LowerIsBetter,
+        &options(),
+    )
+    .unwrap();
+    assert_close(c.drift_pct.unwrap(), 4.334457604518016, 1e-10);
+    assert_eq!(c.verdict.kind, VerdictKind::Inconclusive);
+    assert!(
+        c.verdict
+            .reason
+            .starts_with("A drifted +4.33% between boots"),
+        "{}",
+        c.verdict.reason
+    );
+}
+
+#[test]
+fn a_change_well_beyond_the_drift_is_still_called() {
+    // Shaped like the seed's 8-worker finite-limit run: A′ drifted +5.35%,
+    // B is −84.13% (np.random.default_rng(84), normal, rounded to 0.1).
+    let a1 = [
+        1218.0, 1240.2, 1202.7, 1266.5, 1224.4, 1243.8, 1258.9, 1249.7, 1230.9,
+    ];
+    let a2 = [
+        1333.0, 1308.0, 1300.3, 1293.6, 1282.9, 1330.6, 1293.7, 1309.0, 1279.6,
+    ];
+    let b = [
+        196.5, 215.1, 187.1, 200.1, 192.2, 208.3, 215.7, 213.4, 185.6,
+    ];
+    let c = compare(
+        &[&a1[..], &a2[..]],
+        &[&b[..]],
+        Direction::LowerIsBetter,
+        &options(),
+    )
+    .unwrap();
+    assert_close(c.drift_pct.unwrap(), 5.348851828901395, 1e-10);
+    assert_close(c.mean_change.unwrap().pct, -84.13350943330212, 1e-10);
+    assert_eq!(
+        c.verdict.kind,
+        VerdictKind::Improvement,
+        "{}",
+        c.verdict.reason
+    );
+    assert!(
+        c.verdict.reason.ends_with("clears the ±5.35% band"),
+        "{}",
+        c.verdict.reason
+    );
+}
+
+#[test]
+fn a_noisy_single_boot_control_is_too_noisy_to_clear() {
+    // CV 4.7%, 9 against 9: np.mean change −0.5464480874316875%,
+    // scipy.stats.ttest_ind(CONTROL_B_BOOT_1, CONTROL_A_BOOT_1,
+    // equal_var=False).pvalue = 0.796025552557236. The interval is about
+    // ±4%, so a 2% change either way cannot be excluded.
+    let c = compare(
+        &[&CONTROL_A_BOOT_1[..]],
+        &[&CONTROL_B_BOOT_1[..]],
+        Direction::LowerIsBetter,
+        &options(),
+    )
+    .unwrap();
+    assert_close(c.welch.unwrap().p, 0.796025552557236, 1e-9);
+    assert_eq!(c.drift_pct, None);
+    assert_eq!(c.verdict.kind, VerdictKind::Inconclusive);
+    assert!(
+        c.verdict.reason.starts_with("too noisy"),
+        "{}",
+        c.verdict.reason
+    );
+}
+
+#[test]
+fn a_quiet_metric_without_change_has_no_clear_difference() {
+    let a = [100.1, 99.9, 100.0, 100.2, 99.8, 100.05, 99.95, 100.1, 99.9];
+    let b = [
+        100.0, 100.1, 99.9, 100.15, 99.85, 100.0, 100.05, 99.95, 100.1,
+    ];
+    let c = compare(&[&a[..]], &[&b[..]], Direction::LowerIsBetter, &options()).unwrap();
+    assert_eq!(
+        c.verdict.kind,
+        VerdictKind::NoClearDifference,
+        "{}",
+        c.verdict.reason
+    );
+    assert!(
+        c.verdict.reason.contains("not significant"),
+        "{}",
+        c.verdict.reason
+    );
+}
+
+#[test]
+fn a_significant_change_inside_the_noise_band_is_not_called() {
+    // +1%, very tight: Welch p is tiny but the change is under 2%.
+    let a = [100.1, 99.9, 100.0, 100.2, 99.8, 100.05, 99.95, 100.1, 99.9];
+    let b: Vec<f64> = a.iter().map(|x| x + 1.0).collect();
+    let c = compare(&[&a[..]], &[&b[..]], Direction::LowerIsBetter, &options()).unwrap();
+    assert!(c.welch.unwrap().p < 1e-6);
+    assert_eq!(
+        c.verdict.kind,
+        VerdictKind::NoClearDifference,
+        "{}",
+        c.verdict.reason
+    );
+    assert!(
+        c.verdict
+            .reason
+            .contains("does not clear the ±2.00% noise band")
+    );
+    // The same data with a 0.5% band: a regression.
+    let tight = CompareOptions {
+        noise_pct: 0.5,
+        ..options()
+    };
+    let c = compare(&[&a[..]], &[&b[..]], Direction::LowerIsBetter, &tight).unwrap();
+    assert_eq!(
+        c.verdict.kind,
+        VerdictKind::Regression,
+        "{}",
+        c.verdict.reason
+    );
+}
+
+#[test]
+fn too_few_samples_are_inconclusive_not_an_error() {
+    for (a, b) in [
+        (&[1.0, 2.0][..], &[3.0, 4.0, 5.0][..]),
+        (&[1.0, 2.0, 3.0][..], &[9.0][..]),
+    ] {
+        let c = compare(&[a], &[b], Direction::LowerIsBetter, &options()).unwrap();
+        assert_eq!(c.verdict.kind, VerdictKind::Inconclusive);
+        assert!(
+            c.verdict.reason.starts_with("too few samples"),
+            "{}",
+            c.verdict.reason
+        );
+    }
+    // n = 1 on each side: every statistic degrades without a panic.
+    let c = compare(
+        &[&[10.0][..]],
+        &[&[11.0][..]],
+        Direction::LowerIsBetter,
+        &options(),
+    )
+    .unwrap();
+    assert_eq!((c.welch, c.a.mean_ci, c.a.sd), (None, None, 0.0));
+    assert_eq!(c.mann_whitney.p, 1.0);
+    assert_eq!(c.verdict.kind, VerdictKind::Inconclusive);
+}
+
+#[test]
+fn constant_counters_change_exactly_or_not_at_all() {
+    // Forced flushes: 8192 per sample on A, none on B.
+    let c = compare(
+        &[&[8192.0; 9][..]],
+        &[&[0.0; 9][..]],
+        Direction::Neither,
+        &options(),
+    )
+    .unwrap();
+    assert_eq!(c.welch, None);
+    assert_eq!(c.verdict.kind, VerdictKind::Changed, "{}", c.verdict.reason);
+    assert!(
+        c.verdict
+            .reason
+            .starts_with("-100.00% (95% CI [-100.00%, -100.00%]), Welch p = 0")
+    );
+    // Pages stored: 8192 on both.
+    let c = compare(
+        &[&[8192.0; 9][..]],
+        &[&[8192.0; 9][..]],
+        Direction::Neither,
+        &options(),
+    )
+    .unwrap();
+    assert_eq!(c.verdict.kind, VerdictKind::NoClearDifference);
+    assert_eq!(c.verdict.reason, "every A and B sample is 8192");
+}
+
+#[test]
+fn a_zero_baseline_has_no_percentage() {
+    let zeros = [0.0; 5];
+    let c = compare(&[&zeros[..]], &[&zeros[..]], Direction::Neither, &options()).unwrap();
+    assert_eq!(c.verdict.kind, VerdictKind::NoClearDifference);
+    assert_eq!((c.a.cv_pct, c.mean_change), (None, None));
+    let c = compare(
+        &[&zeros[..]],
+        &[&[1.0, 2.0, 3.0][..]],
+        Direction::Neither,
+        &options(),
+    )
+    .unwrap();
+    assert_eq!(c.verdict.kind, VerdictKind::Inconclusive);
+    assert!(
+        c.verdict.reason.contains("A's mean is 0"),
+        "{}",
+        c.verdict.reason
+    );
+    // A's mean is 1.2, but resamples of only its zeros have no % change.
+    let a = [0.0, 0.0, 0.0, 0.0, 6.0];
+    let c = compare(
+        &[&a[..]],
+        &[&[1.0, 2.0, 3.0][..]],
+        Direction::LowerIsBetter,
+        &options(),
+    )
+    .unwrap();
+    assert_eq!(c.mean_change.unwrap().ci, None);
+    assert_eq!(c.verdict.kind, VerdictKind::Inconclusive);
+    assert!(
+        c.verdict.reason.contains("no bootstrap interval"),
+        "{}",
+        c.verdict.reason
+    );
+}
+
+#[test]
+fn a_boot_without_samples_keeps_its_place() {
+    let c = compare(
+        &[&A_BOOT_1[..], &[][..], &A_BOOT_2[..]],
+        &[&B_BOOT_1[..]],
+        Direction::LowerIsBetter,
+        &options(),
+    )
+    .unwrap();
+    assert_eq!(c.a_boots[1], None);
+    assert_close(c.drift_pct.unwrap(), -1.3093045485277515, 1e-10);
+    // An empty last boot leaves no drift to report.
+    let c = compare(
+        &[&A_BOOT_1[..], &[][..]],
+        &[&B_BOOT_1[..]],
+        Direction::LowerIsBetter,
+        &options(),
+    )
+    .unwrap();
+    assert_eq!(c.drift_pct, None);
+}
+
+#[test]
+fn bad_input_and_options_are_errors() {
+    let good: &[f64] = &[1.0, 2.0, 3.0];
+    let err = compare(
+        &[good, &[1.0, f64::NAN]],
+        &[good],
+        Direction::Neither,
+        &options(),
+    );
+    assert!(matches!(
+        err,
+        Err(StatsError::NotFinite {
+            variant: crate::config::Variant::A,
+            boot: 1,
+            index: 1,
+            ..
+        })
+    ));
+    let err = compare(&[good], &[&[][..]], Direction::Neither, &options());
+    assert_eq!(
+        err,
+        Err(StatsError::NoSamples {
+            variant: crate::config::Variant::B
+        })
+    );
+    for bad in [
+        CompareOptions {
+            resamples: 1_999,
+            ..options()
+        },
+        CompareOptions {
+            alpha: 1.0,
+            ..options()
+        },
+        CompareOptions {
+            alpha: f64::NAN,
+            ..options()
+        },
+        CompareOptions {
+            noise_pct: -1.0,
+            ..options()
+        },
+        CompareOptions {
+            min_samples: 1,
+            ..options()
+        },
+    ] {
+        assert!(
+            compare(&[good], &[good], Direction::Neither, &bad).is_err(),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn geomean_orients_ratios_and_skips_undirected_metrics() {
+    let with = |direction, a: f64, b: f64| {
+        compare(&[&[a, a, a][..]], &[&[b, b, b][..]], direction, &options()).unwrap()
+    };
+    let comparisons = [
+        with(Direction::LowerIsBetter, 10.0, 5.0),     // ratio 0.5
+        with(Direction::HigherIsBetter, 100.0, 125.0), // oriented ratio 0.8
+        with(Direction::Neither, 1.0, 100.0),          // left out
+        with(Direction::LowerIsBetter, 0.0, 1.0),      // no ratio: skipped
+    ];
+    let g = geomean_change(&comparisons).unwrap();
+    assert_eq!((g.metrics, g.skipped), (2, 1));
+    // sqrt(0.5 · 0.8) = sqrt(0.4)
+    assert_close(g.ratio, 0.4_f64.sqrt(), 1e-12);
+    assert_close(g.change_pct, (0.4_f64.sqrt() - 1.0) * 100.0, 1e-12);
+    assert_eq!(geomean_change(&comparisons[2..3]), None);
+}
+
+#[test]
+fn directions_follow_the_workload_specs() {
+    use crate::workload::Better;
+    assert_eq!(Direction::from(Better::Lower), Direction::LowerIsBetter);
+    assert_eq!(Direction::from(Better::Higher), Direction::HigherIsBetter);
+    assert_eq!(Direction::from(Better::None), Direction::Neither);
+}

@@ -1,0 +1,210 @@
+//! The verdict on one metric: the rules that turn the statistics into
+//! "improvement", "regression", "changed", "no clear difference" or
+//! "inconclusive", each with a one-line reason. docs/statistics.md states
+//! the same rules for readers of the report.
+
+use serde::{Deserialize, Serialize};
+
+use super::bootstrap::Change;
+use super::compare::CompareOptions;
+use super::describe::{Interval, Summary};
+use super::hypothesis::WelchTest;
+
+/// Which way a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Times and costs.
+    LowerIsBetter,
+    /// Rates and throughputs.
+    HigherIsBetter,
+    /// A counter that explains a result rather than being one: it can be
+    /// [`VerdictKind::Changed`], never better or worse.
+    Neither,
+}
+
+impl From<crate::workload::Better> for Direction {
+    fn from(better: crate::workload::Better) -> Direction {
+        match better {
+            crate::workload::Better::Lower => Direction::LowerIsBetter,
+            crate::workload::Better::Higher => Direction::HigherIsBetter,
+            crate::workload::Better::None => Direction::Neither,
+        }
+    }
+}
+
+/// The kinds of verdict, from the rules in [`decide`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// B is better than A by more than the noise band, significantly.
+    Improvement,
+    /// B is worse than A by more than the noise band, significantly.
+    Regression,
+    /// B differs from A by more than the noise band, significantly, for a
+    /// metric with no better direction.
+    Changed,
+    /// No change beyond the noise band was found, and the data were good
+    /// enough to have found one of about that size.
+    NoClearDifference,
+    /// The data cannot support any of the above: too few samples, a
+    /// baseline that drifted between boots, or too much noise.
+    Inconclusive,
+}
+
+/// A verdict and the one-line reason for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub kind: VerdictKind,
+    /// For people: what decided the verdict, with the numbers that did.
+    pub reason: String,
+}
+
+impl Verdict {
+    fn new(kind: VerdictKind, reason: String) -> Verdict {
+        Verdict { kind, reason }
+    }
+}
+
+/// What [`decide`] looks at, computed by [`super::compare`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Evidence<'a> {
+    pub direction: Direction,
+    /// All A samples, pooled over boots.
+    pub a: &'a Summary,
+    /// All B samples, pooled over boots.
+    pub b: &'a Summary,
+    pub welch: Option<&'a WelchTest>,
+    pub mean_change: Option<&'a Change>,
+    pub drift_pct: Option<f64>,
+}
+
+/// The verdict rules, applied in order; the first that matches decides.
+///
+/// 1. Fewer than `min_samples` (default 3) in A or in B: **inconclusive**.
+/// 2. A and B all one value: **no clear difference** when it is the same
+///    value, else a change known exactly, judged by rule 4 with p = 0.
+/// 3. A's mean is 0, so no % change exists: **inconclusive**.
+/// 4. Welch p < `alpha` (default 0.05) and the 95% bootstrap interval of
+///    the % change of the mean lies wholly outside ±band, where band is the
+///    larger of `noise_pct` (default 2%) and |A's return drift|: a change.
+///    Its sign and the direction make it an **improvement** or a
+///    **regression**, or **changed** for a metric with no direction.
+/// 5. |A's return drift| > `noise_pct`: **inconclusive**. A moved that
+///    much between boots of the same kernel, and the change did not clear
+///    it, so a smaller difference cannot be told from boot-to-boot drift.
+/// 6. The interval reaches beyond ±`noise_pct` on both sides, or there is
+///    no interval: **inconclusive**. The data allow an improvement and a
+///    regression larger than the noise band alike: A's and B's spread is
+///    too large for the change measured (the interval's width is about
+///    4 · CV · sqrt(1/n_A + 1/n_B)).
+/// 7. Otherwise: **no clear difference**, either because p ≥ `alpha` or
+///    because a significant change is smaller than the noise band.
+pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
+    use VerdictKind::*;
+    let noise = options.noise_pct;
+    if e.a.n < options.min_samples || e.b.n < options.min_samples {
+        return Verdict::new(
+            Inconclusive,
+            format!(
+                "too few samples: A has {}, B has {}; at least {} each are needed",
+                e.a.n, e.b.n, options.min_samples
+            ),
+        );
+    }
+    let constant = e.a.sd == 0.0 && e.b.sd == 0.0;
+    if constant && e.a.mean == e.b.mean {
+        return Verdict::new(
+            NoClearDifference,
+            format!("every A and B sample is {}", e.a.mean),
+        );
+    }
+    let Some(change) = e.mean_change else {
+        return Verdict::new(
+            Inconclusive,
+            "A's mean is 0, so B's change has no percentage".into(),
+        );
+    };
+    let band = e.drift_pct.map_or(noise, |d| noise.max(d.abs()));
+    let p = match e.welch {
+        Some(w) => w.p,
+        // No variance in either group: the difference is exact.
+        None if constant => 0.0,
+        None => 1.0,
+    };
+    let ci_text = change.ci.map_or_else(|| "no interval".into(), fmt_interval);
+    if p < options.alpha && change.ci.is_some_and(|ci| ci.clear_of_band(band)) {
+        let kind = match (e.direction, change.pct < 0.0) {
+            (Direction::Neither, _) => Changed,
+            (Direction::LowerIsBetter, true) | (Direction::HigherIsBetter, false) => Improvement,
+            _ => Regression,
+        };
+        return Verdict::new(
+            kind,
+            format!(
+                "{:+.2}% (95% CI {ci_text}), Welch p = {}, clears the ±{band:.2}% band",
+                change.pct,
+                fmt_p(p),
+            ),
+        );
+    }
+    if let Some(drift) = e.drift_pct.filter(|d| d.abs() > noise) {
+        return Verdict::new(
+            Inconclusive,
+            format!(
+                "A drifted {drift:+.2}% between boots, beyond the ±{noise:.2}% noise band, and B's {:+.2}% (95% CI {ci_text}) does not clear that drift",
+                change.pct
+            ),
+        );
+    }
+    match change.ci {
+        None => {
+            return Verdict::new(
+                Inconclusive,
+                format!(
+                    "{:+.2}% has no bootstrap interval: some resamples of A have a mean of 0",
+                    change.pct
+                ),
+            );
+        }
+        Some(ci) if ci.spans_band(noise) => {
+            let cv =
+                e.a.cv_pct
+                    .map_or_else(|| "n/a".into(), |cv| format!("{cv:.2}%"));
+            return Verdict::new(
+                Inconclusive,
+                format!(
+                    "too noisy: the 95% CI of the change, {ci_text}, reaches past ±{noise:.2}% on both sides (A's CV {cv})"
+                ),
+            );
+        }
+        Some(_) => {}
+    }
+    let why = if p < options.alpha {
+        format!(
+            "significant (Welch p = {}) but does not clear the ±{noise:.2}% noise band",
+            fmt_p(p)
+        )
+    } else {
+        format!("not significant (Welch p = {})", fmt_p(p))
+    };
+    Verdict::new(
+        NoClearDifference,
+        format!("{:+.2}% (95% CI {ci_text}) is {why}", change.pct),
+    )
+}
+
+fn fmt_interval(ci: Interval) -> String {
+    format!("[{:+.2}%, {:+.2}%]", ci.lo, ci.hi)
+}
+
+/// A p-value with three significant digits; tiny ones in scientific form.
+fn fmt_p(p: f64) -> String {
+    if p == 0.0 {
+        "0".into()
+    } else if p < 0.001 {
+        format!("{p:.2e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
