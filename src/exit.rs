@@ -12,6 +12,9 @@ use crate::vm::accel::KvmUnusable;
 
 /// The campaign ran and its results were written.
 pub const OK: i32 = 0;
+/// The campaign ran, its results were written, and at least one metric
+/// regressed by the rules of docs/statistics.md.
+pub const REGRESSION: i32 = 1;
 /// The command line or the campaign file is wrong. Nothing ran.
 pub const USAGE: i32 = 2;
 /// The host failed us: a missing tool, a failed kernel build, QEMU that would
@@ -23,9 +26,19 @@ pub const PATCH: i32 = 4;
 /// The console log path is in the message.
 pub const GUEST: i32 = 5;
 
+/// The campaign finished and the patch regressed these metrics.
+#[derive(Debug, thiserror::Error)]
+#[error("the patch regressed: {}", .metrics.join(", "))]
+pub struct Regressed {
+    pub metrics: Vec<String>,
+}
+
 /// The exit code for an error, from the most specific cause in its chain.
 pub fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
+        if cause.is::<Regressed>() {
+            return REGRESSION;
+        }
         if cause.is::<ConfigError>() {
             return USAGE;
         }
@@ -68,6 +81,11 @@ mod tests {
             excerpt: String::new(),
         });
         assert_eq!(code_for(&guest), GUEST);
+        let regressed = anyhow::Error::new(Regressed {
+            metrics: vec!["pageout_cpu_ns".into()],
+        });
+        assert_eq!(code_for(&regressed), REGRESSION);
+        assert_eq!(regressed.to_string(), "the patch regressed: pageout_cpu_ns");
         let kvm = anyhow::Error::new(KvmUnusable {
             reason: "no".into(),
         });

@@ -5,23 +5,25 @@ use std::fmt::Write;
 
 use crate::config::Variant;
 use crate::results::Results;
-use crate::stats::{Summary, pct_change};
+use crate::stats::{self, CompareOptions, Comparison, Direction, VerdictKind};
 use crate::vm::accel::Accel;
-use crate::workload::{MetricSpec, Unit, WorkloadSpec};
+use crate::workload::{Better, Unit, WorkloadSpec};
 
 /// One metric's comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub metric: String,
     pub unit: Option<Unit>,
-    pub a: Summary,
-    pub b: Summary,
+    /// From the workload's spec; `None` for a metric the spec does not list.
+    pub better: Option<Better>,
+    pub comparison: Comparison,
+}
+
+impl Row {
     /// B's mean against A's pooled mean, in percent.
-    pub change_pct: Option<f64>,
-    /// The last A boot's mean against the first A boot's, in percent.
-    pub drift_pct: Option<f64>,
-    /// The largest coefficient of variation within any one boot.
-    pub max_boot_cv_pct: Option<f64>,
+    pub fn change_pct(&self) -> Option<f64> {
+        self.comparison.mean_change.as_ref().map(|c| c.pct)
+    }
 }
 
 fn values(samples: &[patchbench_agent::Sample], metric: &str) -> Vec<f64> {
@@ -32,69 +34,99 @@ fn values(samples: &[patchbench_agent::Sample], metric: &str) -> Vec<f64> {
 }
 
 /// Compare A and B for every metric, in the spec's order, then any metric
-/// the spec does not list.
+/// the spec does not list, with the statistics' default options.
 pub fn rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Row> {
     let a_boots = results.samples_by_boot(Variant::A);
     let b_boots = results.samples_by_boot(Variant::B);
-    let mut names: Vec<(String, Option<Unit>)> = spec
+    let mut names: Vec<(String, Option<Unit>, Option<Better>)> = spec
         .map(|s| {
             s.metrics
                 .iter()
-                .map(|m: &MetricSpec| (m.name.clone(), Some(m.unit)))
+                .map(|m| (m.name.clone(), Some(m.unit), Some(m.better)))
                 .collect()
         })
         .unwrap_or_default();
     for boot in &results.boots {
         for sample in &boot.samples {
             for name in sample.metrics.keys() {
-                if !names.iter().any(|(n, _)| n == name) {
-                    names.push((name.clone(), None));
+                if !names.iter().any(|(n, _, _)| n == name) {
+                    names.push((name.clone(), None, None));
                 }
             }
         }
     }
+    let options = CompareOptions::default();
     names
         .into_iter()
-        .filter_map(|(metric, unit)| {
-            let pooled = |boots: &[(&crate::results::Boot, &[patchbench_agent::Sample])]| {
+        .filter_map(|(metric, unit, better)| {
+            let per_boot = |boots: &[(&crate::results::Boot, &[patchbench_agent::Sample])]| {
                 boots
                     .iter()
-                    .flat_map(|(_, s)| values(s, &metric))
+                    .map(|(_, s)| values(s, &metric))
                     .collect::<Vec<_>>()
             };
-            let a = Summary::of(&pooled(&a_boots))?;
-            let b = Summary::of(&pooled(&b_boots))?;
-            let boot_mean = |i: usize| {
-                a_boots
-                    .get(i)
-                    .and_then(|(_, s)| Summary::of(&values(s, &metric)))
-                    .map(|s| s.mean)
-            };
-            let drift_pct = if a_boots.len() > 1 {
-                boot_mean(0)
-                    .zip(boot_mean(a_boots.len() - 1))
-                    .and_then(|(first, last)| pct_change(first, last))
-            } else {
-                None
-            };
-            let max_boot_cv_pct = a_boots
-                .iter()
-                .chain(b_boots.iter())
-                .filter_map(|(_, s)| Summary::of(&values(s, &metric)).and_then(|s| s.cv_pct()))
-                .fold(None, |acc: Option<f64>, cv| {
-                    Some(acc.map_or(cv, |m| m.max(cv)))
-                });
+            let direction = better.map_or(Direction::Neither, Direction::from);
+            let comparison = stats::compare(
+                &per_boot(&a_boots),
+                &per_boot(&b_boots),
+                direction,
+                &options,
+            )
+            .ok()?;
             Some(Row {
-                change_pct: pct_change(a.mean, b.mean),
                 metric,
                 unit,
-                a,
-                b,
-                drift_pct,
-                max_boot_cv_pct,
+                better,
+                comparison,
             })
         })
         .collect()
+}
+
+/// Whether any metric regressed: the campaign's exit code says so.
+pub fn any_regression(rows: &[Row]) -> bool {
+    rows.iter()
+        .any(|r| r.comparison.verdict.kind == VerdictKind::Regression)
+}
+
+/// The verdict as a table cell, marked as the seeds mark their headline.
+pub fn verdict_cell(kind: VerdictKind) -> &'static str {
+    match kind {
+        VerdictKind::Improvement => "improvement \u{2713}",
+        VerdictKind::Regression => "regression \u{2717}",
+        VerdictKind::Changed => "changed",
+        VerdictKind::NoClearDifference => "no clear difference",
+        VerdictKind::Inconclusive => "inconclusive",
+    }
+}
+
+/// The change with its interval, bold when a change was called.
+fn change_cell(c: &Comparison) -> String {
+    let Some(change) = &c.mean_change else {
+        return "n/a".into();
+    };
+    let called = matches!(
+        c.verdict.kind,
+        VerdictKind::Improvement | VerdictKind::Regression | VerdictKind::Changed
+    );
+    let pct = signed_pct(Some(change.pct));
+    let pct = if called { format!("**{pct}**") } else { pct };
+    match &change.ci {
+        Some(ci) => format!(
+            "{pct} [{}, {}]",
+            signed_pct(Some(ci.lo)),
+            signed_pct(Some(ci.hi))
+        ),
+        None => pct,
+    }
+}
+
+fn p_cell(c: &Comparison) -> String {
+    match &c.welch {
+        Some(w) if w.p < 0.001 => "<0.001".into(),
+        Some(w) => format!("{:.3}", w.p),
+        None => "n/a".into(),
+    }
 }
 
 /// A value in the unit people read: nanoseconds as milliseconds.
@@ -152,22 +184,50 @@ pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
     }
     let _ = writeln!(
         out,
-        "| metric | unit | A mean | B mean | B vs A | A drift | max CV |"
+        "| metric | unit | A mean | B mean | B vs A [95% CI] | p | verdict | A drift | max CV |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|");
-    for row in rows(results, spec) {
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---|---:|---:|");
+    let rows = rows(results, spec);
+    for row in &rows {
+        let c = &row.comparison;
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row.metric,
             unit_label(row.unit),
-            format_value(row.a.mean, row.unit),
-            format_value(row.b.mean, row.unit),
-            signed_pct(row.change_pct),
-            signed_pct(row.drift_pct),
-            row.max_boot_cv_pct
-                .map_or("n/a".into(), |c| format!("{c:.2}%")),
+            format_value(c.a.mean, row.unit),
+            format_value(c.b.mean, row.unit),
+            change_cell(c),
+            p_cell(c),
+            verdict_cell(c.verdict.kind),
+            signed_pct(c.drift_pct),
+            c.max_boot_cv_pct
+                .map_or("n/a".into(), |cv| format!("{cv:.2}%")),
         );
+    }
+    if let Some(g) = stats::geomean_change(rows.iter().map(|r| &r.comparison)) {
+        let _ = writeln!(
+            out,
+            "\nGeometric mean of B/A over {} metric(s) with a direction (lower is better): {}.",
+            g.metrics,
+            signed_pct(Some(g.change_pct))
+        );
+    }
+    let mut reasons = rows
+        .iter()
+        .filter(|r| r.comparison.verdict.kind != VerdictKind::NoClearDifference)
+        .peekable();
+    if reasons.peek().is_some() {
+        let _ = writeln!(out);
+        for r in reasons {
+            let _ = writeln!(
+                out,
+                "- {}: {} \u{2014} {}",
+                r.metric,
+                verdict_cell(r.comparison.verdict.kind),
+                r.comparison.verdict.reason
+            );
+        }
     }
     let order: Vec<String> = (0..results.protocol.boots.len())
         .map(|i| crate::results::boot_label(&results.protocol.boots, i))
@@ -176,10 +236,16 @@ pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
         out,
         "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; A pools every A boot. \
          Drift is the last A boot's mean against the first's; max CV is the largest within-boot coefficient of variation. \
-         Accelerator: {}. Base {} ({}), chosen from {}; B adds {} patch(es), series sha256 {}.",
+         B vs A is the change of the mean with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}); p is Welch's t-test. \
+         A change is called only when p < {} and the whole interval lies outside \u{b1}{}% (widened to the A drift when that is larger); \
+         see docs/statistics.md. Accelerator: {}. Base {} ({}), chosen from {}; B adds {} patch(es), series sha256 {}.",
         order.join("/"),
         results.protocol.warmups,
         results.protocol.samples,
+        CompareOptions::default().resamples,
+        CompareOptions::default().seed,
+        CompareOptions::default().alpha,
+        CompareOptions::default().noise_pct,
         results.host.accel,
         short(&results.tree.base_commit),
         results.tree.origin,
@@ -187,6 +253,66 @@ pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
         results.series.patches.len(),
         short(&results.series.sha256),
     );
+    out
+}
+
+/// A plain-text table for a terminal: the same rows as the Markdown.
+pub fn terminal(results: &Results, spec: Option<&WorkloadSpec>) -> String {
+    let header = [
+        "metric", "unit", "A mean", "B mean", "B vs A", "95% CI", "p", "verdict",
+    ];
+    let mut table: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
+    for row in rows(results, spec) {
+        let c = &row.comparison;
+        let ci = c
+            .mean_change
+            .as_ref()
+            .and_then(|m| m.ci)
+            .map_or("n/a".into(), |ci| {
+                format!("{} .. {}", signed_pct(Some(ci.lo)), signed_pct(Some(ci.hi)))
+            });
+        table.push(vec![
+            row.metric.clone(),
+            unit_label(row.unit).to_string(),
+            format_value(c.a.mean, row.unit),
+            format_value(c.b.mean, row.unit),
+            signed_pct(row.change_pct()),
+            ci,
+            p_cell(c),
+            verdict_cell(c.verdict.kind).to_string(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            table
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    if results.host.accel == Accel::Tcg {
+        out.push_str("accelerator: TCG (emulated CPU time; compare A with B only)\n");
+    }
+    for r in &table {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (cell, w))| {
+                let pad = w - cell.chars().count();
+                // Text columns left-aligned, numbers right-aligned.
+                if i < 2 || i == 7 {
+                    format!("{cell}{}", " ".repeat(pad))
+                } else {
+                    format!("{}{cell}", " ".repeat(pad))
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
     out
 }
 

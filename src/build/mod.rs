@@ -293,8 +293,6 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
         return Ok(stamp);
     }
     preflight(&spec.builds_dir)?;
-    crate::tree::checkout(repo, spec.commit)?;
-
     let config_key = build_key(Oid::ZERO_SHA1, &base, &fragments, &compiler);
     let work = spec.builds_dir.join(format!("work-{config_key}"));
     let marker = work.join(WORK_MARKER);
@@ -322,14 +320,10 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
     // From here until the build finishes, the work directory is in flux.
     let _ = std::fs::remove_file(&marker);
     let _ = std::fs::remove_file(work.join(STAMP));
-    let touched = match &started_from {
-        Some((_, commit)) => Oid::from_str(commit)
-            .ok()
-            .map(|from| crate::tree::changed_paths(repo, from, spec.commit))
-            .transpose()?
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
+    let objects_from = started_from
+        .as_ref()
+        .and_then(|(_, commit)| Oid::from_str(commit).ok());
+    let touched = checkout_for_make(repo, spec.commit, objects_from)?;
 
     let log = work.join("build.log");
     let _ = std::fs::remove_file(&log);
@@ -417,6 +411,59 @@ fn explain(src: &Path, mismatches: &mut [kconfig::Mismatch]) {
             }
         }
     }
+}
+
+/// A time older than any object file: sources whose content matches the
+/// objects' get it, so make does not rebuild them.
+const OLD: SystemTime = SystemTime::UNIX_EPOCH;
+
+/// Check out `target` and set source mtimes so that make rebuilds exactly
+/// what differs from `objects_from`, the commit the work directory's
+/// objects were built from. A checkout rewrites every file that differs from
+/// the previous checkout, with the current time: switching back from a
+/// series to the base would make the series' files look newer than the
+/// base's objects. So files whose content is `objects_from`'s get an old
+/// mtime, and files that differ from it get the current time (even if the
+/// checkout did not touch them). Returns the paths that differ.
+fn checkout_for_make(
+    repo: &git2::Repository,
+    target: Oid,
+    objects_from: Option<Oid>,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let previous = repo
+        .head()
+        .ok()
+        .and_then(|h| h.peel_to_commit().ok())
+        .map(|c| c.id());
+    crate::tree::checkout(repo, target)?;
+    let Some(from) = objects_from else {
+        return Ok(Vec::new());
+    };
+    let workdir = repo.workdir().unwrap_or(repo.path()).to_owned();
+    let touched = crate::tree::changed_paths(repo, from, target)?;
+    let rewritten = match previous {
+        Some(p) if p != target => crate::tree::changed_paths(repo, p, target)?,
+        _ => Vec::new(),
+    };
+    let now = SystemTime::now();
+    let set = |rel: &Path, when: SystemTime| -> anyhow::Result<()> {
+        let path = workdir.join(rel);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_file() => {
+                let file = std::fs::File::options().write(true).open(&path)?;
+                file.set_modified(when)
+                    .map_err(|e| anyhow::anyhow!("cannot set the mtime of {}: {e}", path.display()))
+            }
+            _ => Ok(()),
+        }
+    };
+    for rel in rewritten.iter().filter(|p| !touched.contains(p)) {
+        set(rel, OLD)?;
+    }
+    for rel in &touched {
+        set(rel, now)?;
+    }
+    Ok(touched)
 }
 
 /// The error for a failed `make`: a full disk, or the first compiler error.

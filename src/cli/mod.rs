@@ -13,6 +13,7 @@ use crate::{campaign, ui};
 
 mod boot;
 mod build;
+mod compare;
 pub mod doctor;
 
 #[derive(Parser)]
@@ -58,6 +59,14 @@ pub enum Command {
         after_help = "Examples:\n  patchbench boot ~/.cache/patchbench/builds/<tree>/<key>/arch/x86/boot/bzImage -- cat /proc/meminfo\n  patchbench boot --repeat 10 bzImage -- true      # boot-time benchmark\n  patchbench boot --campaign ci/smoke.yaml bzImage -- sh -c 'cat /sys/module/zswap/parameters/*'"
     )]
     Boot(boot::BootArgs),
+    /// Re-render stored results without running anything: the terminal
+    /// table (or --markdown) of each results.json. With --against, compare
+    /// the B kernels of two runs: FIRST's B becomes A, the other's B is B.
+    /// Exits 1 if a metric regressed.
+    #[command(
+        after_help = "Examples:\n  patchbench compare patchbench-out/smoke-20261130-031500/results.json\n  patchbench compare --markdown out/results.json > report.md\n  patchbench compare --against old/results.json new/results.json   # B of old vs B of new"
+    )]
+    Compare(compare::CompareArgs),
     /// Check this host: QEMU, KVM (and why not), the kernel toolchain,
     /// busybox, the kernel source, disk space. Prints what to install.
     /// Exits 0 when a campaign can run, 3 when something required is missing.
@@ -76,6 +85,7 @@ impl Cli {
             Command::Apply(args) => apply(args).await,
             Command::Build(args) => build::build(args).await,
             Command::Boot(args) => boot::boot(args).await,
+            Command::Compare(args) => compare::compare(args),
             Command::Doctor { cache_dir } => {
                 let dir = cache_dir.unwrap_or_else(default_cache_dir);
                 let (text, ready) = doctor::render(&doctor::checks(&dir));
@@ -281,13 +291,17 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let sink = ui::Ui::new();
     let outcome = campaign::run(&plan, &opts, &sink).await?;
-    println!("{}", outcome.markdown);
+    let spec = crate::workload::spec_for(&outcome.results.workload);
+    print!(
+        "{}",
+        crate::report::terminal(&outcome.results, spec.as_ref())
+    );
     eprintln!(
         "results: {}\nreport:  {}",
         outcome.results_path.display(),
         outcome.markdown_path.display()
     );
-    Ok(())
+    compare::fail_on_regression(&outcome.results)
 }
 
 async fn apply(args: ApplyArgs) -> anyhow::Result<()> {

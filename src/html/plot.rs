@@ -65,6 +65,7 @@ fn verdict_colour(verdict: Verdict) -> RGBColor {
         Verdict::Regressed => RGBColor(0xcf, 0x22, 0x2e),
         Verdict::NoChange => RGBColor(0x6e, 0x77, 0x81),
         Verdict::Inconclusive => RGBColor(0xbf, 0x87, 0x00),
+        Verdict::Changed => RGBColor(0x09, 0x69, 0xda),
         Verdict::NotJudged => RGBColor(0x1f, 0x77, 0xb4),
     }
 }

@@ -21,6 +21,8 @@ pub enum Verdict {
     NoChange,
     /// Too noisy, or too few samples, to tell.
     Inconclusive,
+    /// A counter with no better direction changed beyond noise.
+    Changed,
     /// Nobody has judged this metric (no statistics, or a counter with no
     /// better direction).
     NotJudged,
@@ -28,9 +30,10 @@ pub enum Verdict {
 
 impl Verdict {
     /// Every verdict, in the order the index page counts them.
-    pub const ALL: [Verdict; 5] = [
+    pub const ALL: [Verdict; 6] = [
         Verdict::Regressed,
         Verdict::Improved,
+        Verdict::Changed,
         Verdict::NoChange,
         Verdict::Inconclusive,
         Verdict::NotJudged,
@@ -43,6 +46,7 @@ impl Verdict {
             Verdict::Regressed => "regressed",
             Verdict::NoChange => "no change",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::Changed => "changed",
             Verdict::NotJudged => "not judged",
         }
     }
@@ -54,6 +58,7 @@ impl Verdict {
             Verdict::Regressed => "v-regressed",
             Verdict::NoChange => "v-nochange",
             Verdict::Inconclusive => "v-inconclusive",
+            Verdict::Changed => "v-changed",
             Verdict::NotJudged => "v-notjudged",
         }
     }
@@ -83,22 +88,16 @@ pub struct MetricRow {
     pub note: String,
 }
 
-/// Rows from the Markdown report's summaries: means and change, no
-/// intervals, no p-values, every verdict [`Verdict::NotJudged`].
-///
-/// This is the one function to replace when the statistics module lands.
+/// Rows from the report's comparisons: means with their 95% intervals,
+/// the change with its bootstrap interval, Welch's p and the verdict.
 pub fn default_rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<MetricRow> {
+    use crate::stats::VerdictKind;
     report::rows(results, spec)
         .into_iter()
         .map(|row| {
-            let better = spec.and_then(|s| {
-                s.metrics
-                    .iter()
-                    .find(|m| m.name == row.metric)
-                    .map(|m| m.better)
-            });
-            let mut notes = Vec::new();
-            if let Some(drift) = row.drift_pct.filter(|d| d.abs() >= 5.0) {
+            let c = &row.comparison;
+            let mut notes = vec![c.verdict.reason.clone()];
+            if let Some(drift) = c.drift_pct.filter(|d| d.abs() >= 5.0) {
                 // U+2212 MINUS SIGN, as the tables write it.
                 let sign = if drift < 0.0 { '\u{2212}' } else { '+' };
                 notes.push(format!(
@@ -106,22 +105,29 @@ pub fn default_rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Metri
                     drift.abs()
                 ));
             }
-            if let Some(cv) = row.max_boot_cv_pct.filter(|c| *c >= 10.0) {
+            if let Some(cv) = c.max_boot_cv_pct.filter(|c| *c >= 10.0) {
                 notes.push(format!("within-boot CV up to {cv:.1}%"));
             }
+            let interval = |i: Option<crate::stats::Interval>| i.map(|i| (i.lo, i.hi));
             MetricRow {
-                name: row.metric,
                 unit: row.unit,
-                better,
-                a_mean: row.a.mean,
-                b_mean: row.b.mean,
-                a_ci: None,
-                b_ci: None,
-                change_pct: row.change_pct,
-                change_ci: None,
-                p_value: None,
-                verdict: Verdict::NotJudged,
+                better: row.better,
+                a_mean: c.a.mean,
+                b_mean: c.b.mean,
+                a_ci: interval(c.a.mean_ci),
+                b_ci: interval(c.b.mean_ci),
+                change_pct: row.change_pct(),
+                change_ci: interval(c.mean_change.as_ref().and_then(|m| m.ci)),
+                p_value: c.welch.as_ref().map(|w| w.p),
+                verdict: match c.verdict.kind {
+                    VerdictKind::Improvement => Verdict::Improved,
+                    VerdictKind::Regression => Verdict::Regressed,
+                    VerdictKind::NoClearDifference => Verdict::NoChange,
+                    VerdictKind::Changed => Verdict::Changed,
+                    VerdictKind::Inconclusive => Verdict::Inconclusive,
+                },
                 note: notes.join("; "),
+                name: row.metric,
             }
         })
         .collect()
