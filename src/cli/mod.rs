@@ -15,6 +15,8 @@ mod boot;
 mod build;
 mod compare;
 pub mod doctor;
+mod plan;
+mod publish;
 
 #[derive(Parser)]
 #[command(
@@ -75,6 +77,15 @@ pub enum Command {
         #[arg(long, value_name = "DIR", env = "PATCHBENCH_CACHE")]
         cache_dir: Option<PathBuf>,
     },
+    /// Print what CI would run for some campaigns: with --matrix, the GitHub
+    /// Actions matrix of the build jobs (one per kernel pair) or of the
+    /// bench jobs (one per campaign).
+    #[command(after_help = plan::AFTER_HELP)]
+    Plan(plan::PlanArgs),
+    /// Publish results: static pages, one PR comment and one commit status
+    /// per campaign, and the GitHub Actions step summary.
+    #[command(after_help = publish::AFTER_HELP)]
+    Publish(publish::PublishArgs),
 }
 
 impl Cli {
@@ -86,6 +97,8 @@ impl Cli {
             Command::Build(args) => build::build(args).await,
             Command::Boot(args) => boot::boot(args).await,
             Command::Compare(args) => compare::compare(args),
+            Command::Plan(args) => plan::plan(args),
+            Command::Publish(args) => publish::publish(args).await,
             Command::Doctor { cache_dir } => {
                 let dir = cache_dir.unwrap_or_else(default_cache_dir);
                 let (text, ready) = doctor::render(&doctor::checks(&dir));

@@ -1,0 +1,367 @@
+//! `patchbench plan`: what a CI run of some campaigns consists of, as the
+//! GitHub Actions matrices its build and bench jobs fan out over.
+//!
+//! The wire format (`--matrix`) is a matrix object, `{"include":[...]}`,
+//! printed on one line so that a step can write it to `$GITHUB_OUTPUT`:
+//!
+//! - `--jobs build`: one entry per distinct kernel pair. Campaigns whose tree,
+//!   series and kernel configuration agree share one build (A, then B
+//!   incrementally from A's objects; `patchbench build` always builds both).
+//!   Fields: `build` (the build key: 16 hex digits of a sha256 over the kernel
+//!   inputs, for artifact and cache names), `campaign` (the name of the first
+//!   campaign needing it) and `file` (its campaign file).
+//! - `--jobs bench` (the default): one entry per campaign, each run on one
+//!   runner in its A/B/A order. Fields: `campaign` (its name), `file`,
+//!   `build` (the key of its kernel pair), `workload` (the workload kind) and
+//!   `slug` (`[a-z0-9-]`, distinct, for artifact names).
+//!
+//! `file` is empty for the built-in smoke campaign (plan given no file).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{CampaignArgs, load_plan};
+use crate::config::{BaseConfig, Plan, TreeSource};
+use crate::series::SeriesSource;
+
+#[derive(clap::Args)]
+pub struct PlanArgs {
+    /// Campaign files (YAML). Without any, the built-in smoke campaign.
+    campaigns: Vec<PathBuf>,
+    /// Print the GitHub Actions matrix of `--jobs` as one line of JSON,
+    /// `{"include":[...]}`, instead of the plan for people.
+    #[arg(long)]
+    matrix: bool,
+    /// Which jobs the matrix is for: `build` (one entry per distinct kernel
+    /// pair) or `bench` (one entry per campaign).
+    #[arg(long, value_enum, default_value = "bench")]
+    jobs: PlanJobs,
+    /// Overrides every campaign's tree, as for `run`.
+    #[arg(long, value_name = "PATH|URL")]
+    tree: Option<PathBuf>,
+    /// With --tree pointing at a git repository: the base commit or ref.
+    #[arg(long, value_name = "REV", requires = "tree")]
+    rev: Option<String>,
+    /// Overrides every campaign's series, as for `run`.
+    #[arg(long, value_name = "PATH|lore:ID")]
+    series: Option<String>,
+    /// The public-inbox archive for `lore:` series.
+    #[arg(long, value_name = "URL", env = "PATCHBENCH_LORE_URL")]
+    lore_url: Option<String>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum PlanJobs {
+    /// One entry per distinct kernel pair: `build`, `campaign`, `file`.
+    Build,
+    /// One entry per campaign: `campaign`, `file`, `build`, `workload`, `slug`.
+    Bench,
+}
+
+/// The `after_help` of `patchbench plan`: the matrix wire format.
+pub(super) const AFTER_HELP: &str = "\
+Matrix format (--matrix), one line of JSON for $GITHUB_OUTPUT:
+  {\"include\":[ENTRY,...]}
+  --jobs build: one ENTRY per distinct kernel pair (campaigns whose tree,
+    series and kernel config agree share one `patchbench build`, which builds
+    A and then B incrementally from A):
+      build     the build key: 16 hex digits of a sha256 of the kernel inputs
+                (series, base config and fragments by content; tree by name)
+      campaign  the first campaign that needs it
+      file      its campaign file (empty for the built-in campaign)
+  --jobs bench: one ENTRY per campaign (run A/B/A on one runner):
+      campaign, file, build (its kernel pair's key),
+      workload  the workload kind, e.g. zswap-pageout
+      slug      [a-z0-9-], distinct per campaign, for artifact names
+
+Examples:
+  patchbench plan ci/smoke.yaml
+  patchbench plan --matrix --jobs build ci/smoke.yaml
+  echo \"bench=$(patchbench plan --matrix --jobs bench ci/*.yaml)\" >> \"$GITHUB_OUTPUT\"";
+
+pub(super) fn plan(args: PlanArgs) -> anyhow::Result<()> {
+    let plans = load_all(&args)?;
+    if args.matrix {
+        let matrix = match args.jobs {
+            PlanJobs::Build => build_matrix(&plans)?,
+            PlanJobs::Bench => bench_matrix(&plans)?,
+        };
+        println!("{matrix}");
+    } else {
+        print!("{}", describe(&plans)?);
+    }
+    Ok(())
+}
+
+/// A campaign as the plan sees it: its file (None: the built-in one) and
+/// its validated plan.
+pub(super) struct Planned {
+    file: Option<PathBuf>,
+    plan: Plan,
+}
+
+fn load_all(args: &PlanArgs) -> anyhow::Result<Vec<Planned>> {
+    let files: Vec<Option<PathBuf>> = if args.campaigns.is_empty() {
+        vec![None]
+    } else {
+        args.campaigns.iter().cloned().map(Some).collect()
+    };
+    let mut planned: Vec<Planned> = Vec::new();
+    for file in files {
+        let campaign_args = CampaignArgs {
+            campaign: file.clone(),
+            tree: args.tree.clone(),
+            rev: args.rev.clone(),
+            series: args.series.clone(),
+            lore_url: args.lore_url.clone(),
+            cache_dir: None,
+        };
+        let plan = load_plan(&campaign_args, None)?;
+        if let Some(other) = planned.iter().find(|p| p.plan.name == plan.name) {
+            anyhow::bail!(
+                "campaigns {} and {} are both named {:?}; their PR comments and statuses would overwrite each other",
+                shown(other.file.as_deref()),
+                shown(file.as_deref()),
+                plan.name
+            );
+        }
+        planned.push(Planned { file, plan });
+    }
+    Ok(planned)
+}
+
+fn shown(file: Option<&Path>) -> String {
+    file.map_or("built-in".into(), |f| f.display().to_string())
+}
+
+fn file_field(file: Option<&Path>) -> String {
+    file.map_or(String::new(), |f| f.display().to_string())
+}
+
+/// The build key of a plan: what decides the kernels A and B. Files are
+/// hashed by content, so the key does not depend on where they are.
+pub(super) fn build_key(plan: &Plan) -> anyhow::Result<String> {
+    let mut h = Sha256::new();
+    let mut field = |name: &str, value: &[u8]| {
+        h.update(name.as_bytes());
+        h.update((value.len() as u64).to_le_bytes());
+        h.update(value);
+    };
+    match &plan.tree {
+        TreeSource::Tarball(path) => field("tarball", path.to_string_lossy().as_bytes()),
+        TreeSource::Git { path, rev } => {
+            field("git", path.to_string_lossy().as_bytes());
+            field("rev", rev.as_deref().unwrap_or("HEAD").as_bytes());
+        }
+        TreeSource::Url { url, rev } => {
+            field("url", url.as_bytes());
+            field("rev", rev.as_deref().unwrap_or("HEAD").as_bytes());
+        }
+    }
+    match &plan.series {
+        SeriesSource::Lore { message_id } => {
+            field("lore", message_id.as_bytes());
+            field("lore-url", plan.lore_url.as_bytes());
+        }
+        SeriesSource::Path(path) if path.is_dir() => {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+                .with_context(|| format!("cannot list series {}", path.display()))?
+                .map(|e| e.map(|e| e.path()))
+                .collect::<Result<_, _>>()
+                .with_context(|| format!("cannot list series {}", path.display()))?;
+            entries.retain(|p| p.is_file());
+            entries.sort();
+            for entry in entries {
+                let name = entry.file_name().unwrap_or_default().to_string_lossy();
+                field("series-file", name.as_bytes());
+                field("content", &read(&entry)?);
+            }
+        }
+        SeriesSource::Path(path) => field("series", &read(path)?),
+    }
+    match &plan.base_config {
+        BaseConfig::File(path) => field("base-file", &read(path)?),
+        other => field("base", other.to_string().as_bytes()),
+    }
+    for fragment in &plan.fragments {
+        field("fragment", &read(fragment)?);
+    }
+    Ok(hex::encode(h.finalize())[..16].to_string())
+}
+
+fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+fn workload_kind(plan: &Plan) -> String {
+    serde_json::to_value(&plan.workload)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// One entry per distinct kernel pair, in the order campaigns first need them.
+pub(super) fn build_matrix(plans: &[Planned]) -> anyhow::Result<Value> {
+    let mut include: Vec<Value> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for p in plans {
+        let key = build_key(&p.plan)?;
+        if seen.insert(key.clone()) {
+            include.push(json!({
+                "build": key,
+                "campaign": p.plan.name,
+                "file": file_field(p.file.as_deref()),
+            }));
+        }
+    }
+    Ok(json!({ "include": include }))
+}
+
+/// One entry per campaign.
+pub(super) fn bench_matrix(plans: &[Planned]) -> anyhow::Result<Value> {
+    let mut taken = std::collections::BTreeSet::new();
+    let mut include = Vec::new();
+    for p in plans {
+        let base = crate::html::view::slugify(&p.plan.name);
+        let mut slug = base.clone();
+        let mut n = 1;
+        while !taken.insert(slug.clone()) {
+            n += 1;
+            slug = format!("{base}-{n}");
+        }
+        include.push(json!({
+            "campaign": p.plan.name,
+            "file": file_field(p.file.as_deref()),
+            "build": build_key(&p.plan)?,
+            "workload": workload_kind(&p.plan),
+            "slug": slug,
+        }));
+    }
+    Ok(json!({ "include": include }))
+}
+
+/// The plan for people: each campaign, its build key and what it runs.
+fn describe(plans: &[Planned]) -> anyhow::Result<String> {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for p in plans {
+        let _ = writeln!(
+            s,
+            "campaign {} ({})\n  build {}: tree {}, series {}, {} + {} fragment(s)\n  bench: {} boots {}, {} warm-up(s) + {} sample(s) per boot",
+            p.plan.name,
+            shown(p.file.as_deref()),
+            build_key(&p.plan)?,
+            p.plan.tree,
+            p.plan.series,
+            p.plan.base_config,
+            p.plan.fragments.len(),
+            workload_kind(&p.plan),
+            p.plan
+                .boots
+                .iter()
+                .map(|v| format!("{v:?}"))
+                .collect::<Vec<_>>()
+                .join("/"),
+            p.plan.warmups,
+            p.plan.samples,
+        );
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn smoke() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/smoke.yaml")
+    }
+
+    fn planned(argv: &[&str]) -> Vec<Planned> {
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let Command::Plan(args) = cli.command else {
+            panic!("not plan")
+        };
+        load_all(&args).unwrap()
+    }
+
+    #[test]
+    fn the_smoke_campaign_plans_one_build_and_one_bench() {
+        let smoke = smoke();
+        let file = smoke.to_str().unwrap();
+        let plans = planned(&["patchbench", "plan", "--matrix", file]);
+        let build = build_matrix(&plans).unwrap();
+        let key = build_key(&plans[0].plan).unwrap();
+        assert_eq!(key.len(), 16);
+        assert!(key.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(
+            build,
+            json!({"include": [{"build": key, "campaign": "smoke", "file": file}]})
+        );
+        let bench = bench_matrix(&plans).unwrap();
+        assert_eq!(
+            bench,
+            json!({"include": [{
+                "campaign": "smoke",
+                "file": file,
+                "build": key,
+                "workload": "zswap-pageout",
+                "slug": "smoke",
+            }]})
+        );
+        // One line, so a step can write `matrix=<json>` to $GITHUB_OUTPUT.
+        assert!(!bench.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn the_build_key_follows_the_series_not_the_path_it_is_reached_by() {
+        let smoke = smoke();
+        let file = smoke.to_str().unwrap();
+        let built_in = planned(&["patchbench", "plan", "--matrix"]);
+        let by_file = planned(&["patchbench", "plan", "--matrix", file]);
+        assert_eq!(built_in[0].file, None);
+        assert_eq!(
+            build_key(&built_in[0].plan).unwrap(),
+            build_key(&by_file[0].plan).unwrap()
+        );
+        let other_series = Path::new(env!("CARGO_MANIFEST_DIR")).join("patches/zswap-counter");
+        let other = planned(&[
+            "patchbench",
+            "plan",
+            "--matrix",
+            "--series",
+            other_series.to_str().unwrap(),
+            file,
+        ]);
+        assert_ne!(
+            build_key(&other[0].plan).unwrap(),
+            build_key(&by_file[0].plan).unwrap()
+        );
+    }
+
+    #[test]
+    fn campaigns_with_one_name_are_refused() {
+        let smoke = smoke();
+        let file = smoke.to_str().unwrap();
+        let cli = Cli::try_parse_from(["patchbench", "plan", "--matrix", file, file]).unwrap();
+        let Command::Plan(args) = cli.command else {
+            panic!("not plan")
+        };
+        let err = load_all(&args).err().unwrap().to_string();
+        assert!(err.contains("both named \"smoke\""), "{err}");
+    }
+
+    #[test]
+    fn the_human_plan_names_the_build_and_the_boots() {
+        let smoke = smoke();
+        let plans = planned(&["patchbench", "plan", smoke.to_str().unwrap()]);
+        let text = describe(&plans).unwrap();
+        assert!(text.starts_with("campaign smoke ("), "{text}");
+        assert!(text.contains("bench: zswap-pageout boots A/B/A, 1 warm-up(s) + 3 sample(s)"));
+    }
+}

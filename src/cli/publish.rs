@@ -1,0 +1,360 @@
+//! `patchbench publish`: place finished results where people read them: the
+//! static pages, one comment per campaign on the pull request, a commit
+//! status per campaign, and the job's step summary.
+//!
+//! Every text is a rendering of the results documents (`report::markdown`,
+//! `html::write_site`); this command only loads them and places the
+//! renderings. `--dry-run` prints exactly the comment bodies and statuses
+//! that would be sent and sends nothing. The token is read from the
+//! environment by [`GithubClient::from_env`] and never printed.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::github::{
+    self, CommentAction, DEFAULT_API, DEFAULT_TOKEN_VAR, GithubClient, GithubError, Repo,
+    StatusState,
+};
+use crate::html::{self, Run, Verdict};
+use crate::results::Results;
+use crate::ui;
+
+#[derive(clap::Args)]
+pub struct PublishArgs {
+    /// Results to publish: a run directory holding `results.json`, or the
+    /// file itself. Console logs below the run directory go on the pages.
+    #[arg(required = true, value_name = "RESULTS_DIR")]
+    results: Vec<PathBuf>,
+    /// Write the static result pages here (an index, one page per run, a
+    /// trend page per campaign).
+    #[arg(long, value_name = "DIR")]
+    pages: Option<PathBuf>,
+    /// The repository to comment on and set statuses in; needs --pr and --sha.
+    #[arg(long, value_name = "OWNER/NAME", requires_all = ["pr", "sha"])]
+    repo: Option<Repo>,
+    /// The pull request that gets one comment per campaign (edited in place
+    /// on later runs: the comment is found by its hidden marker).
+    #[arg(long, value_name = "N", requires = "repo")]
+    pr: Option<u64>,
+    /// The commit (full SHA) that gets a `patchbench/<campaign>` status.
+    #[arg(long, value_name = "SHA", requires = "repo")]
+    sha: Option<String>,
+    /// The environment variable holding the GitHub token.
+    #[arg(long, value_name = "VAR", default_value = DEFAULT_TOKEN_VAR)]
+    token_var: String,
+    /// The GitHub REST API.
+    #[arg(long, value_name = "URL", env = "GITHUB_API_URL", default_value = DEFAULT_API)]
+    api_url: String,
+    /// Where the full report lives (the pages, or the run's artifact): the
+    /// statuses link to it, and a report cut to GitHub's size limits points
+    /// at it.
+    #[arg(long, value_name = "URL")]
+    report_url: Option<String>,
+    /// Print the comment bodies and statuses that would be sent, and send
+    /// nothing. Pages and the step summary are still written.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// The `after_help` of `patchbench publish`.
+pub(super) const AFTER_HELP: &str = "\
+Examples:
+  patchbench publish patchbench-out/smoke-20250101-120000 --pages site/
+  patchbench publish results/*/ --repo owner/linux --pr 42 --sha \"$SHA\" --dry-run
+  GITHUB_TOKEN=... patchbench publish results/*/ --repo owner/linux --pr 42 --sha \"$SHA\" \\
+      --report-url \"$RUN_URL\"
+
+Each campaign gets one comment, opened by the marker <!-- patchbench:CAMPAIGN -->,
+and one commit status with context patchbench/CAMPAIGN: failure when any metric
+regressed, error when nothing was measured, success otherwise. When
+$GITHUB_STEP_SUMMARY is set, each report is appended to it.";
+
+/// One campaign's renderings.
+struct Item {
+    campaign: String,
+    markdown: String,
+    state: StatusState,
+    description: String,
+}
+
+/// Where comments and statuses go.
+struct Target {
+    repo: Repo,
+    pr: u64,
+    sha: String,
+}
+
+pub(super) async fn publish(args: PublishArgs) -> anyhow::Result<()> {
+    let target = match (args.repo.clone(), args.pr, args.sha.clone()) {
+        (Some(repo), Some(pr), Some(sha)) => {
+            check_sha(&sha)?;
+            Some(Target { repo, pr, sha })
+        }
+        // clap requires all three together.
+        _ => None,
+    };
+    let mut loaded: Vec<(PathBuf, Results)> = Vec::new();
+    for given in &args.results {
+        let (file, run_dir) = locate(given);
+        let results = Results::load(&file)?;
+        if let Some((other, _)) = loaded.iter().find(|(_, r)| r.campaign == results.campaign) {
+            anyhow::bail!(
+                "{} and {} are both of campaign {:?}; publish one run per campaign (each campaign has one comment)",
+                other.display(),
+                run_dir.display(),
+                results.campaign
+            );
+        }
+        // Refuse a name the marker cannot carry before anything is written.
+        github::campaign_marker(&results.campaign)?;
+        loaded.push((run_dir, results));
+    }
+    let specs: Vec<_> = loaded
+        .iter()
+        .map(|(_, r)| crate::workload::spec_for(&r.workload))
+        .collect();
+    let runs: Vec<Run> = loaded
+        .iter()
+        .zip(&specs)
+        .map(|((dir, r), spec)| Run::new(r, spec.as_ref(), dir))
+        .collect();
+    let items: Vec<Item> = runs
+        .iter()
+        .zip(&specs)
+        .map(|(run, spec)| {
+            let (state, description) = status_for(run);
+            Item {
+                campaign: run.results.campaign.clone(),
+                markdown: crate::report::markdown(run.results, spec.as_ref()),
+                state,
+                description,
+            }
+        })
+        .collect();
+
+    // The token is checked before anything is written.
+    let client = match &target {
+        Some(target) if !args.dry_run => {
+            let sink: Arc<dyn crate::events::Sink> = Arc::new(ui::Ui::new());
+            Some(
+                GithubClient::from_env(target.repo.clone(), &args.token_var, &args.api_url)?
+                    .with_events(sink),
+            )
+        }
+        _ => None,
+    };
+
+    if let Some(dir) = &args.pages {
+        let site = html::write_site(dir, &runs)
+            .with_context(|| format!("cannot write the pages into {}", dir.display()))?;
+        eprintln!(
+            "pages: {} ({} files)",
+            dir.join("index.html").display(),
+            site.written.len()
+        );
+        for log in &site.missing_logs {
+            eprintln!(
+                "pages: console log {} not found; its link dangles",
+                log.display()
+            );
+        }
+    }
+
+    let report_url = args.report_url.as_deref();
+    if args.dry_run {
+        print!("{}", dry_run_text(target.as_ref(), &items, report_url)?);
+    } else if let (Some(target), Some(client)) = (&target, &client) {
+        for item in &items {
+            let outcome = client
+                .upsert_comment(target.pr, &item.campaign, &item.markdown, report_url)
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot post the {} report on {}#{}",
+                        item.campaign, target.repo, target.pr
+                    )
+                })?;
+            let action = match outcome.action {
+                CommentAction::Created => "created",
+                CommentAction::Updated => "updated",
+                CommentAction::Unchanged => "unchanged",
+            };
+            println!("comment {action}: {}", outcome.html_url);
+            client
+                .set_status(
+                    &target.sha,
+                    item.state,
+                    &item.campaign,
+                    &item.description,
+                    report_url,
+                )
+                .await
+                .with_context(|| {
+                    format!("cannot set the {} status on {}", item.campaign, target.sha)
+                })?;
+            println!(
+                "status patchbench/{} on {}: {}",
+                item.campaign,
+                target.sha,
+                item.state.as_str()
+            );
+        }
+    }
+
+    for item in &items {
+        if let Some(wrote) = github::append_step_summary_from_env(&item.markdown, report_url)?
+            && wrote.truncated
+        {
+            eprintln!(
+                "step summary: the {} report was cut to fit GitHub's limit",
+                item.campaign
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The results file and its run directory for a command-line argument.
+fn locate(given: &Path) -> (PathBuf, PathBuf) {
+    if given.is_dir() {
+        (given.join("results.json"), given.to_owned())
+    } else {
+        let dir = given
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_owned();
+        (given.to_owned(), dir)
+    }
+}
+
+fn check_sha(sha: &str) -> Result<(), GithubError> {
+    if matches!(sha.len(), 40 | 64) && sha.chars().all(|c| c.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        Err(GithubError::InvalidSha {
+            given: sha.to_string(),
+        })
+    }
+}
+
+/// The commit status for a run, from its rows' verdicts: failure when any
+/// metric regressed, error when no metric was measured, success otherwise.
+/// The verdicts come from `html::view::default_rows` (all "not judged" until
+/// the statistics land), so this needs no change when they do.
+fn status_for(run: &Run) -> (StatusState, String) {
+    status_from_counts(&run.verdict_counts())
+}
+
+fn status_from_counts(counts: &[(Verdict, usize)]) -> (StatusState, String) {
+    let total: usize = counts.iter().map(|(_, n)| n).sum();
+    if total == 0 {
+        return (
+            StatusState::Error,
+            "no metric was measured: no complete boot of A and B".into(),
+        );
+    }
+    let regressed = counts
+        .iter()
+        .find(|(v, _)| *v == Verdict::Regressed)
+        .map_or(0, |(_, n)| *n);
+    let state = if regressed > 0 {
+        StatusState::Failure
+    } else {
+        StatusState::Success
+    };
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(v, n)| format!("{n} {}", v.label()))
+        .collect();
+    (
+        state,
+        format!("{total} metric(s) compared: {}", parts.join(", ")),
+    )
+}
+
+/// What `--dry-run` prints: each comment body as it would be posted (marker
+/// included) and each status as it would be set.
+fn dry_run_text(
+    target: Option<&Target>,
+    items: &[Item],
+    report_url: Option<&str>,
+) -> Result<String, GithubError> {
+    let mut s = String::from("dry run: nothing is sent to GitHub\n");
+    if target.is_none() {
+        s.push_str("(no --repo/--pr/--sha: shown as they would be posted)\n");
+    }
+    for item in items {
+        let marker = github::campaign_marker(&item.campaign)?;
+        let body = github::comment_body(&marker, &item.markdown, report_url);
+        let place = target.map_or("the pull request".to_string(), |t| {
+            format!("{}#{}", t.repo, t.pr)
+        });
+        let _ = writeln!(
+            s,
+            "\n=== comment on {place} (edits the comment opened by {marker} if there is one)\n{body}"
+        );
+        if !body.ends_with('\n') {
+            s.push('\n');
+        }
+        let sha = target.map_or("the head commit", |t| t.sha.as_str());
+        let _ = writeln!(
+            s,
+            "=== status on {sha}\ncontext: patchbench/{}\nstate: {}\ndescription: {}\ntarget_url: {}",
+            item.campaign,
+            item.state.as_str(),
+            github::status_description(&item.description),
+            report_url.unwrap_or("(none)")
+        );
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regressed_metric_fails_the_status() {
+        let (state, text) = status_from_counts(&[(Verdict::Regressed, 2), (Verdict::NoChange, 4)]);
+        assert_eq!(state, StatusState::Failure);
+        assert_eq!(text, "6 metric(s) compared: 2 regressed, 4 no change");
+    }
+
+    #[test]
+    fn unjudged_metrics_pass_and_say_so() {
+        let (state, text) = status_from_counts(&[(Verdict::NotJudged, 6)]);
+        assert_eq!(state, StatusState::Success);
+        assert_eq!(text, "6 metric(s) compared: 6 not judged");
+        let (state, _) = status_from_counts(&[(Verdict::Improved, 1), (Verdict::Inconclusive, 1)]);
+        assert_eq!(state, StatusState::Success);
+    }
+
+    #[test]
+    fn nothing_measured_is_an_error_status() {
+        assert_eq!(status_from_counts(&[]).0, StatusState::Error);
+    }
+
+    #[test]
+    fn a_short_sha_is_refused_before_anything_is_sent() {
+        assert!(check_sha("abc123").is_err());
+        assert!(check_sha(&"a".repeat(40)).is_ok());
+        assert!(check_sha(&"g".repeat(40)).is_err());
+    }
+
+    #[test]
+    fn a_results_file_or_its_directory_is_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, run_dir) = locate(dir.path());
+        assert_eq!(file, dir.path().join("results.json"));
+        assert_eq!(run_dir, dir.path());
+        let (file, run_dir) = locate(Path::new("results.json"));
+        assert_eq!(
+            (file.as_path(), run_dir.as_path()),
+            (Path::new("results.json"), Path::new("."))
+        );
+    }
+}

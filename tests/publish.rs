@@ -1,0 +1,238 @@
+//! `patchbench publish`, the real binary, end to end against a local GitHub
+//! stand-in (wiremock): the first publish creates the PR comment and sets
+//! the status, a second one edits that comment instead of posting another;
+//! `--dry-run` prints what would be posted and sends nothing.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use wiremock::matchers::{body_partial_json, header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const TOKEN: &str = "ghp_publishTestTokenNeverShown42";
+const SHA: &str = "9b96fe89a6f48ab291b00f765a3a15462a42af37";
+const COMMENTS: &str = "/repos/o/r/issues/7/comments";
+const MARKER: &str = "<!-- patchbench:smoke -->";
+
+/// The stored smoke run's results.json, copied into `dir/run/`, with
+/// `edit` applied to it.
+fn run_dir(dir: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-results.json");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    edit(&mut doc);
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("results.json"), doc.to_string()).unwrap();
+    run
+}
+
+struct Output {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+async fn patchbench(args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_patchbench"));
+    cmd.args(args)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("GITHUB_API_URL")
+        .env_remove("GITHUB_TOKEN")
+        .env("NO_COLOR", "1");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), cmd.output())
+        .await
+        .expect("publish finished within 60 s")
+        .unwrap();
+    let output = Output {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(
+        !output.stdout.contains(TOKEN) && !output.stderr.contains(TOKEN),
+        "the token was printed:\n{}\n{}",
+        output.stdout,
+        output.stderr
+    );
+    output
+}
+
+fn comment(body: &str) -> Value {
+    json!({"id": 1, "html_url": "https://github.com/o/r/pull/7#issuecomment-1", "body": body})
+}
+
+fn publish_args<'a>(run: &'a str, server: &'a str) -> Vec<&'a str> {
+    vec![
+        "publish",
+        run,
+        "--repo",
+        "o/r",
+        "--pr",
+        "7",
+        "--sha",
+        SHA,
+        "--token-var",
+        "PATCHBENCH_TEST_TOKEN",
+        "--api-url",
+        server,
+        "--report-url",
+        "https://example.org/runs/1",
+    ]
+}
+
+#[tokio::test]
+async fn a_second_publish_edits_the_comment_the_first_created() {
+    let server = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let summary = tmp.path().join("summary.md");
+    let envs = [
+        ("PATCHBENCH_TEST_TOKEN", TOKEN),
+        ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+    ];
+    let status = || {
+        Mock::given(method("POST"))
+            .and(path(format!("/repos/o/r/statuses/{SHA}")))
+            .and(body_partial_json(json!({
+                "state": "success",
+                "context": "patchbench/smoke",
+                "target_url": "https://example.org/runs/1",
+            })))
+            .respond_with(ResponseTemplate::new(201).set_body_json(json!({"id": 5})))
+            .expect(1)
+    };
+
+    // 1. No comment yet: one is created.
+    let run = run_dir(tmp.path(), |_| {});
+    Mock::given(method("GET"))
+        .and(path(COMMENTS))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(COMMENTS))
+        .and(header("authorization", format!("Bearer {TOKEN}").as_str()))
+        .respond_with(ResponseTemplate::new(201).set_body_json(comment("(created)")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    status().mount(&server).await;
+    let uri = server.uri();
+    let out = patchbench(&publish_args(run.to_str().unwrap(), &uri), &envs).await;
+    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("comment created: https://github.com/o/r/pull/7#issuecomment-1")
+    );
+    assert!(
+        out.stdout
+            .contains(&format!("status patchbench/smoke on {SHA}: success"))
+    );
+    server.verify().await;
+    let requests = server.received_requests().await.unwrap();
+    let created = requests
+        .iter()
+        .find(|r| r.method.as_str() == "POST" && r.url.path() == COMMENTS)
+        .unwrap();
+    let posted: Value = serde_json::from_slice(&created.body).unwrap();
+    let posted = posted["body"].as_str().unwrap().to_string();
+    assert!(posted.starts_with(&format!("{MARKER}\n### patchbench: zswap-pageout")));
+    assert!(posted.contains("| metric | unit | A mean | B mean | B vs A | A drift | max CV |"));
+    let summary_text = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        summary_text.starts_with("### patchbench: zswap-pageout"),
+        "{summary_text}"
+    );
+
+    // 2. The comment exists (with what was posted); the report changed: it
+    //    is edited, and no second comment is created.
+    server.reset().await;
+    let run = run_dir(&tmp.path().join("again"), |doc| {
+        doc["series"]["patches"][0]["subject"] = json!("mm: memcg: the same patch, v2");
+    });
+    Mock::given(method("GET"))
+        .and(path(COMMENTS))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([comment(&posted)])))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .and(path("/repos/o/r/issues/comments/1"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(comment("(edited)")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(COMMENTS))
+        .respond_with(ResponseTemplate::new(201).set_body_json(comment("(duplicate)")))
+        .expect(0)
+        .mount(&server)
+        .await;
+    status().mount(&server).await;
+    let out = patchbench(&publish_args(run.to_str().unwrap(), &uri), &envs).await;
+    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("comment updated:"), "{}", out.stdout);
+    server.verify().await;
+    let requests = server.received_requests().await.unwrap();
+    let edited = requests
+        .iter()
+        .find(|r| r.method.as_str() == "PATCH")
+        .unwrap();
+    let edited: Value = serde_json::from_slice(&edited.body).unwrap();
+    let edited = edited["body"].as_str().unwrap();
+    assert!(edited.starts_with(MARKER));
+    assert!(edited.contains("the same patch, v2"));
+}
+
+#[tokio::test]
+async fn a_dry_run_prints_the_marked_comment_and_the_status_and_sends_nothing() {
+    // A server that answers nothing: any request would fail the run.
+    let server = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let run = run_dir(tmp.path(), |_| {});
+    let pages = tmp.path().join("site");
+    let uri = server.uri();
+    let mut args = publish_args(run.to_str().unwrap(), &uri);
+    args.extend(["--dry-run", "--pages", pages.to_str().unwrap()]);
+    // No token in the environment: a dry run does not need one.
+    let out = patchbench(&args, &[]).await;
+    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
+    assert!(server.received_requests().await.unwrap().is_empty());
+    let text = &out.stdout;
+    assert!(
+        text.starts_with("dry run: nothing is sent to GitHub\n"),
+        "{text}"
+    );
+    assert!(text.contains(&format!(
+        "=== comment on o/r#7 (edits the comment opened by {MARKER}"
+    )));
+    assert!(text.contains(&format!("\n{MARKER}\n### patchbench: zswap-pageout")));
+    assert!(text.contains("| metric | unit | A mean | B mean | B vs A | A drift | max CV |"));
+    assert!(text.contains("| pageout_cpu_ns | ms |"), "{text}");
+    assert!(text.contains(&format!(
+        "=== status on {SHA}\ncontext: patchbench/smoke\nstate: success\n\
+         description: 6 metric(s) compared: 6 not judged\ntarget_url: https://example.org/runs/1\n"
+    )));
+    // The pages are local: written even in a dry run.
+    assert!(pages.join("index.html").is_file());
+}
+
+#[tokio::test]
+async fn a_missing_token_is_named_by_its_variable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = run_dir(tmp.path(), |_| {});
+    let mut args = publish_args(run.to_str().unwrap(), "http://127.0.0.1:9");
+    let var = args.iter().position(|a| *a == "--token-var").unwrap() + 1;
+    args[var] = "PATCHBENCH_TEST_TOKEN_UNSET";
+    let out = patchbench(&args, &[]).await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr
+            .contains("environment variable PATCHBENCH_TEST_TOKEN_UNSET holds no GitHub token"),
+        "{}",
+        out.stderr
+    );
+}
