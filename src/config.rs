@@ -189,7 +189,16 @@ pub enum WorkloadConfig {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolConfig {
+    /// `ABA` (default), `ABAB` (alternating), or `random` (shuffled with
+    /// `seed`, recorded in the results).
+    #[serde(default)]
     pub order: BootOrder,
+    /// Boots of each variant for `ABAB` and `random` [default: 2].
+    #[serde(default)]
+    pub boots_per_variant: Option<u32>,
+    /// The shuffle's seed for `random` [default: a fixed seed].
+    #[serde(default)]
+    pub seed: Option<u64>,
     /// Samples discarded at the start of every boot.
     pub warmups: u32,
     /// Samples measured per boot.
@@ -197,17 +206,46 @@ pub struct ProtocolConfig {
 }
 
 /// The order of fresh boots.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
 pub enum BootOrder {
     /// Base, patched, base again: the return to A measures drift.
+    #[default]
     #[serde(rename = "ABA")]
     Aba,
+    /// A, B, A, B, ...: `boots_per_variant` of each, interleaved.
+    #[serde(rename = "ABAB")]
+    Alternate,
+    /// `boots_per_variant` of each in a seeded random order, so that no
+    /// slow drift of the host lines up with the variants.
+    #[serde(rename = "random")]
+    Random,
 }
 
+/// The seed of a `random` boot order when the campaign gives none.
+pub const DEFAULT_ORDER_SEED: u64 = 2026;
+
 impl BootOrder {
-    pub fn boots(self) -> Vec<Variant> {
+    /// The boots, in order. `per_variant` is ignored by `ABA`.
+    pub fn boots(self, per_variant: u32, seed: u64) -> Vec<Variant> {
+        let alternate = || {
+            (0..per_variant)
+                .flat_map(|_| [Variant::A, Variant::B])
+                .collect::<Vec<_>>()
+        };
         match self {
             BootOrder::Aba => vec![Variant::A, Variant::B, Variant::A],
+            BootOrder::Alternate => alternate(),
+            BootOrder::Random => {
+                use rand_core::SeedableRng;
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                let mut boots = alternate();
+                // Fisher-Yates with an unbiased bounded draw.
+                for i in (1..boots.len()).rev() {
+                    let j = crate::stats::bootstrap::uniform_below(&mut rng, i as u64 + 1) as usize;
+                    boots.swap(i, j);
+                }
+                boots
+            }
         }
     }
 }
@@ -303,6 +341,8 @@ pub struct Plan {
     pub thp: ThpMode,
     pub workload: patchbench_agent::Workload,
     pub boots: Vec<Variant>,
+    /// The seed that shuffled `boots`, for a random order.
+    pub order_seed: Option<u64>,
     pub warmups: u32,
     pub samples: u32,
 }
@@ -389,6 +429,25 @@ impl Campaign {
         if self.protocol.samples == 0 {
             return Err(invalid("protocol.samples must be at least 1".into()));
         }
+        match (self.protocol.order, self.protocol.boots_per_variant) {
+            (BootOrder::Aba, Some(_)) => {
+                return Err(invalid(
+                    "protocol.boots_per_variant needs order ABAB or random (ABA is always A, B, A)"
+                        .into(),
+                ));
+            }
+            (_, Some(0)) => {
+                return Err(invalid(
+                    "protocol.boots_per_variant must be at least 1".into(),
+                ));
+            }
+            _ => {}
+        }
+        if self.protocol.seed.is_some() && self.protocol.order != BootOrder::Random {
+            return Err(invalid(
+                "protocol.seed applies only to order: random".into(),
+            ));
+        }
         let workload = match self.workload {
             WorkloadConfig::ZswapPageout {
                 workers,
@@ -436,7 +495,12 @@ impl Campaign {
             zswap: self.zswap,
             thp: self.thp,
             workload,
-            boots: self.protocol.order.boots(),
+            boots: self.protocol.order.boots(
+                self.protocol.boots_per_variant.unwrap_or(2),
+                self.protocol.seed.unwrap_or(DEFAULT_ORDER_SEED),
+            ),
+            order_seed: (self.protocol.order == BootOrder::Random)
+                .then(|| self.protocol.seed.unwrap_or(DEFAULT_ORDER_SEED)),
             warmups: self.protocol.warmups,
             samples: self.protocol.samples,
         })
@@ -445,6 +509,25 @@ impl Campaign {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn boot_orders_alternate_or_shuffle_reproducibly() {
+        use Variant::{A, B};
+        assert_eq!(BootOrder::Aba.boots(5, 1), [A, B, A]);
+        assert_eq!(BootOrder::Alternate.boots(3, 1), [A, B, A, B, A, B]);
+        let shuffled = BootOrder::Random.boots(4, 7);
+        assert_eq!(
+            shuffled,
+            BootOrder::Random.boots(4, 7),
+            "same seed, same order"
+        );
+        assert_eq!(shuffled.iter().filter(|v| **v == A).count(), 4);
+        assert_eq!(shuffled.len(), 8);
+        // Some seed among a few gives an order other than plain alternation.
+        assert!(
+            (0..8).any(|seed| BootOrder::Random.boots(4, seed) != BootOrder::Alternate.boots(4, 0))
+        );
+    }
     use super::*;
 
     fn smoke() -> Campaign {

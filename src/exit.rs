@@ -26,6 +26,13 @@ pub const PATCH: i32 = 4;
 /// The console log path is in the message.
 pub const GUEST: i32 = 5;
 
+/// Ctrl-C or SIGTERM stopped the command.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "interrupted; every sample measured so far is in results.json, and the same command with the same --out resumes"
+)]
+pub struct Interrupted;
+
 /// The campaign finished and the patch regressed these metrics.
 #[derive(Debug, thiserror::Error)]
 #[error("the patch regressed: {}", .metrics.join(", "))]
@@ -39,7 +46,7 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         if cause.is::<Regressed>() {
             return REGRESSION;
         }
-        if cause.is::<ConfigError>() {
+        if cause.is::<ConfigError>() || cause.is::<crate::campaign::ResumeError>() {
             return USAGE;
         }
         if cause.is::<SeriesError>() {

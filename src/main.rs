@@ -16,7 +16,27 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::INFRASTRUCTURE as u8);
         }
     };
-    let result = runtime.block_on(async { cli.run().await });
+    // On Ctrl-C or SIGTERM the command's future is dropped: every QEMU
+    // (each in its own process group, so the terminal's SIGINT never
+    // reaches it) is killed by its guard, and results.json already holds
+    // every sample measured. Re-running the same command resumes.
+    let result = runtime.block_on(async {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let terminated = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            result = cli.run() => result,
+            _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!(exit::Interrupted)),
+            _ = terminated => Err(anyhow::anyhow!(exit::Interrupted)),
+        }
+    });
     match result {
         Ok(()) => ExitCode::from(exit::OK as u8),
         Err(err) => {

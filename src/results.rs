@@ -94,10 +94,13 @@ pub struct KernelRecord {
     pub artifact: KernelArtifact,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Protocol {
     pub boots: Vec<Variant>,
+    /// The seed that shuffled `boots` (order `random`), else absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
     pub warmups: u32,
     pub samples: u32,
 }
@@ -131,6 +134,36 @@ pub struct Timing {
 }
 
 impl Results {
+    /// Whether `earlier` is a previous, interrupted run of the same
+    /// campaign on the same kernels, whose complete boots can be kept.
+    pub fn can_resume_from(&self, earlier: &Results) -> bool {
+        let kernels = |r: &Results| {
+            r.kernels
+                .iter()
+                .map(|k| (k.variant, k.artifact.bzimage_sha256.clone()))
+                .collect::<Vec<_>>()
+        };
+        earlier.schema_version == self.schema_version
+            && earlier.campaign == self.campaign
+            && earlier.protocol == self.protocol
+            && earlier.workload == self.workload
+            && earlier.host.accel == self.host.accel
+            && earlier.host.icount == self.host.icount
+            && kernels(earlier) == kernels(self)
+    }
+
+    /// The boots of `earlier` to keep: the complete ones from the start of
+    /// the boot order (a boot after an incomplete one runs again, so the
+    /// order stays the protocol's).
+    pub fn completed_prefix(earlier: &Results) -> Vec<Boot> {
+        earlier
+            .boots
+            .iter()
+            .take_while(|b| b.complete)
+            .cloned()
+            .collect()
+    }
+
     /// Write the document atomically.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         let mut text = serde_json::to_string_pretty(self).expect("results serialize");

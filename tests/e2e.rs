@@ -308,3 +308,88 @@ fn accel_kvm_fails_fast_with_the_reason_where_kvm_is_unusable() {
         ),
     }
 }
+
+#[test]
+fn an_interrupted_campaign_resumes_without_redoing_a_finished_boot() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = smoke();
+    let dir = tempfile::tempdir().unwrap().keep();
+    let campaign = smoke_variant(
+        &dir,
+        "resume",
+        &[("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 2")],
+    );
+    let out = dir.join("out");
+    let run = || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_patchbench"));
+        cmd.arg("run")
+            .arg(&campaign)
+            .arg("--out")
+            .arg(&out)
+            .arg("--cache-dir")
+            .arg(cache_dir())
+            .env("PATCHBENCH_AGENT", patchbench::find_agent().unwrap());
+        cmd
+    };
+    let first_log = std::fs::File::create(dir.join("first.stderr")).unwrap();
+    let mut child = run().stderr(first_log).spawn().unwrap();
+    // Interrupt as soon as the first boot is complete on disk.
+    let results_path = out.join("results.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(900);
+    let first_boot = loop {
+        if let Ok(r) = patchbench::results::Results::load(&results_path)
+            && r.boots.first().is_some_and(|b| b.complete)
+        {
+            break serde_json::to_value(&r.boots[0]).unwrap();
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it could be interrupted: {}",
+            std::fs::read_to_string(dir.join("first.stderr")).unwrap_or_default()
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "boot A never completed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let first_stderr = std::fs::read_to_string(dir.join("first.stderr")).unwrap();
+    assert_eq!(
+        status.code(),
+        Some(patchbench::exit::INFRASTRUCTURE),
+        "{first_stderr}"
+    );
+    assert!(first_stderr.contains("interrupted"), "{first_stderr}");
+    // The interrupted boot's QEMU is gone with it.
+    let pgrep = Command::new("pgrep")
+        .arg("-f")
+        .arg(out.join("boots/1-B").display().to_string())
+        .output()
+        .unwrap();
+    assert!(
+        pgrep.stdout.is_empty(),
+        "stray QEMU: {}",
+        String::from_utf8_lossy(&pgrep.stdout)
+    );
+
+    let again = run().output().unwrap();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("boot(s) A already complete, not measured again"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("boot A: kernel A"),
+        "boot A ran again: {stderr}"
+    );
+    let results = patchbench::results::Results::load(&results_path).unwrap();
+    let labels: Vec<_> = results.boots.iter().map(|b| b.label.as_str()).collect();
+    assert_eq!(labels, ["A", "B", "A'"]);
+    assert!(results.boots.iter().all(|b| b.complete));
+    // Boot A is the very boot measured before the interruption.
+    assert_eq!(serde_json::to_value(&results.boots[0]).unwrap(), first_boot);
+}

@@ -162,6 +162,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         workload: plan.workload.clone(),
         protocol: Protocol {
             boots: plan.boots.clone(),
+            order_seed: plan.order_seed,
             warmups: plan.warmups,
             samples: plan.samples,
         },
@@ -169,8 +170,46 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         timings: Vec::new(),
     };
     let results_path = opts.out_dir.join("results.json");
+    if results_path.exists() {
+        let earlier = Results::load(&results_path)?;
+        if !results.can_resume_from(&earlier) {
+            return Err(ResumeError {
+                path: results_path.clone(),
+            }
+            .into());
+        }
+        results.boots = Results::completed_prefix(&earlier);
+        results.started_at = earlier.started_at;
+        // This run's import and build times, then the kept boots' times.
+        let kept: Vec<String> = results
+            .boots
+            .iter()
+            .map(|b| format!("boot {}", b.label))
+            .collect();
+        stages.timings.extend(
+            earlier
+                .timings
+                .into_iter()
+                .filter(|t| kept.contains(&t.stage)),
+        );
+        if !results.boots.is_empty() {
+            sink.emit(Event::Note(format!(
+                "resuming {}: boot(s) {} already complete, not measured again",
+                results_path.display(),
+                results
+                    .boots
+                    .iter()
+                    .map(|b| b.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
 
     for (index, variant) in plan.boots.iter().copied().enumerate() {
+        if index < results.boots.len() {
+            continue;
+        }
         let label = results::boot_label(&plan.boots, index);
         let boot_dir = opts
             .out_dir
@@ -240,6 +279,14 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         markdown,
         markdown_path,
     })
+}
+
+/// The output directory holds results of another campaign, or of other
+/// kernels: resuming into it would mix two experiments.
+#[derive(Debug, thiserror::Error)]
+#[error("{} holds results of a different campaign, protocol or kernels; resume only with the same campaign and series, or choose another --out", path.display())]
+pub struct ResumeError {
+    pub path: PathBuf,
 }
 
 /// Write a boot's job into its initramfs and describe the boot: the
