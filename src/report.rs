@@ -166,10 +166,18 @@ pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
         .first()
         .map(|p| p.subject.as_str())
         .unwrap_or("series");
-    let _ = writeln!(
-        out,
-        "### patchbench: {workload}, A = base, B = base + \"{subject}\"\n"
-    );
+    let self_check = results.series.patches.is_empty();
+    if self_check {
+        let _ = writeln!(
+            out,
+            "### patchbench: {workload}, A/A self-check: A = B = the base\n"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "### patchbench: {workload}, A = base, B = base + \"{subject}\"\n"
+        );
+    }
     if results.host.accel == Accel::Tcg {
         let _ = writeln!(
             out,
@@ -213,6 +221,9 @@ pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
             signed_pct(Some(g.change_pct))
         );
     }
+    if self_check {
+        let _ = writeln!(out, "\n{}", self_check_line(results, &rows));
+    }
     let mut reasons = rows
         .iter()
         .filter(|r| r.comparison.verdict.kind != VerdictKind::NoClearDifference)
@@ -254,6 +265,55 @@ pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
         short(&results.series.sha256),
     );
     out
+}
+
+/// The A/A verdict: any improvement or regression is a false positive, set
+/// against the rate the rules imply for this protocol and noise.
+fn self_check_line(results: &Results, rows: &[Row]) -> String {
+    let false_calls: Vec<&str> = rows
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.comparison.verdict.kind,
+                VerdictKind::Improvement | VerdictKind::Regression
+            )
+        })
+        .map(|r| r.metric.as_str())
+        .collect();
+    let directed: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.comparison.direction != Direction::Neither)
+        .collect();
+    let cv = directed
+        .iter()
+        .filter_map(|r| r.comparison.a.cv_pct())
+        .fold(0.0_f64, f64::max);
+    let count = |v: Variant| results.protocol.boots.iter().filter(|b| **b == v).count();
+    let scenario = stats::NullScenario {
+        a_boots: count(Variant::A),
+        b_boots: count(Variant::B),
+        per_boot: results.protocol.samples as usize,
+        cv_pct: cv.max(0.1),
+        simulations: 2000,
+        seed: stats::DEFAULT_SEED,
+    };
+    let rate = stats::aa_false_positive_rate(&scenario, &CompareOptions::default())
+        .map_or("n/a".to_string(), |r| format!("{:.1}%", r * 100.0));
+    let outcome = if false_calls.is_empty() {
+        format!(
+            "**A/A self-check passed**: none of {} metric(s) with a direction was called an improvement or a regression",
+            directed.len()
+        )
+    } else {
+        format!(
+            "**A/A self-check FAILED**: {} called a change between identical kernels",
+            false_calls.join(", ")
+        )
+    };
+    format!(
+        "{outcome}. The rules' false-positive rate per metric at this protocol ({} A and {} B boot(s) of {} sample(s), CV {cv:.1}%), simulated: {rate}.",
+        scenario.a_boots, scenario.b_boots, scenario.per_boot
+    )
 }
 
 /// A plain-text table for a terminal: the same rows as the Markdown.
@@ -322,6 +382,19 @@ fn short(id: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_a_a_run_reports_its_self_check_and_false_positive_rate() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/smoke-results.json");
+        let mut results = Results::load(&path).unwrap();
+        results.series.patches.clear();
+        let spec = crate::workload::spec_for(&results.workload);
+        let text = markdown(&results, spec.as_ref());
+        assert!(text.contains("A/A self-check: A = B = the base"), "{text}");
+        assert!(text.contains("**A/A self-check passed**"), "{text}");
+        assert!(text.contains("simulated: "), "{text}");
+    }
     use super::*;
 
     #[test]

@@ -181,6 +181,7 @@ pub(super) fn build_key(plan: &Plan) -> anyhow::Result<String> {
             }
         }
         SeriesSource::Path(path) => field("series", &read(path)?),
+        SeriesSource::None => field("series", b"none"),
     }
     match &plan.base_config {
         BaseConfig::File(path) => field("base-file", &read(path)?),

@@ -24,11 +24,17 @@ pub enum SeriesSource {
     /// `lore:<message-id>`: the thread of that message, fetched from a
     /// public-inbox archive.
     Lore { message_id: String },
+    /// `none`: no patches, so B is the base itself. An A/A self-check: its
+    /// verdicts must all be "no clear difference".
+    None,
 }
 
 impl SeriesSource {
     /// `lore:<id>` or a path, resolved against `base_dir` when relative.
     pub fn parse(text: &str, base_dir: &Path) -> SeriesSource {
+        if text == "none" {
+            return SeriesSource::None;
+        }
         match text.strip_prefix("lore:") {
             Some(id) => SeriesSource::Lore {
                 message_id: id.trim().to_string(),
@@ -43,6 +49,7 @@ impl std::fmt::Display for SeriesSource {
         match self {
             SeriesSource::Path(p) => write!(f, "{}", p.display()),
             SeriesSource::Lore { message_id } => write!(f, "lore:{message_id}"),
+            SeriesSource::None => f.write_str("none (A/A self-check: B is the base)"),
         }
     }
 }
@@ -274,6 +281,13 @@ pub fn load_path(path: &Path) -> Result<Series, SeriesError> {
 /// Read a series from wherever it is.
 pub async fn load(source: &SeriesSource, lore_url: &str) -> Result<Series, SeriesError> {
     match source {
+        SeriesSource::None => Ok(Series {
+            source: SeriesSource::None,
+            patches: Vec::new(),
+            cover_letters: 0,
+            base_commit: None,
+            sha256: hex::encode(Sha256::digest(b"")),
+        }),
         SeriesSource::Path(path) => load_path(path),
         SeriesSource::Lore { message_id } => {
             let mbox = lore::fetch_thread(lore_url, message_id)
