@@ -279,10 +279,9 @@ fn the_guest_has_the_possible_and_online_cpus_asked_for() {
 #[test]
 fn accel_kvm_fails_fast_with_the_reason_where_kvm_is_unusable() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // A series that does not exist: on a host where KVM works, the run gets
-    // past the accelerator and stops there (exit 2), without a campaign.
+    // Where KVM works this is simply the smoke campaign under KVM.
     let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
-        .args(["run", "--accel", "kvm", "--series", "/nonexistent/series"])
+        .args(["run", "--accel", "kvm"])
         .arg("--out")
         .arg(tempfile::tempdir().unwrap().path())
         .output()
@@ -301,10 +300,9 @@ fn accel_kvm_fails_fast_with_the_reason_where_kvm_is_unusable() {
                 "it got past the accelerator: {stderr}"
             );
         }
-        Ok(()) => assert_ne!(
-            output.status.code(),
-            Some(patchbench::exit::INFRASTRUCTURE),
-            "{stderr}"
+        Ok(()) => assert!(
+            matches!(output.status.code(), Some(0 | 1)),
+            "a KVM host must run the campaign: {stderr}"
         ),
     }
 }
