@@ -139,6 +139,18 @@ pub struct ApplyArgs {
 pub struct CampaignArgs {
     /// The campaign file (YAML). Without one, the built-in smoke campaign runs.
     campaign: Option<PathBuf>,
+    #[command(flatten)]
+    sources: SourceArgs,
+    /// Imported trees and kernel build directories, kept between runs
+    /// [default: $XDG_CACHE_HOME/patchbench or ~/.cache/patchbench].
+    #[arg(long, value_name = "DIR", env = "PATCHBENCH_CACHE")]
+    cache_dir: Option<PathBuf>,
+}
+
+/// The tree and series flags that override a campaign's (`run`, `build`,
+/// `plan`).
+#[derive(clap::Args, Clone, Default)]
+pub struct SourceArgs {
     /// The base kernel tree: a source tarball (.tar.xz/.tar.gz), a local git
     /// repository, or a git URL (fetched shallow). Overrides the campaign's `tree`.
     #[arg(long, value_name = "PATH|URL")]
@@ -149,16 +161,13 @@ pub struct CampaignArgs {
     rev: Option<String>,
     /// The patch series for variant B: a directory of `git format-patch`
     /// files (ordered by its `series` file if it has one), an mbox, one patch
-    /// file, or `lore:<message-id>`. Overrides the campaign's `series`.
+    /// file, `lore:<message-id>`, or `none` (an A/A self-check: B is the
+    /// base). Overrides the campaign's `series`.
     #[arg(long, value_name = "PATH|lore:ID")]
     series: Option<String>,
     /// The public-inbox archive for `lore:` series.
     #[arg(long, value_name = "URL", env = "PATCHBENCH_LORE_URL")]
     lore_url: Option<String>,
-    /// Imported trees and kernel build directories, kept between runs
-    /// [default: $XDG_CACHE_HOME/patchbench or ~/.cache/patchbench].
-    #[arg(long, value_name = "DIR", env = "PATCHBENCH_CACHE")]
-    cache_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -235,14 +244,12 @@ fn tree_override(path: PathBuf, rev: Option<String>) -> TreeSource {
 
 /// Load the campaign (or the built-in one) and apply the flags to it.
 fn load_plan(args: &CampaignArgs, accel: Option<AccelChoice>) -> anyhow::Result<config::Plan> {
+    let s = &args.sources;
     let overrides = Overrides {
-        tree: args
-            .tree
-            .clone()
-            .map(|t| tree_override(t, args.rev.clone())),
-        series: args.series.clone(),
+        tree: s.tree.clone().map(|t| tree_override(t, s.rev.clone())),
+        series: s.series.clone(),
         accel,
-        lore_url: args.lore_url.clone(),
+        lore_url: s.lore_url.clone(),
     };
     load_plan_with(args.campaign.as_deref(), overrides)
 }

@@ -23,7 +23,7 @@ use anyhow::Context;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{CampaignArgs, load_plan};
+use super::{CampaignArgs, SourceArgs, load_plan};
 use crate::config::{BaseConfig, Plan, TreeSource};
 use crate::series::SeriesSource;
 
@@ -39,18 +39,9 @@ pub struct PlanArgs {
     /// pair) or `bench` (one entry per campaign).
     #[arg(long, value_enum, default_value = "bench")]
     jobs: PlanJobs,
-    /// Overrides every campaign's tree, as for `run`.
-    #[arg(long, value_name = "PATH|URL")]
-    tree: Option<PathBuf>,
-    /// With --tree pointing at a git repository: the base commit or ref.
-    #[arg(long, value_name = "REV", requires = "tree")]
-    rev: Option<String>,
-    /// Overrides every campaign's series, as for `run`.
-    #[arg(long, value_name = "PATH|lore:ID")]
-    series: Option<String>,
-    /// The public-inbox archive for `lore:` series.
-    #[arg(long, value_name = "URL", env = "PATCHBENCH_LORE_URL")]
-    lore_url: Option<String>,
+    /// Overrides every campaign's tree and series, as for `run`.
+    #[command(flatten)]
+    sources: SourceArgs,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -113,10 +104,7 @@ fn load_all(args: &PlanArgs) -> anyhow::Result<Vec<Planned>> {
     for file in files {
         let campaign_args = CampaignArgs {
             campaign: file.clone(),
-            tree: args.tree.clone(),
-            rev: args.rev.clone(),
-            series: args.series.clone(),
-            lore_url: args.lore_url.clone(),
+            sources: args.sources.clone(),
             cache_dir: None,
         };
         let plan = load_plan(&campaign_args, None)?;
