@@ -34,6 +34,19 @@ pub struct Results {
     pub boots: Vec<Boot>,
     /// Wall time of every stage, in the order they ran.
     pub timings: Vec<Timing>,
+    /// Every metric's comparison (summaries, intervals, tests, verdict),
+    /// written when the last boot is done; empty until then. Reports
+    /// recompute them from the samples, so this is a record, not an input.
+    #[serde(default)]
+    pub comparisons: Vec<MetricComparison>,
+}
+
+/// One metric's comparison as the report judged it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricComparison {
+    pub metric: String,
+    pub comparison: crate::stats::Comparison,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

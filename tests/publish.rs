@@ -140,7 +140,9 @@ async fn a_second_publish_edits_the_comment_the_first_created() {
     let posted: Value = serde_json::from_slice(&created.body).unwrap();
     let posted = posted["body"].as_str().unwrap().to_string();
     assert!(posted.starts_with(&format!("{MARKER}\n### patchbench: zswap-pageout")));
-    assert!(posted.contains("| metric | unit | A mean | B mean | B vs A [95% CI] | p | verdict | A drift | max CV |"));
+    assert!(posted.contains(
+        "| metric | unit | A mean | B mean | B vs A [95% CI] | p | verdict | A drift | max CV |"
+    ));
     let summary_text = std::fs::read_to_string(&summary).unwrap();
     assert!(
         summary_text.starts_with("### patchbench: zswap-pageout"),
@@ -210,7 +212,9 @@ async fn a_dry_run_prints_the_marked_comment_and_the_status_and_sends_nothing() 
         "=== comment on o/r#7 (edits the comment opened by {MARKER}"
     )));
     assert!(text.contains(&format!("\n{MARKER}\n### patchbench: zswap-pageout")));
-    assert!(text.contains("| metric | unit | A mean | B mean | B vs A [95% CI] | p | verdict | A drift | max CV |"));
+    assert!(text.contains(
+        "| metric | unit | A mean | B mean | B vs A [95% CI] | p | verdict | A drift | max CV |"
+    ));
     assert!(text.contains("| pageout_cpu_ns | ms |"), "{text}");
     assert!(text.contains(&format!(
         "=== status on {SHA}\ncontext: patchbench/smoke\nstate: success\n\

@@ -168,6 +168,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         },
         boots: Vec::new(),
         timings: Vec::new(),
+        comparisons: Vec::new(),
     };
     let results_path = opts.out_dir.join("results.json");
     if results_path.exists() {
@@ -269,6 +270,14 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     results.save(&results_path)?;
 
     let spec = crate::workload::spec_for(&results.workload);
+    results.comparisons = crate::report::rows(&results, spec.as_ref())
+        .into_iter()
+        .map(|r| results::MetricComparison {
+            metric: r.metric,
+            comparison: r.comparison,
+        })
+        .collect();
+    results.save(&results_path)?;
     let markdown = crate::report::markdown(&results, spec.as_ref());
     let markdown_path = opts.out_dir.join("report.md");
     crate::fsutil::write_atomic(&markdown_path, markdown.as_bytes())
