@@ -12,7 +12,8 @@ use bytesize::ByteSize;
 use patchbench_agent::{Limit, ThpMode, ZswapSetup};
 
 use crate::series::SeriesSource;
-use serde::{Deserialize, Deserializer};
+use crate::workload::WorkloadConfig;
+use serde::Deserialize;
 
 /// The campaign `patchbench run` uses when given no file: the CI smoke run.
 pub const DEFAULT_CAMPAIGN: &str = include_str!("../ci/smoke.yaml");
@@ -168,25 +169,6 @@ pub struct CpuShape {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum WorkloadConfig {
-    ZswapPageout {
-        #[serde(default = "one")]
-        workers: u32,
-        mib_per_worker: u64,
-        #[serde(deserialize_with = "limit")]
-        zswap_max: Limit,
-        #[serde(deserialize_with = "limit", default = "max")]
-        memory_max: Limit,
-        #[serde(deserialize_with = "limit", default = "max")]
-        swap_max: Limit,
-    },
-    GuestFault {
-        fault: patchbench_agent::Fault,
-    },
-}
-
-#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolConfig {
     /// `ABA` (default), `ABAB` (alternating), or `random` (shuffled with
@@ -265,14 +247,6 @@ fn default_lore_url() -> String {
     crate::series::lore::DEFAULT_BASE_URL.to_string()
 }
 
-fn one() -> u32 {
-    1
-}
-
-fn max() -> Limit {
-    Limit::Max
-}
-
 fn default_thp() -> ThpMode {
     ThpMode::Never
 }
@@ -284,12 +258,6 @@ fn default_zswap() -> ZswapSetup {
         zpool: "zsmalloc".into(),
         max_pool_percent: 20,
     }
-}
-
-/// A cgroup limit written as a byte size (`64 MiB`) or `max`.
-fn limit<'de, D: Deserializer<'de>>(d: D) -> Result<Limit, D::Error> {
-    let text = String::deserialize(d)?;
-    parse_limit(&text).map_err(serde::de::Error::custom)
 }
 
 pub fn parse_limit(text: &str) -> Result<Limit, String> {
@@ -448,41 +416,10 @@ impl Campaign {
                 "protocol.seed applies only to order: random".into(),
             ));
         }
-        let workload = match self.workload {
-            WorkloadConfig::ZswapPageout {
-                workers,
-                mib_per_worker,
-                zswap_max,
-                memory_max,
-                swap_max,
-            } => {
-                if workers == 0 || workers > cpus.online {
-                    return Err(invalid(format!(
-                        "workload.workers ({workers}) must be between 1 and vm.cpus.online ({}): each worker is pinned to its own CPU",
-                        cpus.online
-                    )));
-                }
-                let total = ByteSize::mib(mib_per_worker * u64::from(workers));
-                // Leave room for the kernel and the initramfs.
-                if total.as_u64() * 2 > vm.memory.as_u64() {
-                    return Err(invalid(format!(
-                        "workload needs {} of anonymous memory, more than half of vm.memory ({})",
-                        total.display().iec(),
-                        vm.memory.display().iec()
-                    )));
-                }
-                patchbench_agent::Workload::ZswapPageout {
-                    workers,
-                    mib_per_worker,
-                    zswap_max,
-                    memory_max,
-                    swap_max,
-                }
-            }
-            WorkloadConfig::GuestFault { fault } => {
-                patchbench_agent::Workload::GuestFault { fault }
-            }
-        };
+        let workload = self
+            .workload
+            .into_workload(&vm)
+            .map_err(|e| invalid(e.to_string()))?;
         Ok(Plan {
             name: self.name,
             source: Some(origin.to_owned()).filter(|p| p.exists()),

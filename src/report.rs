@@ -143,6 +143,7 @@ fn unit_label(unit: Option<Unit>) -> &'static str {
         Some(Unit::Ns) => "ms",
         Some(Unit::Pages) => "pages",
         Some(Unit::Count) => "count",
+        Some(Unit::PerSecond) => "per s",
         None => "",
     }
 }

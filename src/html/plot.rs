@@ -93,6 +93,7 @@ pub fn display_unit(unit: Option<Unit>) -> (f64, &'static str) {
         Some(Unit::Ns) => (1e-6, "ms"),
         Some(Unit::Pages) => (1.0, "pages"),
         Some(Unit::Count) => (1.0, "count"),
+        Some(Unit::PerSecond) => (1.0, "per s"),
         None => (1.0, ""),
     }
 }

@@ -79,7 +79,20 @@ pub fn main(args: Vec<String>) -> i32 {
 fn run(workers: u32, mib: u64) -> crate::error::Result<String> {
     let online = setup::online_cpus()?;
     let cpus = pageout::worker_cpus(&online, workers)?;
-    let results = spawn::run_workers(cpus, mib, None)?;
+    let slots: Vec<spawn::Slot> = cpus
+        .iter()
+        .map(|&cpu| spawn::Slot {
+            cpu: Some(cpu),
+            cgroup_procs: None,
+        })
+        .collect();
+    let body = |_: usize, gate: &mut spawn::Gate| {
+        crate::worker::measure(mib, &mut || gate.wait()).map(crate::report::WorkerResult::to_fields)
+    };
+    let results = spawn::run_workers(&slots, &body, &mut |_| Ok(()))?
+        .iter()
+        .map(|f| crate::report::WorkerResult::from_fields(f).map_err(crate::error::Error::msg))
+        .collect::<crate::error::Result<Vec<_>>>()?;
     let t = pageout::totals(&results);
     Ok(format!(
         "workers={workers} mib_per_worker={mib} pageout_cpu_ns={} verify_cpu_ns={} total_cpu_ns={} elapsed_ns={}",

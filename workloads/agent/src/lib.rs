@@ -13,11 +13,15 @@
 //! a sample measured before a crash is never lost.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any incompatible change to [`Job`] or [`Message`].
-pub const PROTOCOL_VERSION: u32 = 1;
+///
+/// 2: the `rstat-flush` and `reclaim-refault` workloads, `count_flushes` on
+/// `zswap-pageout`, and [`GuestFacts::profiled_symbol`].
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Where the host places the job description inside the initramfs.
 pub const JOB_PATH: &str = "/patchbench/job.json";
@@ -117,6 +121,36 @@ pub enum Workload {
         memory_max: Limit,
         /// `memory.swap.max` of the private cgroup.
         swap_max: Limit,
+        /// Count the memcg stats flushes of each PAGEOUT with ftrace's function
+        /// profiler (`pageout_flushes`). The profiler's hook adds a little
+        /// time to every counted call. Absent (documents of protocol 1): off.
+        #[serde(default)]
+        count_flushes: bool,
+    },
+    /// Seed 002: `cgroups` cgroups each hold a process that keeps dirtying
+    /// anon, file (tmpfs) and slab counters, while the agent reads their
+    /// parent's `memory.stat` `reads` times per sample with `pread()`; the
+    /// function profiler counts and times `mem_cgroup_css_rstat_flush`.
+    RstatFlush {
+        /// Child cgroups, one dirtying process in each.
+        cgroups: u32,
+        /// Anonymous memory and tmpfs file size each dirtier cycles through
+        /// per round, in KiB.
+        dirty_kib: u64,
+        /// A dirtier sleeps this long between rounds (0: never).
+        dirty_pause: Duration,
+        /// `memory.stat` reads per sample.
+        reads: u32,
+    },
+    /// Seed 003: `cgroups` cgroups, each with `memory.max` at a quarter of
+    /// `file_mib`; a worker in each writes a tmpfs file of `file_mib` MiB and
+    /// reads it back, all workers at once.
+    ReclaimRefault {
+        cgroups: u32,
+        /// The tmpfs file each worker writes and reads back, in MiB.
+        file_mib: u64,
+        /// Where reclaimed tmpfs pages go.
+        swap: SwapBackend,
     },
     /// A deliberately broken guest, used to test the host's failure handling.
     GuestFault { fault: Fault },
@@ -126,6 +160,42 @@ pub enum Workload {
         /// The program and its arguments, run without a shell.
         argv: Vec<String>,
     },
+}
+
+/// The swap device a workload runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SwapBackend {
+    /// The job's [`SwapSetup`] device (the host's virtio-blk disk).
+    Disk,
+    /// `/dev/zram0`, sized by the workload, instead of the job's device.
+    Zram,
+}
+
+impl Workload {
+    /// The swap device the workload needs.
+    pub fn swap_backend(&self) -> SwapBackend {
+        match self {
+            Workload::ReclaimRefault { swap, .. } => *swap,
+            _ => SwapBackend::Disk,
+        }
+    }
+
+    /// Kernel functions to count with the function profiler, most wanted
+    /// first: the first one the kernel can trace is used (and reported as
+    /// [`GuestFacts::profiled_symbol`]). Empty: no profiling.
+    pub fn profile_candidates(&self) -> &'static [&'static str] {
+        match self {
+            // In 6.12 obj_cgroup_may_zswap() calls do_flush_stats() directly;
+            // cgroup_rstat_flush() is what it calls, should it be inlined.
+            Workload::ZswapPageout {
+                count_flushes: true,
+                ..
+            } => &["do_flush_stats", "cgroup_rstat_flush"],
+            Workload::RstatFlush { .. } => &["mem_cgroup_css_rstat_flush"],
+            _ => &[],
+        }
+    }
 }
 
 /// What [`Workload::GuestFault`] does.
@@ -179,6 +249,11 @@ pub struct GuestFacts {
     pub thp: String,
     /// `/proc/swaps`, without its header line.
     pub swaps: Vec<String>,
+    /// The kernel function the function profiler counts for this workload
+    /// (the first of [`Workload::profile_candidates`] found in
+    /// `available_filter_functions`); `None` when nothing is profiled.
+    #[serde(default)]
+    pub profiled_symbol: Option<String>,
 }
 
 /// One sample of a workload.
@@ -213,6 +288,36 @@ mod tests {
     fn job_rejects_unknown_fields() {
         let err = serde_json::from_str::<Job>(r#"{"protocol":1,"bogus":true}"#).unwrap_err();
         assert!(err.to_string().contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn facts_without_a_profiled_symbol_still_parse() {
+        let json = r#"{"kernel_release":"6.12","kernel_version":"v1","possible_cpus":"0-1",
+            "online_cpus":"0-1","mem_total_kib":1,"zswap":{},"thp":"never","swaps":[]}"#;
+        let facts: GuestFacts = serde_json::from_str(json).unwrap();
+        assert_eq!(facts.profiled_symbol, None);
+    }
+
+    #[test]
+    fn profiling_follows_the_workload() {
+        let pageout = |count_flushes| Workload::ZswapPageout {
+            workers: 1,
+            mib_per_worker: 32,
+            zswap_max: Limit::Max,
+            memory_max: Limit::Max,
+            swap_max: Limit::Max,
+            count_flushes,
+        };
+        assert_eq!(pageout(true).profile_candidates()[0], "do_flush_stats");
+        assert!(pageout(false).profile_candidates().is_empty());
+        let refault = Workload::ReclaimRefault {
+            cgroups: 4,
+            file_mib: 16,
+            swap: SwapBackend::Zram,
+        };
+        assert!(refault.profile_candidates().is_empty());
+        assert_eq!(refault.swap_backend(), SwapBackend::Zram);
+        assert_eq!(pageout(true).swap_backend(), SwapBackend::Disk);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! The mode is chosen by PID, never by argv, since PID 1's argv comes from
 //! the kernel command line.
 
+mod cgroup;
 mod console;
 mod dev;
 mod error;
@@ -22,7 +23,10 @@ mod pageout;
 mod parse;
 mod pattern;
 mod port;
+mod profiler;
+mod refault;
 mod report;
+mod rstat;
 mod setup;
 mod spawn;
 mod sys;
@@ -32,10 +36,13 @@ use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
-use patchbench_agent::{Fault, JOB_PATH, Job, Message, PORT_NAME, PROTOCOL_VERSION, Workload};
+use patchbench_agent::{
+    Fault, JOB_PATH, Job, Message, PORT_NAME, PROTOCOL_VERSION, SwapBackend, Workload,
+};
 
 use crate::error::{Context, Result, bail};
 use crate::port::Port;
+use crate::profiler::Profiler;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -96,12 +103,24 @@ fn run(port: &mut Port) -> Result<()> {
         job.samples,
         describe(&job.workload)
     ));
-    setup::swap(&job.swap).context("setting up swap")?;
+    match job.workload.swap_backend() {
+        SwapBackend::Disk => setup::swap(&job.swap),
+        SwapBackend::Zram => setup::zram(zram_bytes(&job.workload)),
+    }
+    .context("setting up swap")?;
     setup::zswap(&job.zswap).context("setting up zswap")?;
     setup::thp(job.thp).context("setting up THP")?;
-    let facts = setup::facts().context("reading guest facts")?;
+    let candidates = job.workload.profile_candidates();
+    let profiler = if candidates.is_empty() {
+        None
+    } else {
+        Some(Profiler::setup(candidates).context("setting up the function profiler")?)
+    };
+    let mut facts = setup::facts().context("reading guest facts")?;
+    facts.profiled_symbol = profiler.as_ref().map(|p| p.symbol().to_string());
     port.send(&Message::Facts(facts))?;
 
+    let (warmups, samples) = (job.warmups, job.samples);
     match job.workload {
         Workload::ZswapPageout {
             workers,
@@ -109,6 +128,7 @@ fn run(port: &mut Port) -> Result<()> {
             zswap_max,
             memory_max,
             swap_max,
+            count_flushes: _,
         } => {
             let params = pageout::Params {
                 workers,
@@ -117,10 +137,43 @@ fn run(port: &mut Port) -> Result<()> {
                 memory_max,
                 swap_max,
             };
-            pageout::run(&params, job.warmups, job.samples, port).context("zswap-pageout")
+            pageout::run(&params, warmups, samples, profiler.as_ref(), port)
+                .context("zswap-pageout")
+        }
+        Workload::RstatFlush {
+            cgroups,
+            dirty_kib,
+            dirty_pause,
+            reads,
+        } => {
+            let params = rstat::Params {
+                cgroups,
+                dirty_kib,
+                dirty_pause,
+                reads,
+            };
+            let profiler = profiler.expect("rstat-flush always profiles");
+            rstat::run(&params, warmups, samples, &profiler, port).context("rstat-flush")
+        }
+        Workload::ReclaimRefault {
+            cgroups, file_mib, ..
+        } => {
+            let params = refault::Params { cgroups, file_mib };
+            refault::run(&params, warmups, samples, port).context("reclaim-refault")
         }
         Workload::GuestFault { fault } => fault::run(fault),
         Workload::Exec { argv } => exec::run(&argv),
+    }
+}
+
+/// The size of `/dev/zram0`: the workload's whole data set, as seed 003's
+/// script sizes it.
+fn zram_bytes(workload: &Workload) -> u64 {
+    match workload {
+        Workload::ReclaimRefault {
+            cgroups, file_mib, ..
+        } => (u64::from(*cgroups) * file_mib) << 20,
+        _ => 0,
     }
 }
 
@@ -146,13 +199,27 @@ fn describe(workload: &Workload) -> String {
             zswap_max,
             memory_max,
             swap_max,
+            count_flushes,
         } => format!(
-            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} zswap_max={} memory_max={} swap_max={}",
+            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes}",
             zswap_max.cgroup_value(),
             memory_max.cgroup_value(),
             swap_max.cgroup_value()
         ),
         Workload::Exec { argv } => format!("exec {argv:?}"),
+        Workload::RstatFlush {
+            cgroups,
+            dirty_kib,
+            dirty_pause,
+            reads,
+        } => format!(
+            "rstat-flush cgroups={cgroups} dirty_kib={dirty_kib} dirty_pause={dirty_pause:?} reads={reads}"
+        ),
+        Workload::ReclaimRefault {
+            cgroups,
+            file_mib,
+            swap,
+        } => format!("reclaim-refault cgroups={cgroups} file_mib={file_mib} swap={swap:?}"),
         Workload::GuestFault { fault } => format!(
             "guest-fault {}",
             match fault {

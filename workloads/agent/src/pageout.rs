@@ -1,21 +1,27 @@
 //! The ZswapPageout workload (seed 000): a private memory cgroup with a zswap
 //! limit, then per sample N pinned workers that each page out and re-read
 //! compressible anonymous memory, with zswap's counters read around them.
+//! With `count_flushes`, the workers wait at a gate right before and right
+//! after their PAGEOUT while the agent starts and stops the function
+//! profiler, so `pageout_flushes` counts the stats flushes of the PAGEOUTs
+//! only (all workers' together), not of the fill or the re-reads.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use patchbench_agent::{Limit, Message, Sample};
 
+use crate::cgroup;
 use crate::console;
 use crate::error::{Context, Error, Result, bail};
 use crate::files;
 use crate::parse;
 use crate::port::Port;
-use crate::report::WorkerResult;
+use crate::profiler::{Profiler, Stat};
+use crate::report::{Fields, WorkerResult};
 use crate::setup;
-use crate::spawn;
-use crate::sys;
+use crate::spawn::{self, Gate, Slot};
+use crate::worker;
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 const CGROUP: &str = "/sys/fs/cgroup/patchbench";
@@ -29,22 +35,54 @@ pub struct Params {
     pub swap_max: Limit,
 }
 
-/// Sets up the cgroup once, then runs and reports every sample.
-pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Result<()> {
+/// Sets up the cgroup once, then runs and reports every sample. With a
+/// profiler (set up by the caller), each sample counts its PAGEOUT flushes.
+pub fn run(
+    params: &Params,
+    warmups: u32,
+    samples: u32,
+    profiler: Option<&Profiler>,
+    port: &mut Port,
+) -> Result<()> {
     let online = setup::online_cpus()?;
     let cpus = worker_cpus(&online, params.workers)?;
     setup_cgroup(params).context("setting up the cgroup")?;
     let cgroup = Path::new(CGROUP);
     let procs = cgroup.join("cgroup.procs");
     let stat = cgroup.join("memory.stat");
+    let slots: Vec<Slot> = cpus
+        .iter()
+        .map(|&cpu| Slot {
+            cpu: Some(cpu),
+            cgroup_procs: Some(&procs),
+        })
+        .collect();
+    let mib = params.mib_per_worker;
+    let body = |_: usize, gate: &mut Gate| -> Result<Fields> {
+        worker::measure(mib, &mut || gate.wait()).map(WorkerResult::to_fields)
+    };
     let total = warmups + samples;
     for index in 0..total {
         let during = || format!("sample {index}");
         let before = read_stat(&stat).with_context(during)?;
-        let results =
-            spawn::run_workers(cpus, params.mib_per_worker, Some(&procs)).with_context(during)?;
+        let results = spawn::run_workers(&slots, &body, &mut |gate| match (gate, profiler) {
+            (1, Some(p)) => p.start().context("starting the function profiler"),
+            (2, Some(p)) => p.stop().context("stopping the function profiler"),
+            _ => Ok(()),
+        })
+        .and_then(|fields| {
+            fields
+                .iter()
+                .map(|f| WorkerResult::from_fields(f).map_err(Error::msg))
+                .collect::<Result<Vec<_>>>()
+        })
+        .with_context(during)?;
         let after = read_stat(&stat).with_context(during)?;
-        let metrics = sample_metrics(&results, &before, &after).with_context(during)?;
+        let flushes = profiler
+            .map(|p| p.read().context("reading the function profiler"))
+            .transpose()
+            .with_context(during)?;
+        let metrics = sample_metrics(&results, &before, &after, flushes).with_context(during)?;
         let warmup = index < warmups;
         console::say(format!(
             "sample {}/{total}{} {}",
@@ -80,44 +118,21 @@ pub fn worker_cpus(online: &[u32], workers: u32) -> Result<&[u32]> {
 /// reading each limit back.
 fn setup_cgroup(params: &Params) -> Result<()> {
     files::write(format!("{CGROUP_ROOT}/cgroup.subtree_control"), "+memory")?;
-    match std::fs::create_dir(CGROUP) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e).with_context(|| format!("creating {CGROUP}")),
-    }
-    let page = sys::page_size() as u64;
+    cgroup::create(Path::new(CGROUP))?;
     let mut shown = Vec::new();
     for (file, limit) in [
         ("memory.max", params.memory_max),
         ("memory.swap.max", params.swap_max),
         ("memory.zswap.max", params.zswap_max),
     ] {
-        let path = format!("{CGROUP}/{file}");
-        files::write(&path, &limit.cgroup_value())?;
-        let got = files::read_value(&path)?;
-        let want = limit_readback(limit, page);
-        if got != want {
-            bail!(
-                "{path} reads {got:?} after writing {:?}",
-                limit.cgroup_value()
-            );
-        }
+        let got = cgroup::set_limit(Path::new(CGROUP), file, limit)?;
         shown.push(format!("{file}={got}"));
     }
     console::say(format!("cgroup {CGROUP} {}", shown.join(" ")));
     Ok(())
 }
 
-/// What a cgroup limit file reads after `limit` is written: the kernel keeps
-/// limits in whole pages.
-pub fn limit_readback(limit: Limit, page_size: u64) -> String {
-    match limit {
-        Limit::Bytes(n) => (n / page_size * page_size).to_string(),
-        Limit::Max => "max".to_string(),
-    }
-}
-
-fn read_stat(path: &Path) -> Result<BTreeMap<String, u64>> {
+pub fn read_stat(path: &Path) -> Result<BTreeMap<String, u64>> {
     parse::flat_keyed(&files::read(path)?)
         .map_err(Error::msg)
         .with_context(|| format!("parsing {}", path.display()))
@@ -150,6 +165,7 @@ pub fn sample_metrics(
     results: &[WorkerResult],
     before: &BTreeMap<String, u64>,
     after: &BTreeMap<String, u64>,
+    flushes: Option<Stat>,
 ) -> Result<BTreeMap<String, u64>> {
     let t = totals(results);
     let zswpout = counter_delta("zswpout", before, after)?;
@@ -157,17 +173,21 @@ pub fn sample_metrics(
     if zswpout == 0 {
         bail!("zswap stored nothing: is zswap enabled and the swap device on?");
     }
-    Ok(BTreeMap::from([
+    let mut metrics = BTreeMap::from([
         ("pageout_cpu_ns".to_string(), t.pageout_cpu_ns),
         ("verify_cpu_ns".to_string(), t.verify_cpu_ns),
         ("total_cpu_ns".to_string(), t.total_cpu_ns),
         ("elapsed_ns".to_string(), t.elapsed_ns),
         ("zswpout_pages".to_string(), zswpout),
         ("zswpin_pages".to_string(), zswpin),
-    ]))
+    ]);
+    if let Some(flushes) = flushes {
+        metrics.insert("pageout_flushes".to_string(), flushes.hits);
+    }
+    Ok(metrics)
 }
 
-fn counter_delta(
+pub fn counter_delta(
     name: &str,
     before: &BTreeMap<String, u64>,
     after: &BTreeMap<String, u64>,
@@ -216,10 +236,21 @@ mod tests {
     #[test]
     fn metrics_sum_cpu_and_span_elapsed() {
         let results = [worker(10, 1_000, 5_000), worker(20, 1_200, 6_000)];
-        let m = sample_metrics(&results, &stat(100, 5), &stat(16_484, 16_389)).unwrap();
+        let flushes = Stat {
+            hits: 16_385,
+            time_ns: 9,
+        };
+        let m = sample_metrics(
+            &results,
+            &stat(100, 5),
+            &stat(16_484, 16_389),
+            Some(flushes),
+        )
+        .unwrap();
         let want = [
             ("elapsed_ns", 5_000),
             ("pageout_cpu_ns", 30),
+            ("pageout_flushes", 16_385),
             ("total_cpu_ns", 150),
             ("verify_cpu_ns", 60),
             ("zswpin_pages", 16_384),
@@ -231,7 +262,7 @@ mod tests {
 
     #[test]
     fn nothing_stored_is_an_error() {
-        let err = sample_metrics(&[worker(1, 0, 1)], &stat(7, 0), &stat(7, 0)).unwrap_err();
+        let err = sample_metrics(&[worker(1, 0, 1)], &stat(7, 0), &stat(7, 0), None).unwrap_err();
         assert_eq!(
             err.to_string(),
             "zswap stored nothing: is zswap enabled and the swap device on?"
@@ -242,12 +273,12 @@ mod tests {
     fn missing_or_backward_counters_are_errors() {
         let mut no_zswpin = stat(9, 0);
         no_zswpin.remove("zswpin");
-        let err = sample_metrics(&[], &stat(1, 0), &no_zswpin).unwrap_err();
+        let err = sample_metrics(&[], &stat(1, 0), &no_zswpin, None).unwrap_err();
         assert_eq!(
             err.to_string(),
             "memory.stat has no zswpin after the sample"
         );
-        let err = sample_metrics(&[], &stat(9, 0), &stat(1, 0)).unwrap_err();
+        let err = sample_metrics(&[], &stat(9, 0), &stat(1, 0), None).unwrap_err();
         assert_eq!(
             err.to_string(),
             "memory.stat zswpout went backwards: 9 -> 1"
@@ -263,13 +294,6 @@ mod tests {
             "{err}"
         );
         assert!(worker_cpus(&[0], 0).is_err());
-    }
-
-    #[test]
-    fn limits_read_back_in_whole_pages() {
-        assert_eq!(limit_readback(Limit::Max, 4096), "max");
-        assert_eq!(limit_readback(Limit::Bytes(67_108_864), 4096), "67108864");
-        assert_eq!(limit_readback(Limit::Bytes(5000), 4096), "4096");
     }
 
     #[test]

@@ -4,16 +4,22 @@
 //! text rather than part of the host wire protocol:
 //!
 //! ```text
-//! ready                     the worker is pinned and in the cgroup; it now waits for "go"
-//! done pageout_cpu_ns=N verify_cpu_ns=N total_cpu_ns=N start_mono_ns=N end_mono_ns=N
+//! ready                     the worker waits at a gate for the agent's byte
+//! done name=N name=N ...    the worker's numbers (which ones: its workload's)
 //! error <one-line message>  the worker failed; it exits with status 1
 //! ```
 //!
-//! A worker writes `ready`, then exactly one `done` or `error`. Times are
+//! A worker writes `ready` at every gate (the first one: pinned, in its
+//! cgroup, clocks not started), then exactly one `done` or `error`. Times are
 //! nanoseconds; `*_mono_ns` are `CLOCK_MONOTONIC` readings, comparable across
 //! workers.
 
-/// What one worker measured.
+use std::collections::BTreeMap;
+
+/// A worker's numbers, by name.
+pub type Fields = BTreeMap<String, u64>;
+
+/// What one ZswapPageout worker measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WorkerResult {
     /// Process CPU time spent in `madvise(MADV_PAGEOUT)`.
@@ -28,14 +34,6 @@ pub struct WorkerResult {
     pub end_mono_ns: u64,
 }
 
-/// One line from a worker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Line {
-    Ready,
-    Done(WorkerResult),
-    Error(String),
-}
-
 const FIELDS: [&str; 5] = [
     "pageout_cpu_ns",
     "verify_cpu_ns",
@@ -44,15 +42,63 @@ const FIELDS: [&str; 5] = [
     "end_mono_ns",
 ];
 
+impl WorkerResult {
+    pub fn to_fields(self) -> Fields {
+        let values = [
+            self.pageout_cpu_ns,
+            self.verify_cpu_ns,
+            self.total_cpu_ns,
+            self.start_mono_ns,
+            self.end_mono_ns,
+        ];
+        FIELDS
+            .iter()
+            .zip(values)
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    }
+
+    pub fn from_fields(fields: &Fields) -> Result<WorkerResult, String> {
+        if let Some(extra) = fields.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+            return Err(format!("unknown field {extra:?} in worker result"));
+        }
+        let get = |i: usize| {
+            fields
+                .get(FIELDS[i])
+                .copied()
+                .ok_or_else(|| format!("worker result lacks {}", FIELDS[i]))
+        };
+        Ok(WorkerResult {
+            pageout_cpu_ns: get(0)?,
+            verify_cpu_ns: get(1)?,
+            total_cpu_ns: get(2)?,
+            start_mono_ns: get(3)?,
+            end_mono_ns: get(4)?,
+        })
+    }
+}
+
+/// One line from a worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    Ready,
+    Done(Fields),
+    Error(String),
+}
+
 impl Line {
     /// The line's text, newline included.
     pub fn encode(&self) -> String {
         match self {
             Line::Ready => "ready\n".to_string(),
-            Line::Done(r) => format!(
-                "done pageout_cpu_ns={} verify_cpu_ns={} total_cpu_ns={} start_mono_ns={} end_mono_ns={}\n",
-                r.pageout_cpu_ns, r.verify_cpu_ns, r.total_cpu_ns, r.start_mono_ns, r.end_mono_ns
-            ),
+            Line::Done(fields) => {
+                let mut text = "done".to_string();
+                for (k, v) in fields {
+                    text.push_str(&format!(" {k}={v}"));
+                }
+                text.push('\n');
+                text
+            }
             Line::Error(message) => format!("error {}\n", message.replace(['\n', '\r'], " ")),
         }
     }
@@ -70,31 +116,20 @@ impl Line {
     }
 }
 
-fn decode_done(rest: &str) -> Result<WorkerResult, String> {
-    let mut values = [None; FIELDS.len()];
+fn decode_done(rest: &str) -> Result<Fields, String> {
+    let mut fields = Fields::new();
     for pair in rest.split_whitespace() {
         let (key, value) = pair
             .split_once('=')
             .ok_or_else(|| format!("malformed field {pair:?} in worker result"))?;
-        let slot = FIELDS
-            .iter()
-            .position(|&f| f == key)
-            .ok_or_else(|| format!("unknown field {key:?} in worker result"))?;
         let value = value
             .parse::<u64>()
             .map_err(|_| format!("non-numeric {key} {value:?} in worker result"))?;
-        if values[slot].replace(value).is_some() {
+        if fields.insert(key.to_string(), value).is_some() {
             return Err(format!("duplicate field {key:?} in worker result"));
         }
     }
-    let get = |i: usize| values[i].ok_or_else(|| format!("worker result lacks {}", FIELDS[i]));
-    Ok(WorkerResult {
-        pageout_cpu_ns: get(0)?,
-        verify_cpu_ns: get(1)?,
-        total_cpu_ns: get(2)?,
-        start_mono_ns: get(3)?,
-        end_mono_ns: get(4)?,
-    })
+    Ok(fields)
 }
 
 #[cfg(test)]
@@ -115,7 +150,8 @@ mod tests {
     fn lines_round_trip() {
         for line in [
             Line::Ready,
-            Line::Done(result()),
+            Line::Done(result().to_fields()),
+            Line::Done(Fields::new()),
             Line::Error("page 12 of 8192: word 0 is 0x0, expected 0xc".to_string()),
         ] {
             let text = line.encode();
@@ -135,10 +171,22 @@ mod tests {
 
     #[test]
     fn incomplete_or_garbled_results_are_rejected() {
+        let fields = |text: &str| match Line::decode(text) {
+            Ok(Line::Done(f)) => f,
+            other => panic!("{other:?}"),
+        };
+        let lacks = WorkerResult::from_fields(&fields("done pageout_cpu_ns=1")).unwrap_err();
+        assert!(lacks.contains("lacks verify_cpu_ns"), "{lacks}");
+        let mut extra = result().to_fields();
+        extra.insert("bogus".into(), 1);
+        let unknown = WorkerResult::from_fields(&extra).unwrap_err();
+        assert!(unknown.contains("unknown field"), "{unknown}");
+        assert_eq!(
+            WorkerResult::from_fields(&result().to_fields()),
+            Ok(result())
+        );
         let cases = [
-            ("done pageout_cpu_ns=1", "lacks verify_cpu_ns"),
             ("done pageout_cpu_ns=x", "non-numeric"),
-            ("done bogus=1", "unknown field"),
             ("done pageout_cpu_ns", "malformed"),
             ("done pageout_cpu_ns=1 pageout_cpu_ns=2", "duplicate"),
             ("hello", "unexpected"),

@@ -51,9 +51,32 @@ pub fn mount_late() -> Result<()> {
     Ok(())
 }
 
+const ZRAM: &str = "/sys/block/zram0";
+const ZRAM_DEVICE: &str = "/dev/zram0";
+
 /// `mkswap` then `swapon` the job's device, and check `/proc/swaps`.
 pub fn swap(setup: &SwapSetup) -> Result<()> {
-    let device = setup.device.as_str();
+    enable_swap(setup.device.as_str(), None)
+}
+
+/// Sizes `/dev/zram0` to `bytes` and swaps on it (instead of the job's
+/// device), as seed 003's script does.
+pub fn zram(bytes: u64) -> Result<()> {
+    if !Path::new(ZRAM).exists() {
+        bail!("{ZRAM} is missing: is the kernel built with ZRAM (kconfigs/mm.config)?");
+    }
+    let disksize = format!("{ZRAM}/disksize");
+    files::write(&disksize, &bytes.to_string())?;
+    let got = files::read_value(&disksize)?;
+    if got != bytes.to_string() {
+        bail!("{disksize} reads {got:?} after writing {bytes}");
+    }
+    let algorithm = files::read_value(format!("{ZRAM}/comp_algorithm"))?;
+    console::say(format!("zram0 disksize={bytes} comp_algorithm {algorithm}"));
+    enable_swap(ZRAM_DEVICE, Some(32767))
+}
+
+fn enable_swap(device: &str, priority: Option<u16>) -> Result<()> {
     let run = || format!("running {BUSYBOX} mkswap {device}");
     let out = Command::new(BUSYBOX)
         .arg("mkswap")
@@ -68,7 +91,11 @@ pub fn swap(setup: &SwapSetup) -> Result<()> {
             tail(&String::from_utf8_lossy(&out.stderr))
         );
     }
-    sys::swapon(Path::new(device)).with_context(|| format!("swapon {device}"))?;
+    match priority {
+        None => sys::swapon(Path::new(device)),
+        Some(p) => sys::swapon_with_priority(Path::new(device), p),
+    }
+    .with_context(|| format!("swapon {device}"))?;
     let swaps = parse::swap_lines(&files::read("/proc/swaps")?);
     let Some(entry) = swaps
         .iter()
@@ -148,6 +175,7 @@ pub fn facts() -> Result<GuestFacts> {
         zswap: zswap_parameters()?,
         thp: files::read_value(THP_ENABLED)?,
         swaps: parse::swap_lines(&files::read("/proc/swaps")?),
+        profiled_symbol: None,
     })
 }
 

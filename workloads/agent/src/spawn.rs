@@ -1,28 +1,80 @@
-//! Runs the workers of one sample: fork them, wait until every one is pinned
-//! and in its cgroup, start them together, and collect their results.
+//! Runs the workers of one sample: fork them, let each pin itself and join
+//! its cgroup, then lead them through their gates together, and collect
+//! their numbers.
 //!
-//! Each worker has its own report pipe (see [`crate::report`]); all share one
-//! start pipe. The agent writes one start byte per worker once all are ready,
-//! so setup (fork, pinning, cgroup migration) stays out of the timed window
-//! and the workers really run concurrently. If any worker fails before it is
-//! ready, the agent closes the start pipe without writing, and the others exit
-//! with [`worker::EXIT_ABORTED`].
+//! Each worker has its own report pipe (see [`crate::report`]) and its own
+//! control pipe. A worker says `ready` at every gate and blocks on its control
+//! pipe; once every worker is at the gate the agent runs its gate action (such
+//! as resetting the function profiler) and writes one byte to each control
+//! pipe. Gate 0 is the start: fork, pinning and cgroup migration stay out of
+//! the timed window, and the workers really run concurrently. If any worker
+//! fails, the agent closes every control pipe without writing, and the others
+//! exit with [`worker::EXIT_ABORTED`] at their next gate.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::Path;
 
-use crate::error::{Context, Error, Result};
-use crate::report::{Line, WorkerResult};
+use crate::error::{Context, Error, Result, bail};
+use crate::report::{Fields, Line};
 use crate::sys::{self, Exit, Forked};
-use crate::worker::{self, WorkerPlan};
+use crate::worker;
+
+/// Where one worker runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Slot<'a> {
+    /// The CPU the worker pins itself to, if any.
+    pub cpu: Option<u32>,
+    /// The `cgroup.procs` file the worker moves itself into before gate 0
+    /// (`None`: it stays in the agent's cgroup).
+    pub cgroup_procs: Option<&'a Path>,
+}
+
+/// A worker's side of its gates.
+pub struct Gate {
+    report: File,
+    control: File,
+}
+
+impl Gate {
+    pub fn new(report: File, control: File) -> Gate {
+        Gate { report, control }
+    }
+
+    /// Says `ready` and blocks until the agent opens the gate. When the agent
+    /// calls the run off instead, the worker exits at once.
+    pub fn wait(&mut self) -> Result<()> {
+        self.send(&Line::Ready)?;
+        let mut byte = [0u8; 1];
+        loop {
+            match self.control.read(&mut byte) {
+                Ok(1) => return Ok(()),
+                Ok(_) => sys::exit_now(worker::EXIT_ABORTED),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e).context("waiting at a gate"),
+            }
+        }
+    }
+
+    pub fn send(&mut self, line: &Line) -> Result<()> {
+        self.report
+            .write_all(line.encode().as_bytes())
+            .context("writing to the agent's report pipe")
+    }
+}
+
+/// A worker's body, run in the forked child after gate 0; it calls
+/// [`Gate::wait`] at each further gate and returns its numbers. Every worker
+/// of a run must pass the same number of gates.
+pub type Body<'a> = &'a dyn Fn(usize, &mut Gate) -> Result<Fields>;
 
 /// A forked worker, seen from the agent.
 struct Worker {
     index: usize,
-    cpu: u32,
+    cpu: Option<u32>,
     pid: libc::pid_t,
     reports: BufReader<File>,
+    control: Option<File>,
 }
 
 impl Worker {
@@ -43,102 +95,121 @@ impl Worker {
     fn wait(&self) -> Result<Exit> {
         sys::wait_for(self.pid).with_context(|| format!("waiting for worker {}", self.index))
     }
+
+    fn who(&self) -> String {
+        who(self.index, self.cpu)
+    }
 }
 
-/// Runs one worker per CPU in `cpus`, each over `mib` MiB, and returns their
-/// results in CPU order.
+fn who(index: usize, cpu: Option<u32>) -> String {
+    match cpu {
+        Some(cpu) => format!("worker {index} (CPU {cpu})"),
+        None => format!("worker {index}"),
+    }
+}
+
+/// Runs one worker per slot and returns their numbers in slot order.
+/// `on_gate(n)` runs once every worker waits at gate `n` (gate 0 is the
+/// start), before the agent opens it.
 pub fn run_workers(
-    cpus: &[u32],
-    mib: u64,
-    cgroup_procs: Option<&Path>,
-) -> Result<Vec<WorkerResult>> {
-    let (start_read, start_write) = sys::pipe().context("creating the start pipe")?;
-    let mut workers: Vec<Worker> = Vec::with_capacity(cpus.len());
-    for (index, &cpu) in cpus.iter().enumerate() {
+    slots: &[Slot],
+    body: Body,
+    on_gate: &mut dyn FnMut(usize) -> Result<()>,
+) -> Result<Vec<Fields>> {
+    if slots.is_empty() {
+        bail!("at least one worker is needed");
+    }
+    let mut workers: Vec<Worker> = Vec::with_capacity(slots.len());
+    for (index, slot) in slots.iter().enumerate() {
         let forked = sys::pipe()
             .context("creating a report pipe")
-            .and_then(|(read, write)| Ok((read, write, sys::fork().context("fork")?)));
+            .and_then(|(rr, rw)| Ok((rr, rw, sys::pipe().context("creating a control pipe")?)))
+            .and_then(|(rr, rw, (cr, cw))| Ok((rr, rw, cr, cw, sys::fork().context("fork")?)));
         match forked {
-            Ok((_, write, Forked::Child)) => {
-                // The child must not hold the write end, or closing it in the
-                // agent would not reach the others as end-of-file.
-                drop(start_write);
-                let start = match start_read.try_clone() {
-                    Ok(fd) => fd,
-                    Err(_) => sys::exit_now(worker::EXIT_FAILED),
-                };
-                let plan = WorkerPlan {
-                    cpu,
-                    cgroup_procs,
-                    mib,
-                };
-                worker::child_main(&plan, write, start)
+            Ok((reports, report, control, control_write, Forked::Child)) => {
+                // The child must hold no control pipe's write end, or closing
+                // them in the agent would not reach the workers as end-of-file.
+                drop((reports, control_write));
+                drop(std::mem::take(&mut workers));
+                worker::child_main(index, slot, body, report, control)
             }
-            Ok((read, write, Forked::Parent { pid })) => {
+            Ok((reports, write, _, control, Forked::Parent { pid })) => {
                 drop(write);
                 workers.push(Worker {
                     index,
-                    cpu,
+                    cpu: slot.cpu,
                     pid,
-                    reports: BufReader::new(File::from(read)),
+                    reports: BufReader::new(File::from(reports)),
+                    control: Some(File::from(control)),
                 });
             }
             Err(e) => {
-                drop(start_write);
-                reap(&workers);
+                abort(&mut workers);
                 return Err(e).context(format!("starting worker {index}"));
             }
         }
     }
-    drop(start_read);
 
-    // Every worker says `ready` (or why not) before any clock starts.
-    let mut not_ready = None;
-    for (position, w) in workers.iter_mut().enumerate() {
-        match w.next_line() {
-            Some(Line::Ready) => {}
-            line => {
-                not_ready = Some((position, line));
-                break;
+    let mut gate = 0;
+    loop {
+        let lines: Vec<Option<Line>> = workers.iter_mut().map(Worker::next_line).collect();
+        if lines.iter().all(|l| matches!(l, Some(Line::Ready))) {
+            if let Err(e) = on_gate(gate).and_then(|()| open_gate(&mut workers)) {
+                abort(&mut workers);
+                return Err(e).context(format!("at gate {gate}"));
             }
+            gate += 1;
+            continue;
         }
-    }
-    if let Some((position, line)) = not_ready {
-        drop(start_write);
-        let exits = reap(&workers);
+        if lines.iter().all(|l| matches!(l, Some(Line::Done(_)))) {
+            let mut outcomes = Vec::with_capacity(workers.len());
+            for (w, line) in workers.iter().zip(lines) {
+                outcomes.push(w.wait().and_then(|exit| judge(&w.who(), line, exit)));
+            }
+            return outcomes.into_iter().collect();
+        }
+        // Someone failed, or the workers are out of step: call the run off.
+        let exits = abort(&mut workers);
+        let (position, line) = lines
+            .into_iter()
+            .enumerate()
+            .find(|(_, l)| !matches!(l, Some(Line::Ready)))
+            .expect("not all lines are ready");
         let w = &workers[position];
         let exit = exits[position].clone()?;
-        return Err(judge(w.index, w.cpu, line, exit).err().unwrap_or_else(|| {
-            Error::msg(format!("worker {} reported before starting", w.index))
-        }));
+        return Err(match judge(&w.who(), line, exit) {
+            Err(e) => e,
+            Ok(_) if gate == 0 => Error::msg(format!("{} reported before starting", w.who())),
+            Ok(_) => Error::msg(format!(
+                "{} finished while others waited at gate {gate}",
+                w.who()
+            )),
+        });
     }
-
-    let go = vec![b'g'; workers.len()];
-    let started = File::from(start_write)
-        .write_all(&go)
-        .context("writing the start pipe");
-    if let Err(e) = started {
-        reap(&workers);
-        return Err(e);
-    }
-
-    let mut outcomes = Vec::with_capacity(workers.len());
-    for w in &mut workers {
-        let line = w.next_line();
-        let outcome = w.wait().and_then(|exit| judge(w.index, w.cpu, line, exit));
-        outcomes.push(outcome);
-    }
-    outcomes.into_iter().collect()
 }
 
-/// Waits for every worker (they all exit once the start pipe is closed).
-fn reap(workers: &[Worker]) -> Vec<Result<Exit>> {
+/// Writes one byte to every worker's control pipe.
+fn open_gate(workers: &mut [Worker]) -> Result<()> {
+    for w in workers.iter_mut() {
+        let control = w.control.as_mut().expect("gates open only while running");
+        control
+            .write_all(b"g")
+            .with_context(|| format!("writing the control pipe of {}", w.who()))?;
+    }
+    Ok(())
+}
+
+/// Closes every control pipe, so each worker exits at its next gate, and
+/// waits for them all.
+fn abort(workers: &mut [Worker]) -> Vec<Result<Exit>> {
+    for w in workers.iter_mut() {
+        w.control = None;
+    }
     workers.iter().map(Worker::wait).collect()
 }
 
 /// What a worker's last line and exit status amount to.
-fn judge(index: usize, cpu: u32, line: Option<Line>, exit: Exit) -> Result<WorkerResult> {
-    let who = format!("worker {index} (CPU {cpu})");
+fn judge(who: &str, line: Option<Line>, exit: Exit) -> Result<Fields> {
     let message = match (exit, line) {
         (Exit::Signal(signal), _) => {
             let hint = if signal == libc::SIGKILL {
@@ -153,28 +224,22 @@ fn judge(index: usize, cpu: u32, line: Option<Line>, exit: Exit) -> Result<Worke
         (Exit::Code(0), _) => format!("{who} exited without reporting a result"),
         (Exit::Code(code), _) => format!("{who} exited with status {code} and no message"),
     };
-    Err(Error::msg(message))
+    bail!("{message}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn result() -> WorkerResult {
-        WorkerResult {
-            pageout_cpu_ns: 1,
-            verify_cpu_ns: 2,
-            total_cpu_ns: 3,
-            start_mono_ns: 4,
-            end_mono_ns: 5,
-        }
+    fn fields(n: u64) -> Fields {
+        Fields::from([("n".to_string(), n)])
     }
 
     #[test]
     fn judge_accepts_a_clean_result() {
         assert_eq!(
-            judge(0, 0, Some(Line::Done(result())), Exit::Code(0)),
-            Ok(result())
+            judge("w", Some(Line::Done(fields(1))), Exit::Code(0)),
+            Ok(fields(1))
         );
     }
 
@@ -187,7 +252,7 @@ mod tests {
                 "worker 1 (CPU 3) was killed by SIGKILL (the OOM killer?)",
             ),
             (
-                Some(Line::Done(result())),
+                Some(Line::Done(fields(1))),
                 Exit::Signal(libc::SIGSEGV),
                 "worker 1 (CPU 3) was killed by SIGSEGV",
             ),
@@ -212,35 +277,85 @@ mod tests {
                 "worker 1 (CPU 3) exited with status 3 and no message",
             ),
             (
-                Some(Line::Done(result())),
+                Some(Line::Done(fields(1))),
                 Exit::Code(2),
                 "worker 1 (CPU 3) exited with status 2 and no message",
             ),
         ];
         for (line, exit, want) in cases {
-            assert_eq!(judge(1, 3, line, exit).unwrap_err().to_string(), want);
+            assert_eq!(
+                judge(&who(1, Some(3)), line, exit).unwrap_err().to_string(),
+                want
+            );
         }
+        assert_eq!(who(2, None), "worker 2");
     }
 
-    /// End to end on the build host: two real forked workers, no cgroup.
+    fn slots(n: usize) -> Vec<Slot<'static>> {
+        (0..n)
+            .map(|_| Slot {
+                cpu: None,
+                cgroup_procs: None,
+            })
+            .collect()
+    }
+
+    /// On the build host: real forked workers pass two gates in step, and
+    /// the agent's gate action runs once per gate with all of them waiting.
     #[test]
-    fn workers_run_and_report() {
-        let online = crate::parse::cpu_list(
-            &std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap(),
-        )
+    fn workers_pass_their_gates_together() {
+        let body = |index: usize, gate: &mut Gate| -> Result<Fields> {
+            gate.wait()?;
+            gate.wait()?;
+            Ok(fields(index as u64))
+        };
+        let mut gates = Vec::new();
+        let results = run_workers(&slots(3), &body, &mut |g| {
+            gates.push(g);
+            Ok(())
+        })
         .unwrap();
-        let cpus = &online[..online.len().min(2)];
-        let results = run_workers(cpus, 1, None).unwrap();
-        assert_eq!(results.len(), cpus.len());
-        for r in results {
-            assert!(r.end_mono_ns > r.start_mono_ns);
-            assert!(r.total_cpu_ns >= r.pageout_cpu_ns + r.verify_cpu_ns);
-        }
+        assert_eq!(results, [fields(0), fields(1), fields(2)]);
+        assert_eq!(gates, [0, 1, 2]);
+    }
+
+    #[test]
+    fn a_failing_worker_calls_the_others_off() {
+        let body = |index: usize, gate: &mut Gate| -> Result<Fields> {
+            if index == 1 {
+                bail!("no memory for you");
+            }
+            gate.wait()?;
+            Ok(fields(0))
+        };
+        let err = run_workers(&slots(3), &body, &mut |_| Ok(())).unwrap_err();
+        assert_eq!(err.to_string(), "worker 1: no memory for you");
+    }
+
+    #[test]
+    fn a_failing_gate_action_calls_the_workers_off() {
+        let body = |_: usize, gate: &mut Gate| -> Result<Fields> {
+            gate.wait()?;
+            Ok(fields(0))
+        };
+        let err = run_workers(&slots(2), &body, &mut |g| {
+            if g == 1 {
+                bail!("profiler gone");
+            }
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "at gate 1: profiler gone");
     }
 
     #[test]
     fn a_worker_that_cannot_join_fails_the_sample() {
-        let err = run_workers(&[0], 1, Some(Path::new("/nonexistent/cgroup.procs"))).unwrap_err();
+        let slot = Slot {
+            cpu: Some(0),
+            cgroup_procs: Some(Path::new("/nonexistent/cgroup.procs")),
+        };
+        let body = |_: usize, _: &mut Gate| -> Result<Fields> { Ok(Fields::new()) };
+        let err = run_workers(&[slot], &body, &mut |_| Ok(())).unwrap_err();
         let text = err.to_string();
         assert!(text.starts_with("worker 0 (CPU 0): writing"), "{text}");
         assert!(text.contains("/nonexistent/cgroup.procs"), "{text}");

@@ -47,6 +47,53 @@ pub fn swapon(device: &Path) -> io::Result<()> {
     check(unsafe { libc::swapon(device.as_ptr(), 0) }).map(drop)
 }
 
+/// `swapon(2)` with an explicit priority (higher is used first).
+pub fn swapon_with_priority(device: &Path, priority: u16) -> io::Result<()> {
+    let device = cstring(device)?;
+    // <linux/swap.h>; libc does not export them.
+    const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
+    const SWAP_FLAG_PRIO_MASK: libc::c_int = 0x7fff;
+    let flags = SWAP_FLAG_PREFER | (libc::c_int::from(priority) & SWAP_FLAG_PRIO_MASK);
+    // SAFETY: a valid NUL-terminated path.
+    check(unsafe { libc::swapon(device.as_ptr(), flags) }).map(drop)
+}
+
+/// User and system CPU time of every waited-for child, in ns
+/// (`getrusage(RUSAGE_CHILDREN)`).
+pub fn children_cpu_ns() -> io::Result<(u64, u64)> {
+    // SAFETY: rusage is plain data; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage.
+    check(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) })?;
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    Ok((ns(usage.ru_utime), ns(usage.ru_stime)))
+}
+
+/// `kill(pid, SIGKILL)`.
+pub fn kill(pid: libc::pid_t) -> io::Result<()> {
+    // SAFETY: no pointers involved.
+    check(unsafe { libc::kill(pid, libc::SIGKILL) }).map(drop)
+}
+
+/// `waitpid(pid, WNOHANG)`: `None` while the child runs.
+pub fn try_wait(pid: libc::pid_t) -> io::Result<Option<Exit>> {
+    let mut status = 0;
+    // SAFETY: a valid pointer to an int.
+    let ret = check(unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) })?;
+    if ret == 0 {
+        return Ok(None);
+    }
+    Ok(Some(exit_of(status)))
+}
+
+fn exit_of(status: libc::c_int) -> Exit {
+    if libc::WIFSIGNALED(status) {
+        Exit::Signal(libc::WTERMSIG(status))
+    } else {
+        Exit::Code(libc::WEXITSTATUS(status))
+    }
+}
+
 /// `sync(2)`.
 pub fn sync() {
     // SAFETY: no arguments, cannot fail.
@@ -250,11 +297,7 @@ pub fn wait_for(pid: libc::pid_t) -> io::Result<Exit> {
             Err(e) => return Err(e),
         }
     }
-    if libc::WIFSIGNALED(status) {
-        Ok(Exit::Signal(libc::WTERMSIG(status)))
-    } else {
-        Ok(Exit::Code(libc::WEXITSTATUS(status)))
-    }
+    Ok(exit_of(status))
 }
 
 /// The conventional name of a signal, such as `SIGKILL`.
@@ -304,5 +347,15 @@ mod tests {
             Forked::Child => exit_now(7),
             Forked::Parent { pid } => assert_eq!(wait_for(pid).unwrap(), Exit::Code(7)),
         }
+        match fork().unwrap() {
+            Forked::Child => pause_forever(),
+            Forked::Parent { pid } => {
+                assert_eq!(try_wait(pid).unwrap(), None);
+                kill(pid).unwrap();
+                assert_eq!(wait_for(pid).unwrap(), Exit::Signal(libc::SIGKILL));
+            }
+        }
+        let (user, sys) = children_cpu_ns().unwrap();
+        assert!(user < u64::MAX && sys < u64::MAX);
     }
 }

@@ -1,90 +1,62 @@
-//! One ZswapPageout worker: the timed body, and the forked child around it.
+//! The forked worker's side: the child around a workload's body, and the
+//! timed body of a ZswapPageout worker.
 //!
-//! The child pins itself to its CPU and joins the cgroup, says `ready`, waits
-//! for the agent's start byte, then runs [`measure`] and reports (see
-//! [`crate::report`]). It leaves through `_exit`, so nothing of the parent
-//! (PID 1) runs in it.
+//! The child pins itself to its CPU (if it has one) and joins its cgroup,
+//! waits at gate 0 for the agent's start, runs the body and reports its
+//! numbers (see [`crate::report`] and [`crate::spawn`]). It leaves through
+//! `_exit`, so nothing of the parent (PID 1) runs in it.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::panic::AssertUnwindSafe;
-use std::path::Path;
 
 use crate::error::{Context, Error, Result, bail};
 use crate::pattern;
 use crate::report::{Line, WorkerResult};
+use crate::spawn::{Body, Gate, Slot};
 use crate::sys::{self, Mapping};
 
 /// Exit status of a worker that failed and said why in an `error` line.
 pub const EXIT_FAILED: i32 = 1;
-/// Exit status of a worker whose start was called off by the agent.
+/// Exit status of a worker whose run was called off by the agent.
 pub const EXIT_ABORTED: i32 = 3;
 /// Exit status of a worker that panicked.
 pub const EXIT_PANICKED: i32 = 101;
 
-/// What one worker is asked to do.
-pub struct WorkerPlan<'a> {
-    /// The CPU the worker pins itself to.
-    pub cpu: u32,
-    /// The `cgroup.procs` file the worker moves itself into, before its clocks
-    /// start (`None` only in the developer mode, off PID 1).
-    pub cgroup_procs: Option<&'a Path>,
-    /// Anonymous memory to page out, in MiB.
-    pub mib: u64,
-}
-
 /// The forked child's whole life: never returns.
-pub fn child_main(plan: &WorkerPlan, report: OwnedFd, start: OwnedFd) -> ! {
-    let mut report = File::from(report);
-    let outcome =
-        std::panic::catch_unwind(AssertUnwindSafe(|| child_body(plan, &mut report, start)));
+pub fn child_main(index: usize, slot: &Slot, body: Body, report: OwnedFd, control: OwnedFd) -> ! {
+    let report = File::from(report);
+    let mut error_pipe = match report.try_clone() {
+        Ok(file) => file,
+        Err(_) => sys::exit_now(EXIT_FAILED),
+    };
+    let mut gate = Gate::new(report, File::from(control));
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        child_body(index, slot, body, &mut gate)
+    }));
     let (code, error) = match outcome {
-        Ok(Ok(true)) => (0, None),
-        Ok(Ok(false)) => (EXIT_ABORTED, None),
+        Ok(Ok(())) => (0, None),
         Ok(Err(e)) => (EXIT_FAILED, Some(e.to_string())),
         Err(_) => (EXIT_PANICKED, Some("worker panicked".to_string())),
     };
     if let Some(message) = error {
         // Nothing more can be done if the agent stopped listening.
-        let _ = report.write_all(Line::Error(message).encode().as_bytes());
+        let _ =
+            std::io::Write::write_all(&mut error_pipe, Line::Error(message).encode().as_bytes());
     }
     sys::exit_now(code)
 }
 
-/// Returns `Ok(false)` when the agent called the start off.
-fn child_body(plan: &WorkerPlan, report: &mut File, start: OwnedFd) -> Result<bool> {
-    sys::pin_to_cpu(plan.cpu).with_context(|| format!("pinning to CPU {}", plan.cpu))?;
-    if let Some(procs) = plan.cgroup_procs {
+fn child_body(index: usize, slot: &Slot, body: Body, gate: &mut Gate) -> Result<()> {
+    if let Some(cpu) = slot.cpu {
+        sys::pin_to_cpu(cpu).with_context(|| format!("pinning to CPU {cpu}"))?;
+    }
+    if let Some(procs) = slot.cgroup_procs {
         crate::files::write(procs, &sys::getpid().to_string())?;
     }
-    send(report, &Line::Ready)?;
-    if !wait_for_start(start).context("waiting for the start signal")? {
-        return Ok(false);
-    }
-    let result = measure(plan.mib)?;
-    send(report, &Line::Done(result))?;
-    Ok(true)
-}
-
-fn send(report: &mut File, line: &Line) -> Result<()> {
-    report
-        .write_all(line.encode().as_bytes())
-        .context("writing to the agent's report pipe")
-}
-
-/// Blocks until the agent writes a start byte (`true`) or closes the pipe
-/// without one (`false`).
-fn wait_for_start(start: OwnedFd) -> io::Result<bool> {
-    let mut start = File::from(start);
-    let mut byte = [0u8; 1];
-    loop {
-        match start.read(&mut byte) {
-            Ok(n) => return Ok(n == 1),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    gate.wait()?;
+    let fields = body(index, gate)?;
+    gate.send(&Line::Done(fields))
 }
 
 fn cpu_now() -> Result<u64> {
@@ -96,9 +68,11 @@ fn mono_now() -> Result<u64> {
 }
 
 /// The timed body: fill `mib` MiB of anonymous memory, page it all out,
-/// read it all back and check it, unmap it. The caller must be
-/// single-threaded, since the CPU clock is the whole process's.
-pub fn measure(mib: u64) -> Result<WorkerResult> {
+/// read it all back and check it, unmap it. `gate` runs right before and
+/// right after the PAGEOUT (the agent switches the function profiler there).
+/// The caller must be single-threaded, since the CPU clock is the whole
+/// process's.
+pub fn measure(mib: u64, gate: &mut dyn FnMut() -> Result<()>) -> Result<WorkerResult> {
     let page_size = sys::page_size();
     let page_words = page_size / 8;
     let len = usize::try_from(mib)
@@ -118,10 +92,12 @@ pub fn measure(mib: u64) -> Result<WorkerResult> {
         pattern::fill_page(index as u64, page);
     }
 
+    gate()?;
     let pageout_start = cpu_now()?;
     map.advise(libc::MADV_PAGEOUT)
         .context("madvise(MADV_PAGEOUT)")?;
     let pageout_end = cpu_now()?;
+    gate()?;
 
     let verify_start = cpu_now()?;
     for (index, page) in map.words().chunks_exact(page_words).enumerate() {

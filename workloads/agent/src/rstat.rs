@@ -1,0 +1,281 @@
+//! The RstatFlush workload (seed 002): many cgroups keep dirtying memcg
+//! counters while one reader reads their parent's `memory.stat` in a loop,
+//! and the function profiler counts and times `mem_cgroup_css_rstat_flush`.
+//!
+//! Setup, once and untimed: the parent `/sys/fs/cgroup/patchbench-rstat`
+//! with `cgroups` children, a tmpfs, and one dirtier process per child,
+//! started before the first sample and killed after the last. A dirtier
+//! loops forever: fault in `dirty_kib` KiB of anonymous memory and unmap it
+//! (anon, pgfault), write a tmpfs file of that size and truncate it (shmem,
+//! file), create and unlink a file (slab: dentry, inode), then sleep
+//! `dirty_pause`. It never forks.
+//!
+//! A sample: start the profiler, `pread()` the open `memory.stat` at offset 0
+//! `reads` times (one process, no fork per read; reading it flushes the
+//! subtree's stats once enough updates are pending), stop the profiler.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use patchbench_agent::{Message, Sample};
+
+use crate::cgroup;
+use crate::console;
+use crate::error::{Context, Error, Result, bail};
+use crate::files;
+use crate::pageout::render;
+use crate::port::Port;
+use crate::profiler::{Profiler, Stat};
+use crate::sys::{self, Exit, Forked, Mapping};
+
+const CGROUP: &str = "patchbench-rstat";
+const TMPFS: &str = "/tmp/patchbench-rstat";
+
+/// The workload's parameters, as the job gives them.
+pub struct Params {
+    pub cgroups: u32,
+    pub dirty_kib: u64,
+    pub dirty_pause: Duration,
+    pub reads: u32,
+}
+
+/// Sets up the cgroups and dirtiers, runs and reports every sample, then
+/// stops the dirtiers.
+pub fn run(
+    params: &Params,
+    warmups: u32,
+    samples: u32,
+    profiler: &Profiler,
+    port: &mut Port,
+) -> Result<()> {
+    if params.cgroups == 0 || params.reads == 0 {
+        bail!("cgroups and reads must be at least 1");
+    }
+    let (parent, children) = cgroup::tree(CGROUP, params.cgroups)?;
+    std::fs::create_dir_all(TMPFS).with_context(|| format!("creating {TMPFS}"))?;
+    sys::mount(
+        "tmpfs",
+        Path::new(TMPFS),
+        "tmpfs",
+        libc::MS_NOSUID | libc::MS_NODEV,
+    )
+    .with_context(|| format!("mounting tmpfs on {TMPFS}"))?;
+    let dirtiers = Dirtiers::start(&children, params).context("starting the dirtiers")?;
+    console::say(format!(
+        "rstat-flush: {} dirtiers in {}/cg*, reading {}/memory.stat",
+        params.cgroups,
+        parent.display(),
+        parent.display()
+    ));
+    let stat_path = parent.join("memory.stat");
+    let stat_file =
+        File::open(&stat_path).with_context(|| format!("opening {}", stat_path.display()))?;
+    let total = warmups + samples;
+    let outcome = (0..total).try_for_each(|index| {
+        let during = || format!("sample {index}");
+        dirtiers.check().with_context(during)?;
+        let metrics =
+            sample(&stat_file, &stat_path, params.reads, profiler).with_context(during)?;
+        let warmup = index < warmups;
+        console::say(format!(
+            "sample {}/{total}{} {}",
+            index + 1,
+            if warmup { " (warm-up)" } else { "" },
+            render(&metrics)
+        ));
+        port.send(&Message::Sample(Sample {
+            index,
+            warmup,
+            metrics,
+        }))
+    });
+    let stopped = dirtiers.stop();
+    outcome?;
+    stopped
+}
+
+/// One sample: the timed read loop between the profiler's start and stop.
+fn sample(
+    file: &File,
+    path: &Path,
+    reads: u32,
+    profiler: &Profiler,
+) -> Result<BTreeMap<String, u64>> {
+    let mut buf = vec![0u8; 1 << 16];
+    profiler.start().context("starting the function profiler")?;
+    let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
+    for _ in 0..reads {
+        let n = file
+            .read_at(&mut buf, 0)
+            .with_context(|| format!("pread of {}", path.display()))?;
+        if n == 0 {
+            bail!("pread of {} returned nothing", path.display());
+        }
+    }
+    let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
+    profiler.stop().context("stopping the function profiler")?;
+    let flush = profiler.read().context("reading the function profiler")?;
+    Ok(metrics(flush, reads, end - start))
+}
+
+/// One sample's metrics (names and units as in `workloads/rstat-flush.yaml`).
+pub fn metrics(flush: Stat, reads: u32, elapsed_ns: u64) -> BTreeMap<String, u64> {
+    let elapsed_ns = elapsed_ns.max(1);
+    let reads = u64::from(reads);
+    BTreeMap::from([
+        ("flush_calls".to_string(), flush.hits),
+        ("flush_mean_ns".to_string(), flush.mean_ns()),
+        ("flush_total_ns".to_string(), flush.time_ns),
+        ("read_loop_ns".to_string(), elapsed_ns),
+        ("read_mean_ns".to_string(), elapsed_ns / reads),
+        (
+            "reads_per_s".to_string(),
+            (u128::from(reads) * 1_000_000_000 / u128::from(elapsed_ns)) as u64,
+        ),
+    ])
+}
+
+/// The running dirtier processes.
+struct Dirtiers {
+    pids: Vec<libc::pid_t>,
+}
+
+impl Dirtiers {
+    /// Forks one dirtier per cgroup and waits until every one is in its
+    /// cgroup (each writes one byte to a shared pipe, then closes its end).
+    fn start(children: &[PathBuf], params: &Params) -> Result<Dirtiers> {
+        let (ready_read, ready_write) = sys::pipe().context("creating the ready pipe")?;
+        let mut dirtiers = Dirtiers { pids: Vec::new() };
+        for (index, dir) in children.iter().enumerate() {
+            match sys::fork().context("fork") {
+                Ok(Forked::Child) => {
+                    drop(ready_read);
+                    dirtier_main(index, dir, params, File::from(ready_write))
+                }
+                Ok(Forked::Parent { pid }) => dirtiers.pids.push(pid),
+                Err(e) => {
+                    dirtiers.kill_all();
+                    return Err(e);
+                }
+            }
+        }
+        drop(ready_write);
+        let mut bytes = vec![0u8; children.len()];
+        if let Err(e) = File::from(ready_read).read_exact(&mut bytes) {
+            dirtiers.kill_all();
+            return Err(e).context("a dirtier failed before joining its cgroup (see the console)");
+        }
+        Ok(dirtiers)
+    }
+
+    /// Fails if any dirtier has ended.
+    fn check(&self) -> Result<()> {
+        for (index, &pid) in self.pids.iter().enumerate() {
+            if let Some(exit) = sys::try_wait(pid).context("checking a dirtier")? {
+                bail!("dirtier {index} ended early: {exit:?} (see the console)");
+            }
+        }
+        Ok(())
+    }
+
+    fn kill_all(&mut self) -> Vec<Result<Exit>> {
+        let pids = std::mem::take(&mut self.pids);
+        for &pid in &pids {
+            let _ = sys::kill(pid);
+        }
+        pids.iter()
+            .map(|&pid| sys::wait_for(pid).context("waiting for a dirtier"))
+            .collect()
+    }
+
+    /// Kills every dirtier; each must have been running until then.
+    fn stop(mut self) -> Result<()> {
+        for (index, exit) in self.kill_all().into_iter().enumerate() {
+            match exit? {
+                Exit::Signal(libc::SIGKILL) => {}
+                other => bail!("dirtier {index} ended early: {other:?} (see the console)"),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A dirtier's whole life: never returns. Its errors go to the console.
+fn dirtier_main(index: usize, dir: &Path, params: &Params, mut ready: File) -> ! {
+    let outcome = (|| -> Result<()> {
+        files::write(dir.join("cgroup.procs"), &sys::getpid().to_string())?;
+        ready.write_all(b"r").context("writing the ready pipe")?;
+        drop(ready);
+        dirty_forever(index, params)
+    })();
+    if let Err(e) = outcome {
+        console::say(format!("dirtier {index}: {e}"));
+    }
+    sys::exit_now(1)
+}
+
+/// Dirties anon, file and slab counters until killed.
+fn dirty_forever(index: usize, params: &Params) -> Result<()> {
+    let page = sys::page_size();
+    let len = usize::try_from(params.dirty_kib * 1024)
+        .map_err(|_| Error::msg("dirty_kib is too large"))?
+        .max(page);
+    let data = vec![0x5au8; len];
+    let file_path = Path::new(TMPFS).join(format!("d{index}"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&file_path)
+        .with_context(|| format!("creating {}", file_path.display()))?;
+    let slab_path = Path::new(TMPFS).join(format!("s{index}"));
+    loop {
+        let mut map = Mapping::anonymous(len).context("mmap")?;
+        for word in map.words_mut().iter_mut().step_by(page / 8) {
+            *word = 1;
+        }
+        map.unmap().context("munmap")?;
+        file.write_all_at(&data, 0)
+            .with_context(|| format!("writing {}", file_path.display()))?;
+        file.set_len(0)
+            .with_context(|| format!("truncating {}", file_path.display()))?;
+        File::create(&slab_path).with_context(|| format!("creating {}", slab_path.display()))?;
+        std::fs::remove_file(&slab_path)
+            .with_context(|| format!("removing {}", slab_path.display()))?;
+        if !params.dirty_pause.is_zero() {
+            std::thread::sleep(params.dirty_pause);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_give_rate_latency_and_flush_cost() {
+        let flush = Stat {
+            hits: 40,
+            time_ns: 52_000,
+        };
+        let m = metrics(flush, 1000, 2_000_000_000);
+        let got: Vec<(&str, u64)> = m.iter().map(|(k, &v)| (k.as_str(), v)).collect();
+        assert_eq!(
+            got,
+            [
+                ("flush_calls", 40),
+                ("flush_mean_ns", 1_300),
+                ("flush_total_ns", 52_000),
+                ("read_loop_ns", 2_000_000_000),
+                ("read_mean_ns", 2_000_000),
+                ("reads_per_s", 500),
+            ]
+        );
+        assert_eq!(metrics(Stat::default(), 1, 0)["flush_mean_ns"], 0);
+    }
+}
