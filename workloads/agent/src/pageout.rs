@@ -83,18 +83,7 @@ pub fn run(
             .transpose()
             .with_context(during)?;
         let metrics = sample_metrics(&results, &before, &after, flushes).with_context(during)?;
-        let warmup = index < warmups;
-        console::say(format!(
-            "sample {}/{total}{} {}",
-            index + 1,
-            if warmup { " (warm-up)" } else { "" },
-            render(&metrics)
-        ));
-        port.send(&Message::Sample(Sample {
-            index,
-            warmup,
-            metrics,
-        }))?;
+        emit(port, index, warmups, total, metrics)?;
     }
     Ok(())
 }
@@ -203,6 +192,29 @@ pub fn counter_delta(
 }
 
 /// `key=value` pairs on one line.
+/// Say sample `index` (of `total`, the first `warmups` of them warm-ups) on
+/// the console and send it to the host.
+pub fn emit(
+    port: &mut Port,
+    index: u32,
+    warmups: u32,
+    total: u32,
+    metrics: BTreeMap<String, u64>,
+) -> Result<()> {
+    let warmup = index < warmups;
+    console::say(format!(
+        "sample {}/{total}{} {}",
+        index + 1,
+        if warmup { " (warm-up)" } else { "" },
+        render(&metrics)
+    ));
+    port.send(&Message::Sample(Sample {
+        index,
+        warmup,
+        metrics,
+    }))
+}
+
 pub fn render(metrics: &BTreeMap<String, u64>) -> String {
     metrics
         .iter()

@@ -19,12 +19,12 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use patchbench_agent::{Limit, Message, Sample};
+use patchbench_agent::Limit;
 
 use crate::cgroup;
 use crate::console;
 use crate::error::{Context, Result, bail};
-use crate::pageout::{counter_delta, read_stat, render};
+use crate::pageout::{counter_delta, emit, read_stat};
 use crate::pattern;
 use crate::port::Port;
 use crate::report::Fields;
@@ -106,18 +106,7 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
             sys_ns: sys1 - sys0,
         };
         let metrics = sample_metrics(times, &before, &after).with_context(during)?;
-        let warmup = index < warmups;
-        console::say(format!(
-            "sample {}/{total}{} {}",
-            index + 1,
-            if warmup { " (warm-up)" } else { "" },
-            render(&metrics)
-        ));
-        port.send(&Message::Sample(Sample {
-            index,
-            warmup,
-            metrics,
-        }))?;
+        emit(port, index, warmups, total, metrics)?;
     }
     Ok(())
 }

@@ -21,13 +21,11 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use patchbench_agent::{Message, Sample};
-
 use crate::cgroup;
 use crate::console;
 use crate::error::{Context, Error, Result, bail};
 use crate::files;
-use crate::pageout::render;
+use crate::pageout::emit;
 use crate::port::Port;
 use crate::profiler::{Profiler, Stat};
 use crate::sys::{self, Exit, Forked, Mapping};
@@ -80,18 +78,7 @@ pub fn run(
         dirtiers.check().with_context(during)?;
         let metrics =
             sample(&stat_file, &stat_path, params.reads, profiler).with_context(during)?;
-        let warmup = index < warmups;
-        console::say(format!(
-            "sample {}/{total}{} {}",
-            index + 1,
-            if warmup { " (warm-up)" } else { "" },
-            render(&metrics)
-        ));
-        port.send(&Message::Sample(Sample {
-            index,
-            warmup,
-            metrics,
-        }))
+        emit(port, index, warmups, total, metrics)
     });
     let stopped = dirtiers.stop();
     outcome?;
