@@ -130,7 +130,11 @@ fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
             "{value}"
         );
     }
-    assert_eq!(page.matches("not judged").count(), METRICS.len());
+    // The stored smoke run's verdicts: four times inconclusive (A drifted),
+    // the two page counters unchanged.
+    assert_eq!(page.matches(r#"class="badge v-inconclusive""#).count(), 4);
+    assert_eq!(page.matches(r#"class="badge v-nochange""#).count(), 2);
+    assert!(!page.contains("not judged"));
 
     // Every sample drawn: 3 boots of 3 samples per metric.
     for svg in svgs(&page) {
@@ -270,7 +274,8 @@ fn the_index_lists_runs_newest_first_with_their_verdicts() {
     let second = page.find(r#"href="runs/0/index.html""#).unwrap();
     assert!(first < second, "newest first");
     assert_eq!(page.matches(r#"<tr class="run">"#).count(), 2);
-    assert_eq!(page.matches("6 not judged").count(), 2);
+    assert_eq!(page.matches("4 inconclusive").count(), 2);
+    assert_eq!(page.matches("2 no change").count(), 2);
     assert!(page.contains(r#"<a href="trends/nightly.html">nightly</a>"#));
     assert!(page.contains(r#"<a href="trends/smoke.html">smoke</a>"#));
     assert_markup_is_ours("index", &page);
