@@ -83,10 +83,12 @@ pub fn rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Row> {
         .collect()
 }
 
-/// Whether any metric regressed: the campaign's exit code says so.
-pub fn any_regression(rows: &[Row]) -> bool {
+/// The metrics that regressed: the campaign's exit code says so.
+pub fn regressed_metrics(rows: &[Row]) -> Vec<String> {
     rows.iter()
-        .any(|r| r.comparison.verdict.kind == VerdictKind::Regression)
+        .filter(|r| r.comparison.verdict.kind == VerdictKind::Regression)
+        .map(|r| r.metric.clone())
+        .collect()
 }
 
 /// The verdict as a table cell, marked as the seeds mark their headline.
@@ -159,6 +161,11 @@ fn signed_pct(p: Option<f64>) -> String {
 
 /// Markdown for a PR comment or a job summary.
 pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
+    markdown_of(results, spec, &rows(results, spec))
+}
+
+/// [`markdown`] from rows already compared (the bootstrap is not free).
+pub fn markdown_of(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -> String {
     let mut out = String::new();
     let workload = spec.map_or("workload", |s| s.name.as_str());
     let subject = results
@@ -196,8 +203,7 @@ pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
         "| metric | unit | A mean | B mean | B vs A [95% CI] | p | verdict | A drift | max CV |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---|---:|---:|");
-    let rows = rows(results, spec);
-    for row in &rows {
+    for row in rows {
         let c = &row.comparison;
         let _ = writeln!(
             out,
@@ -223,7 +229,7 @@ pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
         );
     }
     if self_check {
-        let _ = writeln!(out, "\n{}", self_check_line(results, &rows));
+        let _ = writeln!(out, "\n{}", self_check_line(results, rows));
     }
     let mut reasons = rows
         .iter()
@@ -319,11 +325,16 @@ fn self_check_line(results: &Results, rows: &[Row]) -> String {
 
 /// A plain-text table for a terminal: the same rows as the Markdown.
 pub fn terminal(results: &Results, spec: Option<&WorkloadSpec>) -> String {
+    terminal_of(results, &rows(results, spec))
+}
+
+/// [`terminal`] from rows already compared.
+pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
     let header = [
         "metric", "unit", "A mean", "B mean", "B vs A", "95% CI", "p", "verdict",
     ];
     let mut table: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
-    for row in rows(results, spec) {
+    for row in rows {
         let c = &row.comparison;
         let ci = c
             .mean_change

@@ -40,6 +40,8 @@ pub struct Outcome {
     pub results_path: PathBuf,
     pub markdown: String,
     pub markdown_path: PathBuf,
+    /// Every metric's comparison, as the report and `comparisons` hold it.
+    pub rows: Vec<crate::report::Row>,
 }
 
 pub(crate) struct Stages<'a> {
@@ -270,15 +272,16 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     results.save(&results_path)?;
 
     let spec = crate::workload::spec_for(&results.workload);
-    results.comparisons = crate::report::rows(&results, spec.as_ref())
-        .into_iter()
+    let rows = crate::report::rows(&results, spec.as_ref());
+    results.comparisons = rows
+        .iter()
         .map(|r| results::MetricComparison {
-            metric: r.metric,
-            comparison: r.comparison,
+            metric: r.metric.clone(),
+            comparison: r.comparison.clone(),
         })
         .collect();
     results.save(&results_path)?;
-    let markdown = crate::report::markdown(&results, spec.as_ref());
+    let markdown = crate::report::markdown_of(&results, spec.as_ref(), &rows);
     let markdown_path = opts.out_dir.join("report.md");
     crate::fsutil::write_atomic(&markdown_path, markdown.as_bytes())
         .with_context(|| format!("cannot write {}", markdown_path.display()))?;
@@ -287,6 +290,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         results_path,
         markdown,
         markdown_path,
+        rows,
     })
 }
 

@@ -56,13 +56,8 @@ pub fn b_against_b(old: &Results, new: &Results) -> Results {
 }
 
 /// The error that exits 1 when any metric regressed.
-pub fn fail_on_regression(results: &Results) -> anyhow::Result<()> {
-    let spec = workload::spec_for(&results.workload);
-    let metrics: Vec<String> = report::rows(results, spec.as_ref())
-        .into_iter()
-        .filter(|r| r.comparison.verdict.kind == crate::stats::VerdictKind::Regression)
-        .map(|r| r.metric)
-        .collect();
+pub fn fail_on_regression(rows: &[report::Row]) -> anyhow::Result<()> {
+    let metrics = report::regressed_metrics(rows);
     if metrics.is_empty() {
         Ok(())
     } else {
@@ -82,12 +77,13 @@ pub(super) fn compare(args: CompareArgs) -> anyhow::Result<()> {
         if args.results.len() > 1 {
             println!("== {}", path.display());
         }
+        let rows = report::rows(&results, spec.as_ref());
         if args.markdown {
-            println!("{}", report::markdown(&results, spec.as_ref()));
+            println!("{}", report::markdown_of(&results, spec.as_ref(), &rows));
         } else {
-            print!("{}", report::terminal(&results, spec.as_ref()));
+            print!("{}", report::terminal_of(&results, &rows));
         }
-        if let Err(e) = fail_on_regression(&results) {
+        if let Err(e) = fail_on_regression(&rows) {
             regressed.push(format!("{}: {e}", path.display()));
         }
     }
@@ -115,7 +111,8 @@ mod tests {
         assert_eq!(merged.protocol.boots, [Variant::A, Variant::B]);
         assert_eq!(merged.boots[0].samples, merged.boots[1].samples);
         // Identical samples: nothing can have regressed.
-        fail_on_regression(&merged).unwrap();
+        let spec = workload::spec_for(&merged.workload);
+        fail_on_regression(&report::rows(&merged, spec.as_ref())).unwrap();
     }
 
     #[test]

@@ -311,17 +311,16 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let sink = ui::Ui::new();
     let outcome = campaign::run(&plan, &opts, &sink).await?;
-    let spec = crate::workload::spec_for(&outcome.results.workload);
     print!(
         "{}",
-        crate::report::terminal(&outcome.results, spec.as_ref())
+        crate::report::terminal_of(&outcome.results, &outcome.rows)
     );
     eprintln!(
         "results: {}\nreport:  {}",
         outcome.results_path.display(),
         outcome.markdown_path.display()
     );
-    compare::fail_on_regression(&outcome.results)
+    compare::fail_on_regression(&outcome.rows)
 }
 
 async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
