@@ -13,30 +13,12 @@ use patchbench::campaign::{self, Outcome, RunOptions};
 use patchbench::config::{self, Campaign, Overrides, Variant};
 use patchbench::events::Recorder;
 
+mod common;
+use common::{cache_dir, require_host_tools};
+
 /// One campaign at a time: they share the cached tree and build directories.
 static SERIAL: Mutex<()> = Mutex::new(());
 static SMOKE: OnceLock<Outcome> = OnceLock::new();
-
-fn cache_dir() -> PathBuf {
-    std::env::var_os("PATCHBENCH_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/patchbench")
-        })
-}
-
-fn require_host_tools() {
-    for (path, package) in [
-        ("/usr/src/linux-source-6.12.tar.xz", "linux-source-6.12"),
-        ("/usr/bin/qemu-system-x86_64", "qemu-system-x86"),
-        ("/bin/busybox", "busybox-static"),
-    ] {
-        assert!(
-            Path::new(path).exists(),
-            "{path} is missing: run ci/setup-host.sh (Debian package {package})"
-        );
-    }
-}
 
 fn run_campaign(text: &str, out: &Path) -> anyhow::Result<Outcome> {
     let origin = PathBuf::from("test campaign");

@@ -15,29 +15,11 @@ use std::sync::Mutex;
 use patchbench::config::Variant;
 use patchbench::results::Results;
 
+mod common;
+use common::{cache_dir, require_host_tools};
+
 /// One campaign at a time: they share the cached tree and build directories.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn cache_dir() -> PathBuf {
-    std::env::var_os("PATCHBENCH_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/patchbench")
-        })
-}
-
-fn require_host_tools() {
-    for (path, package) in [
-        ("/usr/src/linux-source-6.12.tar.xz", "linux-source-6.12"),
-        ("/usr/bin/qemu-system-x86_64", "qemu-system-x86"),
-        ("/bin/busybox", "busybox-static"),
-    ] {
-        assert!(
-            Path::new(path).exists(),
-            "{path} is missing: run ci/setup-host.sh (Debian package {package})"
-        );
-    }
-}
 
 /// ci/workloads/zswap-pageout.yaml with absolute paths and `zswap_max`.
 fn pageout_campaign(dir: &Path, zswap_max: &str) -> PathBuf {

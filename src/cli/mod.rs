@@ -214,7 +214,8 @@ impl From<AccelArg> for AccelChoice {
     }
 }
 
-fn default_cache_dir() -> PathBuf {
+/// `$XDG_CACHE_HOME/patchbench`, else `~/.cache/patchbench`.
+pub fn default_cache_dir() -> PathBuf {
     if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(xdg).join("patchbench");
     }
