@@ -1,7 +1,7 @@
 //! patchbench: what does this patch do to the kernel's performance?
 //!
 //! The modules follow the pipeline: [`config`] → [`tree`] / [`series`] →
-//! [`kconfig`] / [`build`] → [`image`] / [`vm`] → [`campaign`] → [`stats`] →
+//! [`kconfig`] / [`build`] → [`kbuild`] / [`image`] / [`vm`] → [`campaign`] → [`stats`] →
 //! [`results`] / [`report`] → [`html`] / [`github`]. [`process`] is the only module that spawns host
 //! processes; [`events`] is how the engine talks to the UI.
 
@@ -16,6 +16,7 @@ pub mod fsutil;
 pub mod github;
 pub mod html;
 pub mod image;
+pub mod kbuild;
 pub mod kconfig;
 pub mod process;
 pub mod report;

@@ -131,10 +131,14 @@ fn p_cell(c: &Comparison) -> String {
     }
 }
 
-/// A value in the unit people read: nanoseconds as milliseconds.
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A value in the unit people read: nanoseconds as milliseconds, bytes as
+/// MiB.
 pub fn format_value(v: f64, unit: Option<Unit>) -> String {
     match unit {
         Some(Unit::Ns) => format!("{:.3}", v / 1e6),
+        Some(Unit::Bytes) => format!("{:.1}", v / MIB),
         _ if v.fract() == 0.0 => format!("{v:.0}"),
         _ => format!("{v:.1}"),
     }
@@ -146,6 +150,7 @@ fn unit_label(unit: Option<Unit>) -> &'static str {
         Some(Unit::Pages) => "pages",
         Some(Unit::Count) => "count",
         Some(Unit::PerSecond) => "per s",
+        Some(Unit::Bytes) => "MiB",
         None => "",
     }
 }
@@ -414,6 +419,7 @@ mod tests {
         assert_eq!(format_value(23_903_000.0, Some(Unit::Ns)), "23.903");
         assert_eq!(format_value(8192.0, Some(Unit::Pages)), "8192");
         assert_eq!(format_value(8191.5, Some(Unit::Pages)), "8191.5");
+        assert_eq!(format_value(100_663_296.0, Some(Unit::Bytes)), "96.0");
         assert_eq!(signed_pct(Some(-44.694)), "\u{2212}44.69%");
         assert_eq!(signed_pct(Some(0.8)), "+0.80%");
         assert_eq!(signed_pct(None), "n/a");

@@ -111,6 +111,16 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         patches: how_applied,
     } = applied;
 
+    let workload = match &plan.workload {
+        w @ patchbench_agent::Workload::KernelBuild { .. } => {
+            stages
+                .time("kernel-build tree", "the workload's own tree", async {
+                    crate::kbuild::prepare(w, &tree.open()?, base, &opts.cache_dir, sink).await
+                })
+                .await?
+        }
+        other => other.clone(),
+    };
     let image_spec = image::parse_spec(image::DEFAULT_SPEC)?;
     let base_entries = image::base_entries(&image_spec, &opts.agent)?;
 
@@ -161,7 +171,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
                 artifact: kernel_b,
             },
         ],
-        workload: plan.workload.clone(),
+        workload: workload.clone(),
         protocol: Protocol {
             boots: plan.boots.clone(),
             order_seed: plan.order_seed,
@@ -231,7 +241,8 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
             &boot_dir,
             decision.accel,
             &base_entries,
-            plan.workload.clone(),
+            workload.clone(),
+            false,
         )?;
         results.boots.push(Boot {
             index,
@@ -303,7 +314,9 @@ pub struct ResumeError {
 }
 
 /// Write a boot's job into its initramfs and describe the boot: the
-/// campaign's guest (memory, CPUs, swap, zswap, THP) running `workload`.
+/// campaign's guest (memory, CPUs, swap, zswap, THP) running `workload`,
+/// in host-root mode if `host_root` or the workload needs it.
+#[allow(clippy::too_many_arguments)]
 pub fn prepare_boot(
     plan: &Plan,
     label: &str,
@@ -312,7 +325,9 @@ pub fn prepare_boot(
     accel: accel::Accel,
     base_entries: &image::Entries,
     workload: patchbench_agent::Workload,
+    host_root: bool,
 ) -> anyhow::Result<(BootSpec, String)> {
+    let host_root = host_root || workload.needs_host_root();
     std::fs::create_dir_all(boot_dir)
         .with_context(|| format!("cannot create {}", boot_dir.display()))?;
     let job = Job {
@@ -325,6 +340,7 @@ pub fn prepare_boot(
         thp: plan.thp,
         warmups: plan.warmups,
         samples: plan.samples,
+        host_root,
         workload,
     };
     let initrd = boot_dir.join("initramfs.cpio");
@@ -342,6 +358,7 @@ pub fn prepare_boot(
         swap_bytes: plan.vm.swap_size.as_u64(),
         boot_timeout: plan.vm.boot_timeout,
         run_timeout: plan.vm.run_timeout,
+        host_root,
     };
     Ok((spec, initramfs_sha256))
 }

@@ -28,6 +28,11 @@ pub struct BootArgs {
     /// The accelerator: `auto` uses KVM only where it really works.
     #[arg(long, value_enum)]
     accel: Option<AccelArg>,
+    /// Run the command in the host's own root file system, exported
+    /// read-only over 9p under a tmpfs overlay (writes stay in the guest),
+    /// so host programs such as gcc or make work: `-- gcc --version`.
+    #[arg(long)]
+    host_root: bool,
     /// Boot this many times and report the median times.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
@@ -89,6 +94,7 @@ pub(super) async fn boot(args: BootArgs) -> anyhow::Result<()> {
             decision.accel,
             &base_entries,
             patchbench_agent::Workload::Exec { argv: argv.clone() },
+            args.host_root,
         )?;
         sink.emit(Event::Started {
             stage: label.clone(),

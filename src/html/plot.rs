@@ -94,6 +94,7 @@ pub fn display_unit(unit: Option<Unit>) -> (f64, &'static str) {
         Some(Unit::Pages) => (1.0, "pages"),
         Some(Unit::Count) => (1.0, "count"),
         Some(Unit::PerSecond) => (1.0, "per s"),
+        Some(Unit::Bytes) => (1.0 / (1024.0 * 1024.0), "MiB"),
         None => (1.0, ""),
     }
 }

@@ -147,6 +147,30 @@ pub fn swap_disk_args(file: &Path) -> Vec<String> {
     ]
 }
 
+/// Host-root mode: the host's `/` as a read-only 9p export the agent mounts
+/// by its tag (`patchbench_agent::HOST_ROOT_TAG`).
+pub fn host_root_args(tag: &str) -> Vec<String> {
+    vec![
+        "-fsdev".into(),
+        format!(
+            "local,id={tag},path=/,{}",
+            [
+                // The guest can never write to the host: QEMU refuses it.
+                "readonly=on",
+                // Pass the host's owners and modes through unchanged; QEMU
+                // accesses files as the user it runs as.
+                "security_model=none",
+                // / spans several host file systems (/proc, /sys, tmpfs):
+                // give their inodes distinct numbers in the guest.
+                "multidevs=remap",
+            ]
+            .join(",")
+        ),
+        "-device".into(),
+        format!("virtio-9p-pci,fsdev={tag},mount_tag={tag}"),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +237,19 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&args[1]).unwrap();
         assert_eq!(v["file"]["filename"], "/x/sw\"ap,1.img");
         assert_eq!(args[3], "virtio-blk-pci,drive=swap0");
+    }
+
+    #[test]
+    fn the_host_root_is_exported_read_only() {
+        assert_eq!(
+            host_root_args("hostroot"),
+            [
+                "-fsdev",
+                "local,id=hostroot,path=/,readonly=on,security_model=none,multidevs=remap",
+                "-device",
+                "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot"
+            ]
+        );
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub struct BootSpec {
     pub swap_bytes: u64,
     pub boot_timeout: Duration,
     pub run_timeout: Duration,
+    /// Export the host's `/` read-only over 9p (host-root mode).
+    pub host_root: bool,
 }
 
 impl BootSpec {
@@ -71,6 +73,11 @@ pub fn qemu_command(spec: &BootSpec, socket: &Path) -> Cmd {
         .args(args::console_args(&spec.console_log()))
         .args(args::channel_args(socket, PORT_NAME))
         .args(args::swap_disk_args(&spec.swap_file()))
+        .args(if spec.host_root {
+            args::host_root_args(patchbench_agent::HOST_ROOT_TAG)
+        } else {
+            Vec::new()
+        })
 }
 
 /// What a boot produced.
@@ -330,8 +337,16 @@ mod tests {
             swap_bytes: 1 << 29,
             boot_timeout: Duration::from_secs(60),
             run_timeout: Duration::from_secs(600),
+            host_root: false,
         };
         let cmd = qemu_command(&spec, Path::new("/tmp/s/agent.sock")).to_string();
+        assert!(!cmd.contains("9p"), "{cmd}");
+        let with_root = BootSpec {
+            host_root: true,
+            ..spec.clone()
+        };
+        let root_cmd = qemu_command(&with_root, Path::new("/tmp/s/agent.sock")).to_string();
+        assert!(root_cmd.contains("mount_tag=hostroot"), "{root_cmd}");
         for part in [
             "qemu-system-x86_64 -nodefaults",
             "-accel tcg,thread=multi",

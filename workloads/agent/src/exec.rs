@@ -3,18 +3,41 @@
 
 use crate::console;
 use crate::error::{Error, Result};
+use crate::hostroot;
 
 /// Where the command looks for programs: busybox's applets live in /bin.
 const PATH: &str = "/bin:/sbin:/usr/bin:/usr/sbin";
 
-/// Runs `argv` (no shell) and waits for it.
-pub fn run(argv: &[String]) -> Result<()> {
+/// Runs `argv` (no shell) and waits for it: in the host root when it is
+/// mounted (`patchbench boot --host-root`), else in the initramfs.
+pub fn run(argv: &[String], host_root: bool) -> Result<()> {
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| Error::msg("exec: no command given"))?;
-    console::say(format!("exec: {argv:?}"));
-    // The initramfs has busybox but no applet links: a bare name that is
-    // not a file on PATH runs as a busybox applet.
+    console::say(format!(
+        "exec: {argv:?}{}",
+        if host_root { " in the host root" } else { "" }
+    ));
+    let mut cmd = if host_root {
+        hostroot::command(program, "/", None)?
+    } else {
+        initramfs_command(program)
+    };
+    let status = cmd
+        .args(args)
+        .status()
+        .map_err(|e| Error::msg(format!("exec: cannot run {program}: {e}")))?;
+    console::say(format!("exec: {program} exited with {status}"));
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::msg(format!("exec: {program} exited with {status}")))
+    }
+}
+
+/// The initramfs has busybox but no applet links: a bare name that is not a
+/// file on PATH runs as a busybox applet.
+fn initramfs_command(program: &str) -> std::process::Command {
     let on_path = program.contains('/')
         || PATH
             .split(':')
@@ -26,15 +49,6 @@ pub fn run(argv: &[String]) -> Result<()> {
         c.arg(program);
         c
     };
-    let status = cmd
-        .args(args)
-        .env("PATH", PATH)
-        .status()
-        .map_err(|e| Error::msg(format!("exec: cannot run {program}: {e}")))?;
-    console::say(format!("exec: {program} exited with {status}"));
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Error::msg(format!("exec: {program} exited with {status}")))
-    }
+    cmd.env("PATH", PATH);
+    cmd
 }

@@ -21,13 +21,17 @@ use serde::{Deserialize, Serialize};
 ///
 /// 2: the `rstat-flush` and `reclaim-refault` workloads, `count_flushes` on
 /// `zswap-pageout`, and [`GuestFacts::profiled_symbol`].
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: [`Job::host_root`] and the `kernel-build` workload.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Where the host places the job description inside the initramfs.
 pub const JOB_PATH: &str = "/patchbench/job.json";
 
 /// The name of the virtio-serial port that carries [`Message`]s.
 pub const PORT_NAME: &str = "org.patchbench.agent";
+
+/// The 9p mount tag of the host's `/` in host-root mode ([`Job::host_root`]).
+pub const HOST_ROOT_TAG: &str = "hostroot";
 
 /// Everything the guest is asked to do during one boot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +47,12 @@ pub struct Job {
     pub warmups: u32,
     /// Samples measured and reported.
     pub samples: u32,
+    /// Host-root mode: the host exports its `/` read-only over 9p (tag
+    /// [`HOST_ROOT_TAG`]), and the agent mounts it under a tmpfs overlay, so
+    /// workloads can run the host's programs (a compiler) on the host's
+    /// files (a kernel tree) without writing to either.
+    #[serde(default)]
+    pub host_root: bool,
     pub workload: Workload,
 }
 
@@ -152,6 +162,31 @@ pub enum Workload {
         /// Where reclaimed tmpfs pages go.
         swap: SwapBackend,
     },
+    /// Seeds 001 and 004: build `targets` of a kernel tree with the host's
+    /// toolchain (host-root mode), `make -j jobs` in a cgroup limited to
+    /// `memory_max` with `memory.zswap.max` at `zswap_max`. Each sample
+    /// starts from the same state: a fresh tmpfs overlay over the build
+    /// directory the host prepared.
+    KernelBuild {
+        /// The make target that configured the tree (`defconfig`...).
+        config: String,
+        /// How the build is driven.
+        driver: BuildDriver,
+        /// The kernel source tree: an absolute host path.
+        src: String,
+        /// The out-of-tree build directory (`O=`) the host configured and
+        /// prepared, without the targets' outputs: an absolute host path.
+        build: String,
+        /// `make` targets relative to the build directory, such as
+        /// `mm/zswap.o`; each must exist after every sample.
+        targets: Vec<String>,
+        /// `make -j`.
+        jobs: u32,
+        /// `memory.max` of the build's cgroup.
+        memory_max: Limit,
+        /// `memory.zswap.max` of the build's cgroup.
+        zswap_max: Limit,
+    },
     /// A deliberately broken guest, used to test the host's failure handling.
     GuestFault { fault: Fault },
     /// Run one command (`patchbench boot -- CMD`), its output on the
@@ -161,6 +196,24 @@ pub enum Workload {
         argv: Vec<String>,
     },
 }
+
+/// How a [`Workload::KernelBuild`] sample builds its targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BuildDriver {
+    /// `make O=<build> -j<jobs> <targets>` in the source tree: kbuild's
+    /// whole machinery, as a developer types it.
+    Kbuild,
+    /// `make -f` [`RECORDED_MAKEFILE`] `-j<jobs>` in the build directory:
+    /// only the compile commands kbuild recorded for the targets when the
+    /// host built them. Under TCG kbuild's own start-up (its `$(shell)`
+    /// probes, each a process) takes minutes; this runs just the compilers.
+    Recorded,
+}
+
+/// The makefile the host writes into a prepared build directory for
+/// [`BuildDriver::Recorded`].
+pub const RECORDED_MAKEFILE: &str = "patchbench-targets.mk";
 
 /// The swap device a workload runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,6 +232,11 @@ impl Workload {
             Workload::ReclaimRefault { swap, .. } => *swap,
             _ => SwapBackend::Disk,
         }
+    }
+
+    /// Whether the workload runs host programs, so needs [`Job::host_root`].
+    pub fn needs_host_root(&self) -> bool {
+        matches!(self, Workload::KernelBuild { .. })
     }
 
     /// Kernel functions to count with the function profiler, most wanted

@@ -19,6 +19,8 @@ mod error;
 mod exec;
 mod fault;
 mod files;
+mod hostroot;
+mod kbuild;
 mod pageout;
 mod parse;
 mod pattern;
@@ -96,6 +98,9 @@ fn run(port: &mut Port) -> Result<()> {
     })?;
     setup::mount_late()?;
     let job = read_job()?;
+    if job.host_root {
+        hostroot::mount_all().context("mounting the host root")?;
+    }
     console::say(format!(
         "job boot={} warmups={} samples={} workload {}",
         job.boot_label,
@@ -162,7 +167,28 @@ fn run(port: &mut Port) -> Result<()> {
             refault::run(&params, warmups, samples, port).context("reclaim-refault")
         }
         Workload::GuestFault { fault } => fault::run(fault),
-        Workload::Exec { argv } => exec::run(&argv),
+        Workload::Exec { argv } => exec::run(&argv, job.host_root),
+        Workload::KernelBuild {
+            driver,
+            src,
+            build,
+            targets,
+            jobs,
+            memory_max,
+            zswap_max,
+            ..
+        } => {
+            let params = kbuild::Params {
+                driver,
+                src,
+                build,
+                targets,
+                jobs,
+                memory_max,
+                zswap_max,
+            };
+            kbuild::run(&params, warmups, samples, port).context("kernel-build")
+        }
     }
 }
 
@@ -220,6 +246,20 @@ fn describe(workload: &Workload) -> String {
             file_mib,
             swap,
         } => format!("reclaim-refault cgroups={cgroups} file_mib={file_mib} swap={swap:?}"),
+        Workload::KernelBuild {
+            config,
+            driver,
+            src,
+            build,
+            targets,
+            jobs,
+            memory_max,
+            zswap_max,
+        } => format!(
+            "kernel-build config={config} driver={driver:?} src={src} build={build} targets={targets:?} jobs={jobs} memory_max={} zswap_max={}",
+            memory_max.cgroup_value(),
+            zswap_max.cgroup_value()
+        ),
         Workload::GuestFault { fault } => format!(
             "guest-fault {}",
             match fault {

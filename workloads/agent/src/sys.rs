@@ -24,20 +24,74 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
 
 /// `mount(2)` with no data string.
 pub fn mount(source: &str, target: &Path, fstype: &str, flags: libc::c_ulong) -> io::Result<()> {
+    mount_with(source, target, fstype, flags, None)
+}
+
+/// `mount(2)` with the file system's option string (`data`).
+pub fn mount_with(
+    source: &str,
+    target: &Path,
+    fstype: &str,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> io::Result<()> {
     let source = CString::new(source)?;
     let fstype = CString::new(fstype)?;
     let target = cstring(target)?;
-    // SAFETY: all pointers are valid NUL-terminated strings; data is NULL.
+    let data = data.map(CString::new).transpose()?;
+    let data_ptr = data
+        .as_ref()
+        .map_or(std::ptr::null(), |d| d.as_ptr().cast::<libc::c_void>());
+    // SAFETY: all pointers are valid NUL-terminated strings or NULL.
     check(unsafe {
         libc::mount(
             source.as_ptr(),
             target.as_ptr(),
             fstype.as_ptr(),
             flags,
-            std::ptr::null(),
+            data_ptr,
         )
     })
     .map(drop)
+}
+
+/// `umount2(2)` with no flags.
+pub fn umount(target: &Path) -> io::Result<()> {
+    let target = cstring(target)?;
+    // SAFETY: a valid NUL-terminated path.
+    check(unsafe { libc::umount2(target.as_ptr(), 0) }).map(drop)
+}
+
+/// Makes `cmd`'s child join a cgroup (by writing `0` to its open
+/// `cgroup.procs`, if given), then `chroot(root)` and `chdir(cwd)` (a path
+/// inside the new root) before it executes.
+pub fn confine(
+    cmd: &mut std::process::Command,
+    cgroup_procs: Option<OwnedFd>,
+    root: &Path,
+    cwd: &Path,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let root = cstring(root)?;
+    let cwd = cstring(cwd)?;
+    // SAFETY: the closure runs between fork and exec and calls only
+    // async-signal-safe functions (write, chroot, chdir) on data prepared
+    // before the fork; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(fd) = &cgroup_procs {
+                let zero = b"0";
+                if libc::write(fd.as_raw_fd(), zero.as_ptr().cast(), zero.len()) != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            check(libc::chroot(root.as_ptr()))?;
+            check(libc::chdir(cwd.as_ptr()))?;
+            Ok(())
+        });
+    }
+    Ok(())
 }
 
 /// `swapon(2)` with default priority and no flags.

@@ -8,14 +8,15 @@
 use std::time::Duration;
 
 use bytesize::ByteSize;
-use patchbench_agent::{Fault, Limit, SwapBackend, Workload};
+use patchbench_agent::{BuildDriver, Fault, Limit, SwapBackend, Workload};
 use serde::{Deserialize, Deserializer};
 
 use crate::config::VmConfig;
 
-const ZSWAP_PAGEOUT: &str = include_str!("../workloads/zswap-pageout.yaml");
-const RSTAT_FLUSH: &str = include_str!("../workloads/rstat-flush.yaml");
-const RECLAIM_REFAULT: &str = include_str!("../workloads/reclaim-refault.yaml");
+const ZSWAP_PAGEOUT: &str = include_str!("../../workloads/zswap-pageout.yaml");
+const RSTAT_FLUSH: &str = include_str!("../../workloads/rstat-flush.yaml");
+const RECLAIM_REFAULT: &str = include_str!("../../workloads/reclaim-refault.yaml");
+const KERNEL_BUILD: &str = include_str!("../../workloads/kernel-build.yaml");
 
 /// The campaign's `workload:` section. Every parameter is documented, with
 /// its default and unit, in the workload's spec (`workloads/<kind>.yaml`).
@@ -54,6 +55,20 @@ pub enum WorkloadConfig {
         #[serde(deserialize_with = "swap", default = "zram")]
         swap: SwapBackend,
     },
+    KernelBuild {
+        #[serde(deserialize_with = "config", default = "defconfig")]
+        config: String,
+        #[serde(deserialize_with = "driver", default = "kbuild")]
+        driver: BuildDriver,
+        #[serde(deserialize_with = "targets", default = "vmlinux")]
+        targets: Vec<String>,
+        #[serde(deserialize_with = "jobs", default)]
+        jobs: Option<u32>,
+        #[serde(deserialize_with = "memory_max", default = "quarter_gib")]
+        memory_max: Limit,
+        #[serde(deserialize_with = "zswap_max", default = "max")]
+        zswap_max: Limit,
+    },
     GuestFault {
         fault: Fault,
     },
@@ -84,6 +99,10 @@ named! {
     reads: u32 = u32::deserialize;
     file_size: ByteSize = ByteSize::deserialize;
     swap: SwapBackend = SwapBackend::deserialize;
+    config: String = String::deserialize;
+    driver: BuildDriver = BuildDriver::deserialize;
+    targets: Vec<String> = Vec::<String>::deserialize;
+    jobs: Option<u32> = Option::<u32>::deserialize;
 }
 
 /// A number of cgroups: `16`, or `2 per cpu` (times the guest's online CPUs).
@@ -174,6 +193,25 @@ fn default_reads() -> u32 {
 fn default_file_size() -> ByteSize {
     ByteSize::mib(50)
 }
+
+fn defconfig() -> String {
+    "defconfig".into()
+}
+
+fn kbuild() -> BuildDriver {
+    BuildDriver::Kbuild
+}
+
+fn vmlinux() -> Vec<String> {
+    vec!["vmlinux".into()]
+}
+
+fn quarter_gib() -> Limit {
+    Limit::Bytes(256 << 20)
+}
+
+/// The configurations the kernel-build workload's tree may be made with.
+const BUILD_CONFIGS: [&str; 3] = ["defconfig", "tinyconfig", "allnoconfig"];
 
 fn zram() -> SwapBackend {
     SwapBackend::Zram
@@ -313,9 +351,89 @@ impl WorkloadConfig {
                     swap,
                 }
             }
+            WorkloadConfig::KernelBuild {
+                config,
+                driver,
+                targets,
+                jobs,
+                memory_max,
+                zswap_max,
+            } => {
+                if !BUILD_CONFIGS.contains(&config.as_str()) {
+                    return Err(WorkloadError {
+                        param: "config",
+                        value: config,
+                        problem: format!("must be one of {}", BUILD_CONFIGS.join(", ")),
+                    });
+                }
+                check_targets(&targets)?;
+                let jobs = jobs.unwrap_or(online);
+                if jobs == 0 || jobs > online.saturating_mul(4) {
+                    return Err(WorkloadError {
+                        param: "jobs",
+                        value: jobs.to_string(),
+                        problem: format!(
+                            "must be between 1 and 4 x vm.cpus.online ({})",
+                            online.saturating_mul(4)
+                        ),
+                    });
+                }
+                match memory_max {
+                    Limit::Bytes(b) if b >= 16 << 20 && b <= memory.as_u64() => {}
+                    _ => {
+                        return Err(WorkloadError {
+                            param: "memory_max",
+                            value: memory_max.cgroup_value(),
+                            problem: format!(
+                                "must be a size between 16 MiB and vm.memory ({}): the build's cgroup limit, below its peak",
+                                iec(memory)
+                            ),
+                        });
+                    }
+                }
+                Workload::KernelBuild {
+                    config,
+                    driver,
+                    // Filled in by crate::kbuild::prepare before the first boot.
+                    src: String::new(),
+                    build: String::new(),
+                    targets,
+                    jobs,
+                    memory_max,
+                    zswap_max,
+                }
+            }
             WorkloadConfig::GuestFault { fault } => Workload::GuestFault { fault },
         })
     }
+}
+
+/// Kernel-build targets are files under the build directory.
+fn check_targets(targets: &[String]) -> Result<(), WorkloadError> {
+    if targets.is_empty() {
+        return Err(WorkloadError {
+            param: "targets",
+            value: "[]".into(),
+            problem: "must name at least one make target, such as mm/vmscan.o or vmlinux".into(),
+        });
+    }
+    for target in targets {
+        let bad = target.is_empty()
+            || target.starts_with('/')
+            || target.ends_with('/')
+            || target.split('/').any(|p| p == ".." || p == ".")
+            || !target
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c));
+        if bad {
+            return Err(WorkloadError {
+                param: "targets",
+                value: target.clone(),
+                problem: "must be a file the build leaves behind, relative to the build directory (such as mm/vmscan.o), without `..` or special characters".into(),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -354,6 +472,8 @@ pub enum Unit {
     /// Events per second (a rate).
     #[serde(rename = "per-second")]
     PerSecond,
+    /// Bytes, shown in MiB.
+    Bytes,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -371,244 +491,11 @@ pub fn spec_for(workload: &Workload) -> Option<WorkloadSpec> {
         Workload::ZswapPageout { .. } => ZSWAP_PAGEOUT,
         Workload::RstatFlush { .. } => RSTAT_FLUSH,
         Workload::ReclaimRefault { .. } => RECLAIM_REFAULT,
+        Workload::KernelBuild { .. } => KERNEL_BUILD,
         Workload::GuestFault { .. } | Workload::Exec { .. } => return None,
     };
     Some(yaml_serde::from_str(text).expect("workloads/*.yaml are valid (tested)"))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::{Campaign, DEFAULT_CAMPAIGN};
-    use std::path::Path;
-
-    fn names(spec: &WorkloadSpec) -> Vec<&str> {
-        spec.metrics.iter().map(|m| m.name.as_str()).collect()
-    }
-
-    #[test]
-    fn every_spec_parses_and_names_the_agents_metrics() {
-        let cases: [(&str, &str, &[&str]); 3] = [
-            (
-                ZSWAP_PAGEOUT,
-                "zswap-pageout",
-                &[
-                    "pageout_cpu_ns",
-                    "verify_cpu_ns",
-                    "total_cpu_ns",
-                    "elapsed_ns",
-                    "zswpout_pages",
-                    "zswpin_pages",
-                    "pageout_flushes",
-                ],
-            ),
-            (
-                RSTAT_FLUSH,
-                "rstat-flush",
-                &[
-                    "flush_calls",
-                    "flush_mean_ns",
-                    "flush_total_ns",
-                    "reads_per_s",
-                    "read_mean_ns",
-                    "read_loop_ns",
-                ],
-            ),
-            (
-                RECLAIM_REFAULT,
-                "reclaim-refault",
-                &[
-                    "real_ns",
-                    "user_ns",
-                    "sys_ns",
-                    "pgscan",
-                    "pgsteal",
-                    "workingset_refault",
-                ],
-            ),
-        ];
-        for (text, name, metrics) in cases {
-            let spec: WorkloadSpec = yaml_serde::from_str(text).unwrap();
-            assert_eq!(spec.name, name);
-            assert_eq!(names(&spec), metrics, "{name}");
-            for m in &spec.metrics {
-                let suffix_ns = m.name.ends_with("_ns");
-                assert_eq!(suffix_ns, m.unit == Unit::Ns, "{name}: {}", m.name);
-            }
-        }
-    }
-
-    #[test]
-    fn spec_for_covers_every_measuring_workload() {
-        let vm = vm("1 GiB", 2);
-        for text in [
-            "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: 64 MiB",
-            "kind: rstat-flush",
-            "kind: reclaim-refault",
-        ] {
-            let workload = parse(text).unwrap().into_workload(&vm).unwrap();
-            let spec = spec_for(&workload).unwrap();
-            assert_eq!(
-                Some(spec.name.as_str()),
-                text.strip_prefix("kind: ")
-                    .map(|k| k.lines().next().unwrap())
-            );
-        }
-        let fault = parse("kind: guest-fault\nfault: hang").unwrap();
-        assert!(spec_for(&fault.into_workload(&vm).unwrap()).is_none());
-    }
-
-    /// The workload section of the smoke campaign replaced by `workload`,
-    /// parsed as a whole campaign (so errors carry the YAML path).
-    fn campaign_error(workload: &str) -> String {
-        let start = DEFAULT_CAMPAIGN.find("workload:\n").unwrap();
-        let end = DEFAULT_CAMPAIGN.find("protocol:\n").unwrap();
-        let indented: String = workload.lines().map(|l| format!("  {l}\n")).collect();
-        let text = format!(
-            "{}workload:\n{indented}{}",
-            &DEFAULT_CAMPAIGN[..start],
-            &DEFAULT_CAMPAIGN[end..]
-        );
-        Campaign::parse(&text, Path::new("x.yaml"))
-            .unwrap_err()
-            .to_string()
-    }
-
-    fn parse(text: &str) -> Result<WorkloadConfig, String> {
-        yaml_serde::from_str(text).map_err(|e| e.to_string())
-    }
-
-    fn vm(memory: &str, online: u32) -> VmConfig {
-        yaml_serde::from_str(&format!(
-            "memory: {memory}\ncpus: {{possible: {online}, online: {online}}}\nboot_timeout: 1m\nrun_timeout: 1m\nswap_size: 1 GiB"
-        ))
-        .unwrap()
-    }
-
-    #[test]
-    fn an_unknown_parameter_is_named() {
-        for (workload, bad) in [
-            ("kind: rstat-flush\nreadz: 5", "readz"),
-            ("kind: reclaim-refault\nfile_mib: 5", "file_mib"),
-            (
-                "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: max\nworker: 2",
-                "worker",
-            ),
-        ] {
-            let err = campaign_error(workload);
-            assert!(
-                err.contains(bad) && err.contains("unknown field"),
-                "{workload}: {err}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_wrong_unit_is_named() {
-        for (workload, param) in [
-            ("kind: reclaim-refault\nfile_size: lots", "file_size"),
-            ("kind: reclaim-refault\nfile_size: -5 MiB", "file_size"),
-            ("kind: reclaim-refault\ncgroups: lots", "cgroups"),
-            ("kind: reclaim-refault\ncgroups: -2", "cgroups"),
-            ("kind: reclaim-refault\nswap: tape", "swap"),
-            ("kind: rstat-flush\ndirty_pause: soon", "dirty_pause"),
-            ("kind: rstat-flush\ndirty_size: big", "dirty_size"),
-            ("kind: rstat-flush\nreads: -1", "reads"),
-            (
-                "kind: zswap-pageout\nmib_per_worker: -32\nzswap_max: max",
-                "mib_per_worker",
-            ),
-            (
-                "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: lots",
-                "zswap_max",
-            ),
-        ] {
-            let err = campaign_error(workload);
-            assert!(
-                err.contains(&format!("workload.{param}")),
-                "{workload}: {err}"
-            );
-        }
-    }
-
-    #[test]
-    fn more_memory_than_the_guest_has_is_named_before_boot() {
-        let vm = vm("1 GiB", 2);
-        for (workload, param) in [
-            (
-                "kind: zswap-pageout\nmib_per_worker: 4096\nzswap_max: max",
-                "mib_per_worker",
-            ),
-            (
-                "kind: zswap-pageout\nmib_per_worker: 300\nworkers: 2\nzswap_max: max",
-                "mib_per_worker",
-            ),
-            ("kind: reclaim-refault\nfile_size: 2 GiB", "file_size"),
-            (
-                "kind: reclaim-refault\ncgroups: 2 per cpu\nfile_size: 200 MiB",
-                "file_size",
-            ),
-            ("kind: rstat-flush\ndirty_size: 512 MiB", "dirty_size"),
-            (
-                "kind: zswap-pageout\nmib_per_worker: 32\nworkers: 3\nzswap_max: max",
-                "workers",
-            ),
-            ("kind: rstat-flush\ncgroups: 0", "cgroups"),
-            ("kind: rstat-flush\nreads: 0", "reads"),
-            ("kind: reclaim-refault\nfile_size: 5000 KiB", "file_size"),
-        ] {
-            let err = parse(workload).unwrap().into_workload(&vm).unwrap_err();
-            assert_eq!(err.param, param, "{workload}: {err}");
-            assert!(
-                err.to_string().starts_with(&format!("workload.{param} (")),
-                "{err}"
-            );
-        }
-    }
-
-    #[test]
-    fn defaults_scale_with_the_online_cpus() {
-        let workload = parse("kind: reclaim-refault")
-            .unwrap()
-            .into_workload(&vm("4 GiB", 4));
-        assert_eq!(
-            workload,
-            Ok(Workload::ReclaimRefault {
-                cgroups: 8,
-                file_mib: 50,
-                swap: SwapBackend::Zram
-            })
-        );
-        let workload = parse("kind: rstat-flush\ncgroups: 3\ndirty_pause: 0s")
-            .unwrap()
-            .into_workload(&vm("1 GiB", 2));
-        assert_eq!(
-            workload,
-            Ok(Workload::RstatFlush {
-                cgroups: 3,
-                dirty_kib: 256,
-                dirty_pause: Duration::ZERO,
-                reads: 1000
-            })
-        );
-        assert_eq!(CgroupCount::parse("2 per cpu"), Ok(CgroupCount::PerCpu(2)));
-        assert!(CgroupCount::parse("2 per core").is_err());
-    }
-
-    #[test]
-    fn zswap_pageout_counts_flushes_unless_told_not_to() {
-        let vm = vm("1 GiB", 2);
-        let get = |extra: &str| match parse(&format!(
-            "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: 64 MiB{extra}"
-        ))
-        .unwrap()
-        .into_workload(&vm)
-        .unwrap()
-        {
-            Workload::ZswapPageout { count_flushes, .. } => count_flushes,
-            other => panic!("{other:?}"),
-        };
-        assert!(get(""));
-        assert!(!get("\ncount_flushes: false"));
-    }
-}
+mod tests;

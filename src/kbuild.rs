@@ -1,0 +1,265 @@
+//! The host's half of the kernel-build workload: a kernel tree, configured
+//! and prepared once on the host, that every guest sample builds from (read
+//! through host-root mode).
+//!
+//! In the cache directory:
+//! - `kbuild/src-<commit>`: the campaign's base commit, checked out with
+//!   git2 (not the shared tree, whose checkout moves between A and B);
+//! - `kbuild/<key>`: the out-of-tree build directory: configured with the
+//!   workload's `config`, `make prepare`d, the targets built once (which
+//!   proves they exist for this config) and recorded
+//!   ([`patchbench_agent::RECORDED_MAKEFILE`]), then their outputs deleted.
+//!   `patchbench-kbuild.json` marks it complete. The key covers the commit,
+//!   the config, the targets and the compiler.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use git2::{Oid, Repository, build::CheckoutBuilder};
+use patchbench_agent::{RECORDED_MAKEFILE, Workload};
+use sha2::{Digest, Sha256};
+
+use crate::events::{Event, Sink};
+use crate::process::{self, Cmd};
+
+/// Marks a finished source export.
+const EXPORTED: &str = ".patchbench-exported";
+/// Marks a finished build directory, and says what it holds.
+const STAMP: &str = "patchbench-kbuild.json";
+
+/// Fills in the workload's `src` and `build` with a prepared tree of
+/// `commit`, preparing it if the cache does not hold one yet. Other
+/// workloads come back unchanged.
+pub async fn prepare(
+    workload: &Workload,
+    repo: &Repository,
+    commit: Oid,
+    cache_dir: &Path,
+    sink: &dyn Sink,
+) -> anyhow::Result<Workload> {
+    let Workload::KernelBuild {
+        config,
+        driver,
+        targets,
+        jobs,
+        memory_max,
+        zswap_max,
+        ..
+    } = workload
+    else {
+        return Ok(workload.clone());
+    };
+    let compiler = crate::build::compiler_version().await?;
+    let root = cache_dir.join("kbuild");
+    let src = export(repo, commit, &root, sink)?;
+    let build = root.join(key(commit, config, targets, &compiler));
+    if build.join(STAMP).is_file() {
+        sink.emit(Event::Note(format!(
+            "kernel-build: reusing the prepared tree {}",
+            build.display()
+        )));
+    } else {
+        configure(&src, &build, config, targets, sink).await?;
+        let stamp = serde_json::json!({
+            "commit": commit.to_string(),
+            "config": config,
+            "targets": targets,
+            "compiler": compiler,
+        });
+        crate::fsutil::write_atomic(&build.join(STAMP), stamp.to_string().as_bytes())
+            .with_context(|| format!("cannot write {}", build.join(STAMP).display()))?;
+    }
+    Ok(Workload::KernelBuild {
+        config: config.clone(),
+        driver: *driver,
+        src: src.display().to_string(),
+        build: build.display().to_string(),
+        targets: targets.clone(),
+        jobs: *jobs,
+        memory_max: *memory_max,
+        zswap_max: *zswap_max,
+    })
+}
+
+/// The build directory's cache key.
+pub fn key(commit: Oid, config: &str, targets: &[String], compiler: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(commit.as_bytes());
+    for part in std::iter::once(config)
+        .chain(targets.iter().map(String::as_str))
+        .chain([compiler])
+    {
+        h.update(b"\0");
+        h.update(part.as_bytes());
+    }
+    hex::encode(h.finalize())[..16].to_string()
+}
+
+/// Checks out `commit` into `root/src-<commit>` unless it is there already.
+fn export(repo: &Repository, commit: Oid, root: &Path, sink: &dyn Sink) -> anyhow::Result<PathBuf> {
+    let dir = root.join(format!("src-{}", &commit.to_string()[..16]));
+    if dir.join(EXPORTED).is_file() {
+        return Ok(dir);
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot remove the partial export {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    sink.emit(Event::Progress {
+        stage: "kernel-build".into(),
+        detail: format!("checking out {commit} into {}", dir.display()),
+    });
+    let tree = repo
+        .find_commit(commit)
+        .with_context(|| format!("cannot find commit {commit}"))?;
+    let mut opts = CheckoutBuilder::new();
+    // Write every file into the other directory; leave the repository's
+    // own index and working tree alone.
+    opts.force().target_dir(&dir).update_index(false);
+    repo.checkout_tree(tree.as_object(), Some(&mut opts))
+        .with_context(|| format!("cannot check out {commit} into {}", dir.display()))?;
+    std::fs::write(dir.join(EXPORTED), commit.to_string())
+        .with_context(|| format!("cannot write {}", dir.join(EXPORTED).display()))?;
+    Ok(dir)
+}
+
+/// Configures, prepares, builds and records the targets, then deletes them.
+async fn configure(
+    src: &Path,
+    build: &Path,
+    config: &str,
+    targets: &[String],
+    sink: &dyn Sink,
+) -> anyhow::Result<()> {
+    if build.exists() {
+        std::fs::remove_dir_all(build)
+            .with_context(|| format!("cannot remove the partial {}", build.display()))?;
+    }
+    std::fs::create_dir_all(build).with_context(|| format!("cannot create {}", build.display()))?;
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let log = build.join("patchbench-prepare.log");
+    let steps: [(&str, Vec<String>); 3] = [
+        ("configure", vec![config.to_string()]),
+        ("prepare", vec!["prepare".to_string()]),
+        ("build the targets", targets.to_vec()),
+    ];
+    for (what, make_targets) in steps {
+        sink.emit(Event::Progress {
+            stage: "kernel-build".into(),
+            detail: format!("{what}: make {}", make_targets.join(" ")),
+        });
+        let cmd = Cmd::new("make")
+            .args(crate::build::make_args(src, build, jobs, false))
+            .args(&make_targets)
+            .log_to(&log);
+        process::run(&cmd).await.map_err(|e| {
+            let first = match &e {
+                process::ProcessError::Failed { tail, .. } => crate::build::first_error(tail),
+                _ => None,
+            };
+            anyhow::anyhow!(
+                "kernel-build: could not {what} the workload's tree (config {config}, targets {}){}",
+                targets.join(" "),
+                first.map_or(String::new(), |l| format!(": {l}"))
+            )
+            .context(e)
+        })?;
+    }
+    let makefile = recorded_makefile(build, targets)?;
+    std::fs::write(build.join(RECORDED_MAKEFILE), makefile)
+        .with_context(|| format!("cannot write {}", build.join(RECORDED_MAKEFILE).display()))?;
+    for target in targets {
+        let path = build.join(target);
+        std::fs::remove_file(&path)
+            .with_context(|| format!("cannot remove {} after building it", path.display()))?;
+    }
+    Ok(())
+}
+
+/// A makefile that reruns the commands kbuild recorded for `targets` (the
+/// `savedcmd_` lines of their `.cmd` files, already in make's syntax).
+pub fn recorded_makefile(build: &Path, targets: &[String]) -> anyhow::Result<String> {
+    let mut text = String::from(
+        "# Written by patchbench: the commands kbuild ran for these targets,\n\
+         # from their .cmd files. `make -f patchbench-targets.mk` runs them again.\n\
+         pound := \\#\n.PHONY: all\n",
+    );
+    text.push_str(&format!("all: {}\n", targets.join(" ")));
+    for target in targets {
+        let cmd_file = cmd_file(build, target);
+        let saved = std::fs::read_to_string(&cmd_file).with_context(|| {
+            format!(
+                "kernel-build: make built {target} but left no {}; only files kbuild builds with a recorded command can be targets",
+                cmd_file.display()
+            )
+        })?;
+        let command = saved_command(&saved, target).with_context(|| {
+            format!("kernel-build: {} has no savedcmd line", cmd_file.display())
+        })?;
+        text.push_str(&format!("{target}:\n\t{command}\n"));
+    }
+    Ok(text)
+}
+
+/// `dir/.name.cmd` for a target `dir/name`.
+fn cmd_file(build: &Path, target: &str) -> PathBuf {
+    let path = build.join(target);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{}.cmd", name.unwrap_or_default()))
+}
+
+/// The value of `savedcmd_<target> := ...` in a `.cmd` file.
+pub fn saved_command<'a>(cmd_text: &'a str, target: &str) -> Option<&'a str> {
+    let prefix = format!("savedcmd_{target} := ");
+    cmd_text
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .map(str::trim)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_saved_command_is_found_by_target() {
+        let text = "savedcmd_mm/mmzone.o := gcc -c -o mm/mmzone.o mm/mmzone.c ; objtool mm/mmzone.o\n\nsource_mm/mmzone.o := mm/mmzone.c\n";
+        assert_eq!(
+            saved_command(text, "mm/mmzone.o"),
+            Some("gcc -c -o mm/mmzone.o mm/mmzone.c ; objtool mm/mmzone.o")
+        );
+        assert_eq!(saved_command(text, "mm/other.o"), None);
+    }
+
+    #[test]
+    fn the_recorded_makefile_has_a_rule_per_target() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("mm")).unwrap();
+        std::fs::write(
+            dir.path().join("mm/.mmzone.o.cmd"),
+            "savedcmd_mm/mmzone.o := gcc -DX=$$HOME -o mm/mmzone.o\n",
+        )
+        .unwrap();
+        let text = recorded_makefile(dir.path(), &["mm/mmzone.o".to_string()]).unwrap();
+        assert!(text.contains("all: mm/mmzone.o\n"), "{text}");
+        // Already make-escaped: copied verbatim.
+        assert!(
+            text.ends_with("mm/mmzone.o:\n\tgcc -DX=$$HOME -o mm/mmzone.o\n"),
+            "{text}"
+        );
+        let err = recorded_makefile(dir.path(), &["mm/vmscan.o".to_string()]).unwrap_err();
+        assert!(format!("{err:#}").contains(".vmscan.o.cmd"), "{err:#}");
+    }
+
+    #[test]
+    fn keys_change_with_every_input() {
+        let c = Oid::from_str("29911c2a00000000000000000000000000000000").unwrap();
+        let t = |s: &str| vec![s.to_string()];
+        let base = key(c, "defconfig", &t("mm/mmzone.o"), "gcc 14");
+        assert_eq!(base.len(), 16);
+        assert_ne!(base, key(c, "tinyconfig", &t("mm/mmzone.o"), "gcc 14"));
+        assert_ne!(base, key(c, "defconfig", &t("mm/vmscan.o"), "gcc 14"));
+        assert_ne!(base, key(c, "defconfig", &t("mm/mmzone.o"), "gcc 15"));
+    }
+}

@@ -1,0 +1,352 @@
+//! Tests of the workload parameters and specs.
+
+use super::*;
+use crate::config::{Campaign, DEFAULT_CAMPAIGN};
+use std::path::Path;
+
+fn names(spec: &WorkloadSpec) -> Vec<&str> {
+    spec.metrics.iter().map(|m| m.name.as_str()).collect()
+}
+
+#[test]
+fn every_spec_parses_and_names_the_agents_metrics() {
+    let cases: [(&str, &str, &[&str]); 4] = [
+        (
+            ZSWAP_PAGEOUT,
+            "zswap-pageout",
+            &[
+                "pageout_cpu_ns",
+                "verify_cpu_ns",
+                "total_cpu_ns",
+                "elapsed_ns",
+                "zswpout_pages",
+                "zswpin_pages",
+                "pageout_flushes",
+            ],
+        ),
+        (
+            RSTAT_FLUSH,
+            "rstat-flush",
+            &[
+                "flush_calls",
+                "flush_mean_ns",
+                "flush_total_ns",
+                "reads_per_s",
+                "read_mean_ns",
+                "read_loop_ns",
+            ],
+        ),
+        (
+            RECLAIM_REFAULT,
+            "reclaim-refault",
+            &[
+                "real_ns",
+                "user_ns",
+                "sys_ns",
+                "pgscan",
+                "pgsteal",
+                "workingset_refault",
+            ],
+        ),
+        (
+            KERNEL_BUILD,
+            "kernel-build",
+            &[
+                "real_ns",
+                "user_ns",
+                "sys_ns",
+                "zswpout",
+                "zswpin",
+                "pgfault",
+                "pgmajfault",
+                "peak_bytes",
+            ],
+        ),
+    ];
+    for (text, name, metrics) in cases {
+        let spec: WorkloadSpec = yaml_serde::from_str(text).unwrap();
+        assert_eq!(spec.name, name);
+        assert_eq!(names(&spec), metrics, "{name}");
+        for m in &spec.metrics {
+            let suffix_ns = m.name.ends_with("_ns");
+            assert_eq!(suffix_ns, m.unit == Unit::Ns, "{name}: {}", m.name);
+        }
+    }
+}
+
+#[test]
+fn spec_for_covers_every_measuring_workload() {
+    let vm = vm("1 GiB", 2);
+    for text in [
+        "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: 64 MiB",
+        "kind: rstat-flush",
+        "kind: reclaim-refault",
+        "kind: kernel-build",
+    ] {
+        let workload = parse(text).unwrap().into_workload(&vm).unwrap();
+        let spec = spec_for(&workload).unwrap();
+        assert_eq!(
+            Some(spec.name.as_str()),
+            text.strip_prefix("kind: ")
+                .map(|k| k.lines().next().unwrap())
+        );
+    }
+    let fault = parse("kind: guest-fault\nfault: hang").unwrap();
+    assert!(spec_for(&fault.into_workload(&vm).unwrap()).is_none());
+}
+
+/// The workload section of the smoke campaign replaced by `workload`,
+/// parsed as a whole campaign (so errors carry the YAML path).
+fn campaign_error(workload: &str) -> String {
+    let start = DEFAULT_CAMPAIGN.find("workload:\n").unwrap();
+    let end = DEFAULT_CAMPAIGN.find("protocol:\n").unwrap();
+    let indented: String = workload.lines().map(|l| format!("  {l}\n")).collect();
+    let text = format!(
+        "{}workload:\n{indented}{}",
+        &DEFAULT_CAMPAIGN[..start],
+        &DEFAULT_CAMPAIGN[end..]
+    );
+    Campaign::parse(&text, Path::new("x.yaml"))
+        .unwrap_err()
+        .to_string()
+}
+
+fn parse(text: &str) -> Result<WorkloadConfig, String> {
+    yaml_serde::from_str(text).map_err(|e| e.to_string())
+}
+
+fn vm(memory: &str, online: u32) -> VmConfig {
+    yaml_serde::from_str(&format!(
+        "memory: {memory}\ncpus: {{possible: {online}, online: {online}}}\nboot_timeout: 1m\nrun_timeout: 1m\nswap_size: 1 GiB"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn an_unknown_parameter_is_named() {
+    for (workload, bad) in [
+        ("kind: rstat-flush\nreadz: 5", "readz"),
+        ("kind: reclaim-refault\nfile_mib: 5", "file_mib"),
+        (
+            "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: max\nworker: 2",
+            "worker",
+        ),
+    ] {
+        let err = campaign_error(workload);
+        assert!(
+            err.contains(bad) && err.contains("unknown field"),
+            "{workload}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_unit_is_named() {
+    for (workload, param) in [
+        ("kind: reclaim-refault\nfile_size: lots", "file_size"),
+        ("kind: reclaim-refault\nfile_size: -5 MiB", "file_size"),
+        ("kind: reclaim-refault\ncgroups: lots", "cgroups"),
+        ("kind: reclaim-refault\ncgroups: -2", "cgroups"),
+        ("kind: reclaim-refault\nswap: tape", "swap"),
+        ("kind: rstat-flush\ndirty_pause: soon", "dirty_pause"),
+        ("kind: rstat-flush\ndirty_size: big", "dirty_size"),
+        ("kind: rstat-flush\nreads: -1", "reads"),
+        (
+            "kind: zswap-pageout\nmib_per_worker: -32\nzswap_max: max",
+            "mib_per_worker",
+        ),
+        (
+            "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: lots",
+            "zswap_max",
+        ),
+    ] {
+        let err = campaign_error(workload);
+        assert!(
+            err.contains(&format!("workload.{param}")),
+            "{workload}: {err}"
+        );
+    }
+}
+
+#[test]
+fn more_memory_than_the_guest_has_is_named_before_boot() {
+    let vm = vm("1 GiB", 2);
+    for (workload, param) in [
+        (
+            "kind: zswap-pageout\nmib_per_worker: 4096\nzswap_max: max",
+            "mib_per_worker",
+        ),
+        (
+            "kind: zswap-pageout\nmib_per_worker: 300\nworkers: 2\nzswap_max: max",
+            "mib_per_worker",
+        ),
+        ("kind: reclaim-refault\nfile_size: 2 GiB", "file_size"),
+        (
+            "kind: reclaim-refault\ncgroups: 2 per cpu\nfile_size: 200 MiB",
+            "file_size",
+        ),
+        ("kind: rstat-flush\ndirty_size: 512 MiB", "dirty_size"),
+        (
+            "kind: zswap-pageout\nmib_per_worker: 32\nworkers: 3\nzswap_max: max",
+            "workers",
+        ),
+        ("kind: rstat-flush\ncgroups: 0", "cgroups"),
+        ("kind: rstat-flush\nreads: 0", "reads"),
+        ("kind: reclaim-refault\nfile_size: 5000 KiB", "file_size"),
+    ] {
+        let err = parse(workload).unwrap().into_workload(&vm).unwrap_err();
+        assert_eq!(err.param, param, "{workload}: {err}");
+        assert!(
+            err.to_string().starts_with(&format!("workload.{param} (")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn defaults_scale_with_the_online_cpus() {
+    let workload = parse("kind: reclaim-refault")
+        .unwrap()
+        .into_workload(&vm("4 GiB", 4));
+    assert_eq!(
+        workload,
+        Ok(Workload::ReclaimRefault {
+            cgroups: 8,
+            file_mib: 50,
+            swap: SwapBackend::Zram
+        })
+    );
+    let workload = parse("kind: rstat-flush\ncgroups: 3\ndirty_pause: 0s")
+        .unwrap()
+        .into_workload(&vm("1 GiB", 2));
+    assert_eq!(
+        workload,
+        Ok(Workload::RstatFlush {
+            cgroups: 3,
+            dirty_kib: 256,
+            dirty_pause: Duration::ZERO,
+            reads: 1000
+        })
+    );
+    assert_eq!(CgroupCount::parse("2 per cpu"), Ok(CgroupCount::PerCpu(2)));
+    assert!(CgroupCount::parse("2 per core").is_err());
+}
+
+#[test]
+fn zswap_pageout_counts_flushes_unless_told_not_to() {
+    let vm = vm("1 GiB", 2);
+    let get = |extra: &str| match parse(&format!(
+        "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: 64 MiB{extra}"
+    ))
+    .unwrap()
+    .into_workload(&vm)
+    .unwrap()
+    {
+        Workload::ZswapPageout { count_flushes, .. } => count_flushes,
+        other => panic!("{other:?}"),
+    };
+    assert!(get(""));
+    assert!(!get("\ncount_flushes: false"));
+}
+
+#[test]
+fn kernel_build_parameters_are_checked_before_boot() {
+    let vm = vm("1 GiB", 2);
+    for (workload, param) in [
+        (
+            "kind: kernel-build
+config: allyesconfig",
+            "config",
+        ),
+        (
+            "kind: kernel-build
+targets: []",
+            "targets",
+        ),
+        (
+            "kind: kernel-build
+targets: [../../etc/passwd]",
+            "targets",
+        ),
+        (
+            "kind: kernel-build
+targets: [/vmlinux]",
+            "targets",
+        ),
+        (
+            "kind: kernel-build
+targets: [\"mm/a.o; rm -rf /\"]",
+            "targets",
+        ),
+        (
+            "kind: kernel-build
+jobs: 9",
+            "jobs",
+        ),
+        (
+            "kind: kernel-build
+jobs: 0",
+            "jobs",
+        ),
+        (
+            "kind: kernel-build
+memory_max: 2 GiB",
+            "memory_max",
+        ),
+        (
+            "kind: kernel-build
+memory_max: max",
+            "memory_max",
+        ),
+        (
+            "kind: kernel-build
+memory_max: 1 MiB",
+            "memory_max",
+        ),
+    ] {
+        let err = parse(workload).unwrap().into_workload(&vm).unwrap_err();
+        assert_eq!(err.param, param, "{workload}: {err}");
+    }
+    for (workload, param) in [
+        (
+            "kind: kernel-build
+driver: ninja",
+            "driver",
+        ),
+        (
+            "kind: kernel-build
+memory_max: lots",
+            "memory_max",
+        ),
+        (
+            "kind: kernel-build
+target: [vmlinux]",
+            "target",
+        ),
+    ] {
+        let err = campaign_error(workload);
+        assert!(err.contains(param), "{workload}: {err}");
+    }
+}
+
+#[test]
+fn kernel_build_defaults_build_vmlinux_with_kbuild() {
+    let workload = parse("kind: kernel-build")
+        .unwrap()
+        .into_workload(&vm("1 GiB", 2))
+        .unwrap();
+    assert_eq!(
+        workload,
+        Workload::KernelBuild {
+            config: "defconfig".into(),
+            driver: BuildDriver::Kbuild,
+            src: String::new(),
+            build: String::new(),
+            targets: vec!["vmlinux".into()],
+            jobs: 2,
+            memory_max: Limit::Bytes(256 << 20),
+            zswap_max: Limit::Max,
+        }
+    );
+    assert!(workload.needs_host_root());
+}

@@ -1,0 +1,132 @@
+//! End-to-end tests of host-root mode and the kernel-build workload, through
+//! the real binary and real QEMU boots. They never skip: on a host without
+//! QEMU or the kernel source they fail, naming what is missing
+//! (`ci/setup-host.sh` installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use patchbench::results::Results;
+use patchbench_agent::Workload;
+
+mod common;
+use common::{cache_dir, require_host_tools};
+
+/// One campaign at a time: they share the cached tree and build directories.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn patchbench() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_patchbench"));
+    cmd.env("PATCHBENCH_AGENT", patchbench::find_agent().unwrap());
+    cmd
+}
+
+/// A kernel of the build cache: the one `ci/workloads/kernel-build.yaml`
+/// boots as A (built or reused by the kernel-build test's campaign).
+fn kernel_a(results: &Results) -> PathBuf {
+    results.kernels[0].artifact.bzimage.clone()
+}
+
+fn campaign(dir: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("ci/workloads/kernel-build.yaml"))
+        .unwrap()
+        .replace("../../", &format!("{}/", root.display()));
+    let path = dir.join("campaign.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run_kernel_build(dir: &Path) -> Results {
+    let out = dir.join("out");
+    let output = patchbench()
+        .arg("run")
+        .arg(campaign(dir))
+        .arg("--out")
+        .arg(&out)
+        .arg("--cache-dir")
+        .arg(cache_dir())
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "patchbench run failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Results::load(&out.join("results.json")).unwrap()
+}
+
+/// The guest compiles two objects with the host's gcc in a cgroup below the
+/// compilers' peak: every boot gives real times, swaps into zswap, and the
+/// host's prepared tree is left as it was (the objects are not in it).
+#[test]
+fn the_kernel_build_workload_compiles_in_the_guest_under_memory_pressure() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_host_tools();
+    let dir = tempfile::tempdir().unwrap();
+    let results = run_kernel_build(dir.path());
+    let Workload::KernelBuild {
+        build,
+        targets,
+        memory_max,
+        ..
+    } = &results.workload
+    else {
+        panic!("not a kernel-build: {:?}", results.workload)
+    };
+    let limit = match memory_max {
+        patchbench_agent::Limit::Bytes(b) => *b,
+        patchbench_agent::Limit::Max => panic!("the campaign sets memory_max"),
+    };
+    assert_eq!(results.boots.len(), 3);
+    for boot in &results.boots {
+        assert!(boot.complete, "boot {}", boot.label);
+        let sample = &boot.samples[0];
+        let get = |name: &str| sample.metrics[name];
+        assert!(get("real_ns") > 1_000_000_000, "{}: {sample:?}", boot.label);
+        assert!(get("user_ns") > 1_000_000_000, "{}: {sample:?}", boot.label);
+        assert!(get("zswpout") > 0, "{}: no zswap: {sample:?}", boot.label);
+        assert!(get("pgfault") > 0, "{}: {sample:?}", boot.label);
+        // memory.peak never exceeds memory.max by more than the charge batch.
+        assert!(
+            get("peak_bytes") <= limit + (1 << 20),
+            "{}: {sample:?}",
+            boot.label
+        );
+    }
+    for target in targets {
+        let path = Path::new(build).join(target);
+        assert!(!path.exists(), "{} was written on the host", path.display());
+    }
+    assert!(Path::new(build).join("patchbench-kbuild.json").is_file());
+
+    // Host-root mode for a command: the host's own programs run, and what
+    // the guest writes stays in the guest.
+    let probe = dir.path().join("written-by-the-guest");
+    let output = patchbench()
+        .arg("boot")
+        .arg("--host-root")
+        .arg(kernel_a(&results))
+        .arg("--")
+        .arg("sh")
+        .arg("-c")
+        .arg(format!(
+            "gcc --version && echo guest > {0} && cat {0}",
+            probe.display()
+        ))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("in the host root"), "{stdout}");
+    assert!(stdout.contains("gcc ("), "{stdout}");
+    assert!(stdout.contains("\nguest"), "{stdout}");
+    assert!(!probe.exists(), "the guest wrote to the host's file system");
+}

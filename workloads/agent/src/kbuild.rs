@@ -1,0 +1,311 @@
+//! The KernelBuild workload (seeds 001 and 004: a kernel build in a memcg
+//! whose `memory.max` is below the build's peak, zswap on). It runs the
+//! host's `make` and compiler on a kernel tree the host prepared, through
+//! the host root ([`crate::hostroot`]).
+//!
+//! Setup, untimed, per sample: a fresh child cgroup
+//! `/sys/fs/cgroup/patchbench-kbuild/sample<N>` with `memory.max` and
+//! `memory.zswap.max`, and a fresh tmpfs overlay over the prepared build
+//! directory, mounted at the build directory's own path in the host root
+//! (kbuild records absolute paths, so the path must not change). Every
+//! sample therefore starts from the same state, whatever its targets.
+//!
+//! Timed: `make O=<build> -j<jobs> <targets>` in the source tree, from
+//! spawn to exit: `real` on CLOCK_MONOTONIC, `user` and `sys` from
+//! `getrusage(RUSAGE_CHILDREN)` (make waits for every compiler it starts,
+//! so their time is included). Afterwards every target must exist and be
+//! non-empty, and the cgroup's `memory.stat` and `memory.peak` give the
+//! memory counters. make's output goes to a log whose tail is shown if it
+//! fails.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::Path;
+
+use patchbench_agent::{BuildDriver, Limit, RECORDED_MAKEFILE};
+
+use crate::cgroup;
+use crate::console;
+use crate::error::{Context, Result, bail};
+use crate::files;
+use crate::hostroot;
+use crate::pageout::{counter_delta, emit, read_stat};
+use crate::port::Port;
+use crate::sys;
+
+const CGROUP: &str = "patchbench-kbuild";
+/// Each sample's tmpfs (its overlay's upper layer, and make's log).
+const SCRATCH: &str = "/run/kbuild";
+/// Lines of make's output shown when it fails.
+const TAIL_LINES: usize = 30;
+
+/// The workload's parameters, as the job gives them.
+pub struct Params {
+    pub driver: BuildDriver,
+    pub src: String,
+    pub build: String,
+    pub targets: Vec<String>,
+    pub jobs: u32,
+    pub memory_max: Limit,
+    pub zswap_max: Limit,
+}
+
+/// Checks the job's paths before anything is mounted.
+pub fn check(params: &Params) -> Result<()> {
+    for (what, path) in [("src", &params.src), ("build", &params.build)] {
+        if !path.starts_with('/') {
+            bail!("{what} must be an absolute host path, not {path:?}");
+        }
+    }
+    if params.targets.is_empty() {
+        bail!("no targets given");
+    }
+    for target in &params.targets {
+        if target.is_empty()
+            || target.starts_with('/')
+            || target.split('/').any(|part| part == "..")
+        {
+            bail!("target {target:?} must be a path inside the build directory");
+        }
+    }
+    if params.jobs == 0 {
+        bail!("jobs must be at least 1");
+    }
+    Ok(())
+}
+
+/// Runs and reports every sample.
+pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Result<()> {
+    check(params)?;
+    let prepared = hostroot::under(hostroot::LOWER, &params.build);
+    if !prepared.join(".config").is_file() {
+        bail!(
+            "the build directory {} has no .config: the host did not prepare it",
+            params.build
+        );
+    }
+    for target in &params.targets {
+        if prepared.join(target).exists() {
+            bail!(
+                "the prepared build directory {} already holds the target {target}",
+                params.build
+            );
+        }
+    }
+    let (parent, _) = cgroup::tree(CGROUP, 0)?;
+    if params.driver == BuildDriver::Recorded && !prepared.join(RECORDED_MAKEFILE).is_file() {
+        bail!(
+            "the build directory {} has no {RECORDED_MAKEFILE}: the host did not record the targets' commands",
+            params.build
+        );
+    }
+    console::say(format!(
+        "kernel-build ({:?}): make O={} -j{} {} in {}, memory.max={} memory.zswap.max={}",
+        params.driver,
+        params.build,
+        params.jobs,
+        params.targets.join(" "),
+        params.src,
+        params.memory_max.cgroup_value(),
+        params.zswap_max.cgroup_value()
+    ));
+    let total = warmups + samples;
+    for index in 0..total {
+        let metrics = sample(params, &prepared, &parent.join(format!("sample{index}")))
+            .with_context(|| format!("sample {index}"))?;
+        emit(port, index, warmups, total, metrics)?;
+    }
+    Ok(())
+}
+
+/// One build from the prepared state, in its own cgroup and overlay.
+fn sample(params: &Params, prepared: &Path, cg: &Path) -> Result<BTreeMap<String, u64>> {
+    cgroup::create(cg)?;
+    cgroup::set_limit(cg, "memory.max", params.memory_max)?;
+    cgroup::set_limit(cg, "memory.zswap.max", params.zswap_max)?;
+    let rw = Path::new(SCRATCH).join(cg.file_name().expect("a cgroup has a name"));
+    let merged = hostroot::under(hostroot::ROOT, &params.build);
+    hostroot::overlay(prepared, &rw, &merged)?;
+    let result = build(params, cg, &rw, &merged);
+    let cleanup = unmount(&merged).and_then(|()| unmount(&rw));
+    let metrics = result?;
+    cleanup?;
+    // Nothing is left in it; its memory went with the tmpfs.
+    std::fs::remove_dir(cg).with_context(|| format!("removing {}", cg.display()))?;
+    Ok(metrics)
+}
+
+fn unmount(path: &Path) -> Result<()> {
+    sys::umount(path).with_context(|| format!("unmounting {}", path.display()))
+}
+
+fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMap<String, u64>> {
+    let log_path = rw.join("make.log");
+    let log =
+        File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+    let log_err = log.try_clone().context("duplicating the log")?;
+    let procs = cg.join("cgroup.procs");
+    let mut cmd = match params.driver {
+        BuildDriver::Kbuild => {
+            let mut cmd = hostroot::command("make", &params.src, Some(&procs))?;
+            cmd.arg(format!("O={}", params.build))
+                .arg(format!("-j{}", params.jobs))
+                .args(&params.targets);
+            cmd
+        }
+        BuildDriver::Recorded => {
+            let mut cmd = hostroot::command("make", &params.build, Some(&procs))?;
+            cmd.arg("-f")
+                .arg(RECORDED_MAKEFILE)
+                .arg(format!("-j{}", params.jobs));
+            cmd
+        }
+    };
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(log_err);
+    let stat = cg.join("memory.stat");
+    let before = read_stat(&stat)?;
+    let (user0, sys0) = sys::children_cpu_ns().context("getrusage")?;
+    let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
+    let status = cmd
+        .status()
+        .with_context(|| format!("running make in {} (host root)", params.src))?;
+    let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
+    let (user1, sys1) = sys::children_cpu_ns().context("getrusage")?;
+    if !status.success() {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        bail!(
+            "make exited with {status}; the end of its output:\n{}",
+            tail(&text, TAIL_LINES)
+        );
+    }
+    for target in &params.targets {
+        let path = merged.join(target);
+        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        if len == 0 {
+            bail!(
+                "make succeeded but {target} is missing or empty in {}",
+                params.build
+            );
+        }
+    }
+    let after = read_stat(&stat)?;
+    let peak = files::read_value(cg.join("memory.peak"))?;
+    let peak: u64 = peak
+        .parse()
+        .with_context(|| format!("memory.peak reads {peak:?}"))?;
+    let times = Times {
+        real_ns: end - start,
+        user_ns: user1 - user0,
+        sys_ns: sys1 - sys0,
+    };
+    sample_metrics(times, peak, &before, &after)
+}
+
+/// The build's times, in ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Times {
+    pub real_ns: u64,
+    pub user_ns: u64,
+    pub sys_ns: u64,
+}
+
+/// One sample's metrics (names and units as in `workloads/kernel-build.yaml`).
+pub fn sample_metrics(
+    times: Times,
+    peak_bytes: u64,
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+) -> Result<BTreeMap<String, u64>> {
+    let mut metrics = BTreeMap::from([
+        ("real_ns".to_string(), times.real_ns),
+        ("user_ns".to_string(), times.user_ns),
+        ("sys_ns".to_string(), times.sys_ns),
+        ("peak_bytes".to_string(), peak_bytes),
+    ]);
+    for name in ["zswpin", "zswpout", "pgfault", "pgmajfault"] {
+        metrics.insert(name.to_string(), counter_delta(name, before, after)?);
+    }
+    Ok(metrics)
+}
+
+/// The last `n` lines of `text`.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(targets: &[&str]) -> Params {
+        Params {
+            driver: BuildDriver::Recorded,
+            src: "/k/src".into(),
+            build: "/k/build".into(),
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+            jobs: 2,
+            memory_max: Limit::Bytes(64 << 20),
+            zswap_max: Limit::Max,
+        }
+    }
+
+    #[test]
+    fn targets_stay_inside_the_build_directory() {
+        assert!(check(&params(&["mm/zswap.o"])).is_ok());
+        for bad in [
+            &[][..],
+            &["../x.o"],
+            &["/etc/passwd"],
+            &["mm/../../x"],
+            &[""],
+        ] {
+            let err = check(&params(bad)).unwrap_err().to_string();
+            assert!(
+                err.contains("target") || err.contains("no targets"),
+                "{err}"
+            );
+        }
+        let mut p = params(&["mm/zswap.o"]);
+        p.src = "relative".into();
+        assert!(check(&p).unwrap_err().to_string().contains("src"));
+    }
+
+    #[test]
+    fn metrics_are_times_peak_and_counter_deltas() {
+        let stat = |v: u64| {
+            BTreeMap::from(
+                ["zswpin", "zswpout", "pgfault", "pgmajfault", "pgscan"]
+                    .map(|k| (k.to_string(), v)),
+            )
+        };
+        let times = Times {
+            real_ns: 3,
+            user_ns: 2,
+            sys_ns: 1,
+        };
+        let m = sample_metrics(times, 4096, &stat(0), &stat(7)).unwrap();
+        let got: Vec<(&str, u64)> = m.iter().map(|(k, &v)| (k.as_str(), v)).collect();
+        assert_eq!(
+            got,
+            [
+                ("peak_bytes", 4096),
+                ("pgfault", 7),
+                ("pgmajfault", 7),
+                ("real_ns", 3),
+                ("sys_ns", 1),
+                ("user_ns", 2),
+                ("zswpin", 7),
+                ("zswpout", 7),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_tail_keeps_the_last_lines() {
+        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail("a", 5), "a");
+    }
+}
