@@ -303,7 +303,8 @@ pub struct ResumeError {
 }
 
 /// Write a boot's job into its initramfs and describe the boot: the
-/// campaign's guest (memory, CPUs, swap, zswap, THP) running `workload`.
+/// campaign's guest (memory, CPUs, swap, zswap, THP) running `workload`
+/// (then the campaign's controls, when it is the campaign's workload).
 pub fn prepare_boot(
     plan: &Plan,
     label: &str,
@@ -315,6 +316,13 @@ pub fn prepare_boot(
 ) -> anyhow::Result<(BootSpec, String)> {
     std::fs::create_dir_all(boot_dir)
         .with_context(|| format!("cannot create {}", boot_dir.display()))?;
+    // The campaign's controls go with the campaign's workload; any other
+    // workload (`patchbench boot`'s command) runs alone.
+    let controls = if workload == plan.workload {
+        plan.controls.iter().map(|c| c.to_job()).collect()
+    } else {
+        Vec::new()
+    };
     let job = Job {
         protocol: PROTOCOL_VERSION,
         boot_label: label.to_string(),
@@ -326,6 +334,7 @@ pub fn prepare_boot(
         warmups: plan.warmups,
         samples: plan.samples,
         workload,
+        controls,
     };
     let initrd = boot_dir.join("initramfs.cpio");
     let job_json = serde_json::to_vec(&job).expect("job serializes");
