@@ -162,6 +162,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
             },
         ],
         workload: plan.workload.clone(),
+        controls: plan.controls.clone(),
         protocol: Protocol {
             boots: plan.boots.clone(),
             order_seed: plan.order_seed,
@@ -249,10 +250,11 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         results.save(&results_path)?;
         let stage = format!("boot {label}");
         let total = plan.warmups + plan.samples;
+        let conditions = 1 + plan.controls.len() as u32;
         let outcome = stages
             .time(
                 &stage,
-                &format!("kernel {variant:?}, {total} runs"),
+                &format!("kernel {variant:?}, {} runs", total * conditions),
                 async {
                     vm::boot(&spec, |message| {
                         record(&mut results, &results_path, message, sink, &stage, total)
@@ -276,6 +278,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     results.comparisons = rows
         .iter()
         .map(|r| results::MetricComparison {
+            condition: r.condition.clone(),
             metric: r.metric.clone(),
             comparison: r.comparison.clone(),
         })
@@ -383,10 +386,14 @@ fn record(
             sink.emit(Event::Progress {
                 stage: stage.into(),
                 detail: format!(
-                    "{} {}/{}",
+                    "{} {}/{}{}",
                     if sample.warmup { "warm-up" } else { "sample" },
                     sample.index + 1,
-                    total
+                    total,
+                    sample
+                        .condition
+                        .as_ref()
+                        .map_or(String::new(), |c| format!(" (control {c})"))
                 ),
             });
             if sample.warmup {
