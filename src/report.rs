@@ -331,9 +331,14 @@ fn condition_markdown(out: &mut String, rows: &[&Row]) {
             signed_pct(Some(g.change_pct))
         );
     }
+    // Every verdict but "no clear difference" is explained, and so is one
+    // that only the metric's negligible level decided (its change may look
+    // large, or have no interval).
     let mut reasons = rows
         .iter()
-        .filter(|r| r.comparison.verdict.kind != VerdictKind::NoClearDifference)
+        .filter(|r| {
+            r.comparison.verdict.kind != VerdictKind::NoClearDifference || r.comparison.negligible()
+        })
         .peekable();
     if reasons.peek().is_some() {
         let _ = writeln!(out);
@@ -528,6 +533,28 @@ mod tests {
             "{terminal}"
         );
         assert_eq!(terminal.matches("pageout_cpu_ns").count(), 2, "{terminal}");
+    }
+
+    #[test]
+    fn a_verdict_of_the_negligible_level_is_explained() {
+        let mut results = crate::results::tests::with_control(None);
+        // Background flushes in the control only: 0 or 1 per sample.
+        for boot in &mut results.boots {
+            for s in boot.samples.iter_mut().filter(|s| s.condition.is_some()) {
+                s.metrics
+                    .insert("pageout_flushes".into(), u64::from(s.index % 2));
+            }
+        }
+        let spec = crate::workload::spec_for(&results.workload);
+        let text = markdown(&results, spec.as_ref());
+        let (_, control) = text.split_once("#### Control").expect(&text);
+        assert!(
+            control.contains("| pageout_flushes | count |")
+                && control.contains(
+                    "- pageout_flushes: no clear difference \u{2014} negligible on both sides: every A and B sample is within ±80"
+                ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -114,6 +114,16 @@ pub struct Comparison {
     pub options: CompareOptions,
 }
 
+impl Comparison {
+    /// Whether rule 3 decided: the metric has a negligible level and every
+    /// A and B sample lies within it.
+    pub fn negligible(&self) -> bool {
+        self.options
+            .negligible
+            .is_some_and(|level| super::verdict::both_negligible(&self.a, &self.b, level))
+    }
+}
+
 /// Compare one metric: `a_boots` and `b_boots` hold its samples, one list
 /// per boot in boot order (A, A′, …). The groups are pooled over boots for
 /// the tests and intervals; per-boot summaries give the drift and CVs.

@@ -475,6 +475,7 @@ fn counts_negligible_on_both_sides_are_no_clear_difference() {
         "negligible on both sides: every A and B sample is within ±80 (the metric's negligible level); A's mean is 0.50, B's 0.80"
     );
     assert_eq!(c.options.negligible, Some(80.0));
+    assert!(c.negligible());
     // The level is inclusive; A's mean of 0 no longer matters.
     let zeros = [0.0; 5];
     let c = compare(
@@ -508,6 +509,7 @@ fn a_side_beyond_the_negligible_level_is_judged_as_usual() {
     let (a, mut b) = background_flushes();
     b[2] = 81.0;
     let c = compare(&a, &[b], Direction::LowerIsBetter, &negligible).unwrap();
+    assert!(!c.negligible());
     assert_ne!(
         c.verdict.reason.split(':').next(),
         Some("negligible on both sides")

@@ -124,8 +124,7 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
         );
     }
     if let Some(level) = options.negligible {
-        let largest = |s: &Summary| s.min.abs().max(s.max.abs());
-        if largest(e.a) <= level && largest(e.b) <= level {
+        if both_negligible(e.a, e.b, level) {
             return Verdict::new(
                 NoClearDifference,
                 format!(
@@ -210,6 +209,12 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
         NoClearDifference,
         format!("{:+.2}% (95% CI {ci_text}) is {why}", change.pct),
     )
+}
+
+/// Rule 3's test: every A and B sample lies within ±`level`.
+pub fn both_negligible(a: &Summary, b: &Summary, level: f64) -> bool {
+    let largest = |s: &Summary| s.min.abs().max(s.max.abs());
+    largest(a) <= level && largest(b) <= level
 }
 
 /// A number with at most two decimals, none when it is whole.
