@@ -44,7 +44,14 @@ pub struct Campaign {
     #[serde(default = "default_thp")]
     pub thp: ThpMode,
     pub workload: WorkloadConfig,
+    /// Control conditions run in the same boots, after the main workload:
+    /// `{name, set: {param: value}}` overriding `workload:` parameters.
+    #[serde(default)]
+    pub controls: Vec<crate::controls::ControlConfig>,
     pub protocol: ProtocolConfig,
+    /// The `workload:` section as written, which controls override.
+    #[serde(skip)]
+    pub workload_yaml: yaml_serde::Value,
 }
 
 /// Where the base kernel tree comes from.
@@ -308,6 +315,8 @@ pub struct Plan {
     pub zswap: ZswapSetup,
     pub thp: ThpMode,
     pub workload: patchbench_agent::Workload,
+    /// Control conditions, run in every boot after the main workload.
+    pub controls: Vec<crate::controls::Control>,
     pub boots: Vec<Variant>,
     /// The seed that shuffled `boots`, for a random order.
     pub order_seed: Option<u64>,
@@ -318,10 +327,14 @@ pub struct Plan {
 impl Campaign {
     /// Parse campaign text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<Campaign, ConfigError> {
-        yaml_serde::from_str(text).map_err(|e| ConfigError::Parse {
+        let error = |e: yaml_serde::Error| ConfigError::Parse {
             path: origin.to_owned(),
             message: e.to_string(),
-        })
+        };
+        let mut campaign: Campaign = yaml_serde::from_str(text).map_err(error)?;
+        let document: yaml_serde::Value = yaml_serde::from_str(text).map_err(error)?;
+        campaign.workload_yaml = document.get("workload").cloned().unwrap_or_default();
+        Ok(campaign)
     }
 
     /// Read and parse a campaign file.
@@ -420,6 +433,8 @@ impl Campaign {
             .workload
             .into_workload(&vm)
             .map_err(|e| invalid(e.to_string()))?;
+        let controls = crate::controls::resolve(self.controls, &self.workload_yaml, &workload, &vm)
+            .map_err(invalid)?;
         Ok(Plan {
             name: self.name,
             source: Some(origin.to_owned()).filter(|p| p.exists()),
@@ -432,6 +447,7 @@ impl Campaign {
             zswap: self.zswap,
             thp: self.thp,
             workload,
+            controls,
             boots: self.protocol.order.boots(
                 self.protocol.boots_per_variant.unwrap_or(2),
                 self.protocol.seed.unwrap_or(DEFAULT_ORDER_SEED),

@@ -10,6 +10,7 @@ pub mod build;
 pub mod campaign;
 pub mod cli;
 pub mod config;
+pub mod controls;
 pub mod events;
 pub mod exit;
 pub mod fsutil;

@@ -4,14 +4,17 @@
 use std::fmt::Write;
 
 use crate::config::Variant;
+use crate::controls::Control;
 use crate::results::Results;
 use crate::stats::{self, CompareOptions, Comparison, Direction, VerdictKind};
 use crate::vm::accel::Accel;
-use crate::workload::{Better, Unit, WorkloadSpec};
+use crate::workload::{Better, MetricSpec, Unit, WorkloadSpec};
 
-/// One metric's comparison.
+/// One metric's comparison in one condition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// The control condition; `None` for the main workload.
+    pub condition: Option<String>,
     pub metric: String,
     pub unit: Option<Unit>,
     /// From the workload's spec; `None` for a metric the spec does not list.
@@ -24,48 +27,77 @@ impl Row {
     pub fn change_pct(&self) -> Option<f64> {
         self.comparison.mean_change.as_ref().map(|c| c.pct)
     }
+
+    /// The metric, with its control's name when it is a control's.
+    pub fn label(&self) -> String {
+        match &self.condition {
+            Some(c) => format!("{} (control {c})", self.metric),
+            None => self.metric.clone(),
+        }
+    }
 }
 
-fn values(samples: &[patchbench_agent::Sample], metric: &str) -> Vec<f64> {
+fn values(samples: &[&patchbench_agent::Sample], metric: &str) -> Vec<f64> {
     samples
         .iter()
         .filter_map(|s| s.metrics.get(metric).map(|v| *v as f64))
         .collect()
 }
 
-/// Compare A and B for every metric, in the spec's order, then any metric
-/// the spec does not list, with the statistics' default options.
+/// Compare A and B for every metric of every condition (the main workload,
+/// then each control), in the spec's order, then any metric the spec does
+/// not list, with the statistics' default options and each metric's
+/// `negligible` level from the spec.
 pub fn rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Row> {
-    let a_boots = results.samples_by_boot(Variant::A);
-    let b_boots = results.samples_by_boot(Variant::B);
-    let mut names: Vec<(String, Option<Unit>, Option<Better>)> = spec
+    results
+        .conditions()
+        .into_iter()
+        .flat_map(|c| condition_rows(results, spec, c.map(|c| c.name.as_str())))
+        .collect()
+}
+
+/// [`rows`] of one condition (`None`: the main workload).
+pub fn condition_rows(
+    results: &Results,
+    spec: Option<&WorkloadSpec>,
+    condition: Option<&str>,
+) -> Vec<Row> {
+    let a_boots = results.samples_by_boot(Variant::A, condition);
+    let b_boots = results.samples_by_boot(Variant::B, condition);
+    let mut names: Vec<(String, Option<&MetricSpec>)> = spec
         .map(|s| {
             s.metrics
                 .iter()
-                .map(|m| (m.name.clone(), Some(m.unit), Some(m.better)))
+                .map(|m| (m.name.clone(), Some(m)))
                 .collect()
         })
         .unwrap_or_default();
     for boot in &results.boots {
-        for sample in &boot.samples {
+        for sample in boot.samples_of(condition) {
             for name in sample.metrics.keys() {
-                if !names.iter().any(|(n, _, _)| n == name) {
-                    names.push((name.clone(), None, None));
+                if !names.iter().any(|(n, _)| n == name) {
+                    names.push((name.clone(), None));
                 }
             }
         }
     }
-    let options = CompareOptions::default();
     names
         .into_iter()
-        .filter_map(|(metric, unit, better)| {
-            let per_boot = |boots: &[(&crate::results::Boot, &[patchbench_agent::Sample])]| {
+        .filter_map(|(metric, metric_spec)| {
+            let unit = metric_spec.map(|m| m.unit);
+            let better = metric_spec.map(|m| m.better);
+            let negligible = metric_spec.and_then(|m| m.negligible);
+            let per_boot = |boots: &[(&crate::results::Boot, Vec<&patchbench_agent::Sample>)]| {
                 boots
                     .iter()
                     .map(|(_, s)| values(s, &metric))
                     .collect::<Vec<_>>()
             };
             let direction = better.map_or(Direction::Neither, Direction::from);
+            let options = CompareOptions {
+                negligible,
+                ..CompareOptions::default()
+            };
             let comparison = stats::compare(
                 &per_boot(&a_boots),
                 &per_boot(&b_boots),
@@ -74,6 +106,7 @@ pub fn rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Row> {
             )
             .ok()?;
             Some(Row {
+                condition: condition.map(str::to_string),
                 metric,
                 unit,
                 better,
@@ -83,12 +116,38 @@ pub fn rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Row> {
         .collect()
 }
 
-/// The metrics that regressed: the campaign's exit code says so.
+/// The metrics that regressed, in any condition (a control's are named
+/// with it): the campaign's exit code says so.
 pub fn regressed_metrics(rows: &[Row]) -> Vec<String> {
     rows.iter()
         .filter(|r| r.comparison.verdict.kind == VerdictKind::Regression)
-        .map(|r| r.metric.clone())
+        .map(Row::label)
         .collect()
+}
+
+/// The rows of each condition, in the document's order: the main
+/// workload's first (`None`), then each control's.
+fn by_condition<'r>(
+    results: &'r Results,
+    rows: &'r [Row],
+) -> Vec<(Option<&'r Control>, Vec<&'r Row>)> {
+    results
+        .conditions()
+        .into_iter()
+        .map(|c| {
+            let name = c.map(|c| c.name.as_str());
+            let of = rows
+                .iter()
+                .filter(|r| r.condition.as_deref() == name)
+                .collect();
+            (c, of)
+        })
+        .collect()
+}
+
+/// `Control `unlimited` (zswap_max: max)`: a control's table title.
+pub fn control_title(control: &Control) -> String {
+    format!("Control `{}` ({})", control.name, control.describe_set())
 }
 
 /// The verdict as a table cell, marked as the seeds mark their headline.
@@ -203,6 +262,50 @@ pub fn markdown_of(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row])
             results.host.accel_reason
         );
     }
+    for (control, rows) in by_condition(results, rows) {
+        if let Some(control) = control {
+            let _ = writeln!(out, "\n#### {}\n", control_title(control));
+        }
+        condition_markdown(&mut out, &rows);
+    }
+    if self_check {
+        let _ = writeln!(out, "\n{}", self_check_line(results, rows));
+    }
+    let order: Vec<String> = (0..results.protocol.boots.len())
+        .map(|i| crate::results::boot_label(&results.protocol.boots, i))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; A pools every A boot. \
+         Drift is the last A boot's mean against the first's; max CV is the largest within-boot coefficient of variation. \
+         B vs A is the change of the mean with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}); p is Welch's t-test. \
+         A change is called only when p < {} and the whole interval lies outside \u{b1}{}% (widened to the A drift when that is larger); \
+         see docs/statistics.md.{} Accelerator: {}. Base {} ({}), chosen from {}; B adds {} patch(es), series sha256 {}.",
+        order.join("/"),
+        results.protocol.warmups,
+        results.protocol.samples,
+        CompareOptions::default().resamples,
+        CompareOptions::default().seed,
+        CompareOptions::default().alpha,
+        CompareOptions::default().noise_pct,
+        if results.controls.is_empty() {
+            ""
+        } else {
+            " Each control ran in the same boots, after the main workload, with as many warm-ups and samples, and is compared on its own."
+        },
+        results.host.accel,
+        short(&results.tree.base_commit),
+        results.tree.origin,
+        results.tree.base_choice,
+        results.series.patches.len(),
+        short(&results.series.sha256),
+    );
+    out
+}
+
+/// One condition's table, its geometric-mean line and the reason behind
+/// every verdict that is not "no clear difference".
+fn condition_markdown(out: &mut String, rows: &[&Row]) {
     let _ = writeln!(
         out,
         "| metric | unit | A mean | B mean | B vs A [95% CI] | p | verdict | A drift | max CV |"
@@ -233,12 +336,14 @@ pub fn markdown_of(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row])
             signed_pct(Some(g.change_pct))
         );
     }
-    if self_check {
-        let _ = writeln!(out, "\n{}", self_check_line(results, rows));
-    }
+    // Every verdict but "no clear difference" is explained, and so is one
+    // that only the metric's negligible level decided (its change may look
+    // large, or have no interval).
     let mut reasons = rows
         .iter()
-        .filter(|r| r.comparison.verdict.kind != VerdictKind::NoClearDifference)
+        .filter(|r| {
+            r.comparison.verdict.kind != VerdictKind::NoClearDifference || r.comparison.negligible()
+        })
         .peekable();
     if reasons.peek().is_some() {
         let _ = writeln!(out);
@@ -252,37 +357,12 @@ pub fn markdown_of(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row])
             );
         }
     }
-    let order: Vec<String> = (0..results.protocol.boots.len())
-        .map(|i| crate::results::boot_label(&results.protocol.boots, i))
-        .collect();
-    let _ = writeln!(
-        out,
-        "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; A pools every A boot. \
-         Drift is the last A boot's mean against the first's; max CV is the largest within-boot coefficient of variation. \
-         B vs A is the change of the mean with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}); p is Welch's t-test. \
-         A change is called only when p < {} and the whole interval lies outside \u{b1}{}% (widened to the A drift when that is larger); \
-         see docs/statistics.md. Accelerator: {}. Base {} ({}), chosen from {}; B adds {} patch(es), series sha256 {}.",
-        order.join("/"),
-        results.protocol.warmups,
-        results.protocol.samples,
-        CompareOptions::default().resamples,
-        CompareOptions::default().seed,
-        CompareOptions::default().alpha,
-        CompareOptions::default().noise_pct,
-        results.host.accel,
-        short(&results.tree.base_commit),
-        results.tree.origin,
-        results.tree.base_choice,
-        results.series.patches.len(),
-        short(&results.series.sha256),
-    );
-    out
 }
 
 /// The A/A verdict: any improvement or regression is a false positive, set
 /// against the rate the rules imply for this protocol and noise.
 fn self_check_line(results: &Results, rows: &[Row]) -> String {
-    let false_calls: Vec<&str> = rows
+    let false_calls: Vec<String> = rows
         .iter()
         .filter(|r| {
             matches!(
@@ -290,7 +370,7 @@ fn self_check_line(results: &Results, rows: &[Row]) -> String {
                 VerdictKind::Improvement | VerdictKind::Regression
             )
         })
-        .map(|r| r.metric.as_str())
+        .map(Row::label)
         .collect();
     let directed: Vec<&Row> = rows
         .iter()
@@ -335,6 +415,21 @@ pub fn terminal(results: &Results, spec: Option<&WorkloadSpec>) -> String {
 
 /// [`terminal`] from rows already compared.
 pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
+    let mut out = String::new();
+    if results.host.accel == Accel::Tcg {
+        out.push_str("accelerator: TCG (emulated CPU time; compare A with B only)\n");
+    }
+    for (control, rows) in by_condition(results, rows) {
+        if let Some(control) = control {
+            out.push_str(&format!("\n{}\n", control_title(control).replace('`', "")));
+        }
+        out.push_str(&terminal_table(&rows));
+    }
+    out
+}
+
+/// One condition's rows as an aligned table.
+fn terminal_table(rows: &[&Row]) -> String {
     let header = [
         "metric", "unit", "A mean", "B mean", "B vs A", "95% CI", "p", "verdict",
     ];
@@ -369,9 +464,6 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
         })
         .collect();
     let mut out = String::new();
-    if results.host.accel == Accel::Tcg {
-        out.push_str("accelerator: TCG (emulated CPU time; compare A with B only)\n");
-    }
     for r in &table {
         let cells: Vec<String> = r
             .iter()
@@ -413,6 +505,62 @@ mod tests {
         assert!(text.contains("simulated: "), "{text}");
     }
     use super::*;
+
+    #[test]
+    fn each_condition_has_its_own_table_and_a_control_regression_counts() {
+        let results = crate::results::tests::with_control(Some(2_000_000_000));
+        let spec = crate::workload::spec_for(&results.workload);
+        let rows = rows(&results, spec.as_ref());
+        let main = condition_rows(&results, spec.as_ref(), None);
+        assert_eq!(rows.len(), 2 * main.len());
+        assert!(rows[..main.len()].iter().all(|r| r.condition.is_none()));
+        let text = markdown_of(&results, spec.as_ref(), &rows);
+        let heading = "#### Control `unlimited` (zswap_max: max)";
+        assert_eq!(text.matches("| metric | unit |").count(), 2, "{text}");
+        let (before, after) = text.split_once(heading).expect(&text);
+        // The main table first, as without controls; then the control's.
+        assert!(before.contains("| pageout_cpu_ns |"), "{text}");
+        assert!(after.contains("| pageout_cpu_ns |"), "{text}");
+        assert!(after.contains("- pageout_cpu_ns: regression"), "{text}");
+        assert!(!before.contains("regression"), "{text}");
+        assert!(
+            text.contains("Each control ran in the same boots"),
+            "{text}"
+        );
+        // The exit code sees the control's regression, named with it.
+        assert_eq!(
+            regressed_metrics(&rows),
+            ["pageout_cpu_ns (control unlimited)"]
+        );
+        let terminal = terminal_of(&results, &rows);
+        assert!(
+            terminal.contains("\nControl unlimited (zswap_max: max)\nmetric"),
+            "{terminal}"
+        );
+        assert_eq!(terminal.matches("pageout_cpu_ns").count(), 2, "{terminal}");
+    }
+
+    #[test]
+    fn a_verdict_of_the_negligible_level_is_explained() {
+        let mut results = crate::results::tests::with_control(None);
+        // Background flushes in the control only: 0 or 1 per sample.
+        for boot in &mut results.boots {
+            for s in boot.samples.iter_mut().filter(|s| s.condition.is_some()) {
+                s.metrics
+                    .insert("pageout_flushes".into(), u64::from(s.index % 2));
+            }
+        }
+        let spec = crate::workload::spec_for(&results.workload);
+        let text = markdown(&results, spec.as_ref());
+        let (_, control) = text.split_once("#### Control").expect(&text);
+        assert!(
+            control.contains("| pageout_flushes | count |")
+                && control.contains(
+                    "- pageout_flushes: no clear difference \u{2014} negligible on both sides: every A and B sample is within ±80"
+                ),
+            "{text}"
+        );
+    }
 
     #[test]
     fn values_read_in_milliseconds_and_signed_percentages() {

@@ -11,9 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::build::KernelArtifact;
 use crate::config::Variant;
+use crate::controls::Control;
 use crate::vm::accel::Accel;
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `controls`, `samples[].condition` and `comparisons[].condition`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,6 +32,10 @@ pub struct Results {
     /// Kernels by variant: `A` (base) and `B` (base + series).
     pub kernels: Vec<KernelRecord>,
     pub workload: Workload,
+    /// Control conditions, run in every boot after the main workload; their
+    /// samples carry their name as `condition`. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controls: Vec<Control>,
     pub protocol: Protocol,
     pub boots: Vec<Boot>,
     /// Wall time of every stage, in the order they ran.
@@ -45,6 +51,9 @@ pub struct Results {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricComparison {
+    /// The control condition compared; absent for the main workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
     pub metric: String,
     pub comparison: crate::stats::Comparison,
 }
@@ -139,6 +148,16 @@ pub struct Boot {
     pub complete: bool,
 }
 
+impl Boot {
+    /// The measured samples of one condition (`None`: the main workload).
+    pub fn samples_of(&self, condition: Option<&str>) -> Vec<&Sample> {
+        self.samples
+            .iter()
+            .filter(|s| s.condition.as_deref() == condition)
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Timing {
@@ -160,6 +179,7 @@ impl Results {
             && earlier.campaign == self.campaign
             && earlier.protocol == self.protocol
             && earlier.workload == self.workload
+            && earlier.controls == self.controls
             && earlier.host.accel == self.host.accel
             && earlier.host.icount == self.host.icount
             && kernels(earlier) == kernels(self)
@@ -192,12 +212,24 @@ impl Results {
             .with_context(|| format!("{} is not a results document", path.display()))
     }
 
-    /// The measured samples of every complete boot of a variant, by boot.
-    pub fn samples_by_boot(&self, variant: Variant) -> Vec<(&Boot, &[Sample])> {
+    /// The measured samples of one condition (`None`: the main workload, else
+    /// a control's name) in every complete boot of a variant, by boot.
+    pub fn samples_by_boot(
+        &self,
+        variant: Variant,
+        condition: Option<&str>,
+    ) -> Vec<(&Boot, Vec<&Sample>)> {
         self.boots
             .iter()
             .filter(|b| b.variant == variant && b.complete)
-            .map(|b| (b, b.samples.as_slice()))
+            .map(|b| (b, b.samples_of(condition)))
+            .collect()
+    }
+
+    /// Every condition: the main workload (`None`), then each control.
+    pub fn conditions(&self) -> Vec<Option<&Control>> {
+        std::iter::once(None)
+            .chain(self.controls.iter().map(Some))
             .collect()
     }
 }
@@ -224,8 +256,80 @@ pub fn cpu_model() -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The stored smoke run with a control `unlimited` whose samples are the
+    /// main ones, tagged, with B's `pageout_cpu_ns` about `b_pageout_ns` when
+    /// given.
+    pub(crate) fn with_control(b_pageout_ns: Option<u64>) -> Results {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-results.json");
+        let mut results = Results::load(&path).unwrap();
+        let mut workload = results.workload.clone();
+        if let Workload::ZswapPageout { zswap_max, .. } = &mut workload {
+            *zswap_max = patchbench_agent::Limit::Max;
+        }
+        results.controls.push(Control {
+            name: "unlimited".into(),
+            set: [("zswap_max".to_string(), "max".to_string())].into(),
+            workload,
+        });
+        for boot in &mut results.boots {
+            let tagged: Vec<Sample> = boot
+                .samples
+                .iter()
+                .map(|s| {
+                    let mut s = s.clone();
+                    s.condition = Some("unlimited".into());
+                    if let (Variant::B, Some(ns)) = (boot.variant, b_pageout_ns) {
+                        s.metrics
+                            .insert("pageout_cpu_ns".into(), ns + u64::from(s.index) * 1000);
+                    }
+                    s
+                })
+                .collect();
+            boot.samples.extend(tagged);
+        }
+        results
+    }
+
+    #[test]
+    fn controls_and_conditions_round_trip_and_split_the_samples() {
+        let results = with_control(None);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.json");
+        results.save(&path).unwrap();
+        let back = Results::load(&path).unwrap();
+        assert_eq!(back.controls, results.controls);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(r#""condition": "unlimited""#), "{text}");
+        let names: Vec<_> = back
+            .conditions()
+            .iter()
+            .map(|c| c.map(|c| &c.name))
+            .collect();
+        assert_eq!(names, [None, Some(&"unlimited".to_string())]);
+        for condition in [None, Some("unlimited")] {
+            let by_boot = back.samples_by_boot(Variant::A, condition);
+            assert_eq!(by_boot.len(), 2);
+            assert!(by_boot.iter().all(
+                |(_, s)| s.len() == 3 && s.iter().all(|s| s.condition.as_deref() == condition)
+            ));
+        }
+    }
+
+    #[test]
+    fn resuming_needs_the_same_controls() {
+        let with = with_control(None);
+        let mut without = with.clone();
+        without.controls.clear();
+        assert!(with.can_resume_from(&with));
+        assert!(!with.can_resume_from(&without));
+        assert!(!without.can_resume_from(&with));
+        let mut renamed = with.clone();
+        renamed.controls[0].name = "other".into();
+        assert!(!with.can_resume_from(&renamed));
+    }
 
     #[test]
     fn the_return_to_a_is_primed() {

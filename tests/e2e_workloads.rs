@@ -6,7 +6,8 @@
 //! The zswap-pageout flush counts are the mechanism of seed 000, so they are
 //! asserted as counts, not statistics: on 6.12 a finite `memory.zswap.max`
 //! forces one stats flush per page stored, `patches/zswap-counter` removes
-//! it, and an unlimited `memory.zswap.max` never forced it.
+//! it, and an unlimited `memory.zswap.max` never forced it. Both conditions
+//! run in one campaign, the unlimited one as a control in the same boots.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,16 +22,21 @@ use common::{cache_dir, require_host_tools};
 /// One campaign at a time: they share the cached tree and build directories.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// ci/workloads/zswap-pageout.yaml with absolute paths and `zswap_max`.
-fn pageout_campaign(dir: &Path, zswap_max: &str) -> PathBuf {
+/// ci/workloads/zswap-pageout.yaml with absolute paths and a control
+/// `unlimited` with `zswap_max: max`.
+fn pageout_campaign(dir: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(root.join("ci/workloads/zswap-pageout.yaml"))
         .unwrap()
         .replace("../../", &format!("{}/", root.display()));
-    let text = text.replace("zswap_max: 64 MiB", &format!("zswap_max: {zswap_max}"));
+    let text = text.replace(
+        "\nprotocol:",
+        "\ncontrols:\n  - {name: unlimited, set: {zswap_max: max}}\nprotocol:",
+    );
     assert!(
-        text.contains(&format!("zswap_max: {zswap_max}"))
+        text.contains("zswap_max: 64 MiB")
             && text.contains("mib_per_worker: 32")
+            && text.contains("name: unlimited")
             && text.contains("series: /"),
         "ci/workloads/zswap-pageout.yaml changed shape; update this test"
     );
@@ -60,14 +66,16 @@ fn run(campaign: &Path, out: &Path) -> Results {
     Results::load(&out.join("results.json")).unwrap()
 }
 
-/// (boot label, variant, pageout_flushes, zswpout_pages) of every sample.
-fn flush_counts(results: &Results) -> Vec<(String, Variant, u64, u64)> {
+/// (boot label, variant, pageout_flushes, zswpout_pages) of every sample of
+/// one condition (`None`: the main workload).
+fn flush_counts(results: &Results, condition: Option<&str>) -> Vec<(String, Variant, u64, u64)> {
     let mut rows = Vec::new();
     for boot in &results.boots {
         assert!(boot.complete, "boot {} incomplete", boot.label);
+        let samples = boot.samples_of(condition);
         assert!(
-            !boot.samples.is_empty(),
-            "boot {} has no samples",
+            !samples.is_empty(),
+            "boot {} has no samples of {condition:?}",
             boot.label
         );
         let facts = boot.facts.as_ref().expect("guest facts");
@@ -77,7 +85,7 @@ fn flush_counts(results: &Results) -> Vec<(String, Variant, u64, u64)> {
             "boot {}",
             boot.label
         );
-        for sample in &boot.samples {
+        for sample in samples {
             let get = |name: &str| {
                 *sample
                     .metrics
@@ -96,39 +104,45 @@ fn flush_counts(results: &Results) -> Vec<(String, Variant, u64, u64)> {
 }
 
 #[test]
-fn a_finite_zswap_limit_flushes_per_store_on_base_and_not_with_the_counter() {
+fn a_finite_zswap_limit_flushes_per_store_on_base_only_and_its_unlimited_control_never() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     require_host_tools();
     let dir = tempfile::tempdir().unwrap();
-    let results = run(
-        &pageout_campaign(dir.path(), "64 MiB"),
-        &dir.path().join("out"),
+    let out = dir.path().join("out");
+    let results = run(&pageout_campaign(dir.path()), &out);
+    eprintln!(
+        "{}",
+        std::fs::read_to_string(out.join("report.md")).unwrap()
     );
-    let rows = flush_counts(&results);
-    assert_eq!(rows.len(), 3, "{rows:?}");
-    for (label, variant, flushes, stored) in &rows {
+    assert_eq!(results.controls.len(), 1);
+    assert_eq!(results.controls[0].name, "unlimited");
+
+    let finite = flush_counts(&results, None);
+    eprintln!("finite zswap_max (label, variant, flushes, stored): {finite:?}");
+    assert_eq!(finite.len(), 3, "{finite:?}");
+    for (label, variant, flushes, stored) in &finite {
         // 32 MiB of 4 KiB pages, all stored.
-        assert_eq!(*stored, 8192, "boot {label}: {rows:?}");
+        assert_eq!(*stored, 8192, "boot {label}: {finite:?}");
         match variant {
-            Variant::A => assert!(flushes >= stored, "boot {label}: {rows:?}"),
-            Variant::B => assert!(flushes * 100 < *stored, "boot {label}: {rows:?}"),
+            Variant::A => assert!(flushes >= stored, "boot {label}: {finite:?}"),
+            Variant::B => assert!(flushes * 100 < *stored, "boot {label}: {finite:?}"),
         }
     }
-}
 
-#[test]
-fn an_unlimited_zswap_never_flushes_per_store() {
-    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    require_host_tools();
-    let dir = tempfile::tempdir().unwrap();
-    let results = run(
-        &pageout_campaign(dir.path(), "max"),
-        &dir.path().join("out"),
-    );
-    let rows = flush_counts(&results);
-    assert_eq!(rows.len(), 3, "{rows:?}");
-    for (label, _, flushes, stored) in &rows {
-        assert!(*stored > 0, "boot {label}: {rows:?}");
-        assert!(flushes * 100 < *stored, "boot {label}: {rows:?}");
+    let unlimited = flush_counts(&results, Some("unlimited"));
+    eprintln!("control unlimited (label, variant, flushes, stored): {unlimited:?}");
+    assert_eq!(unlimited.len(), 3, "{unlimited:?}");
+    for (label, _, flushes, stored) in &unlimited {
+        assert!(*stored > 0, "boot {label}: {unlimited:?}");
+        assert!(flushes * 100 < *stored, "boot {label}: {unlimited:?}");
+    }
+    // The control ran in the same boots, after the main condition.
+    for boot in &results.boots {
+        let conditions: Vec<_> = boot
+            .samples
+            .iter()
+            .map(|s| s.condition.as_deref())
+            .collect();
+        assert_eq!(conditions, [None, Some("unlimited")], "boot {}", boot.label);
     }
 }

@@ -363,3 +363,58 @@ fn the_site_links_resolve_and_logs_are_copied() {
         before
     );
 }
+
+/// The smoke run with a control: its samples are the main ones, tagged.
+fn with_control(name: &str) -> Results {
+    let mut results = fixture();
+    results.controls.push(patchbench::controls::Control {
+        name: name.into(),
+        set: [("zswap_max".to_string(), "max".to_string())].into(),
+        workload: results.workload.clone(),
+    });
+    for boot in &mut results.boots {
+        let tagged: Vec<_> = boot
+            .samples
+            .iter()
+            .map(|s| patchbench_agent::Sample {
+                condition: Some(name.into()),
+                ..s.clone()
+            })
+            .collect();
+        boot.samples.extend(tagged);
+    }
+    results
+}
+
+#[test]
+fn the_run_page_has_a_table_and_plots_per_control() {
+    let results = with_control("unlimited");
+    let spec = patchbench::workload::spec_for(&results.workload);
+    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let page = html::render_run(&run).unwrap();
+    assert!(page.contains(r#"<table id="comparison-table">"#));
+    assert!(page.contains(r#"<table id="control-1">"#));
+    assert!(
+        page.contains(r#"<h3 class="control">Control `unlimited` (zswap_max: max)</h3>"#),
+        "{page}"
+    );
+    assert_eq!(
+        page.matches(r#"<tr class="metric-row">"#).count(),
+        2 * METRICS.len()
+    );
+    assert_eq!(svgs(&page).len(), 2 * METRICS.len());
+    // Each row links to its own condition's plot.
+    let (_, control_table) = page.split_once(r#"id="control-1""#).unwrap();
+    assert!(control_table.contains(&format!(r##"href="#m-{}""##, METRICS.len())));
+    assert!(page.contains("pageout_cpu_ns (control unlimited)"));
+}
+
+#[test]
+fn a_control_name_from_a_hostile_document_stays_text() {
+    let results = with_control("<b>x</b>");
+    let spec = patchbench::workload::spec_for(&results.workload);
+    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let page = html::render_run(&run).unwrap();
+    assert!(!page.contains("<b>x</b>"));
+    assert!(tags(&page).iter().all(|t| !t.starts_with("b>")));
+}

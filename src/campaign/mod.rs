@@ -111,15 +111,14 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         patches: how_applied,
     } = applied;
 
-    let workload = match &plan.workload {
-        w @ patchbench_agent::Workload::KernelBuild { .. } => {
-            stages
-                .time("kernel-build tree", "the workload's own tree", async {
-                    crate::kbuild::prepare(w, &tree.open()?, base, &opts.cache_dir, sink).await
-                })
-                .await?
-        }
-        other => other.clone(),
+    let (workload, controls) = if plan.workload.needs_host_root() {
+        stages
+            .time("kernel-build tree", "the workload's own tree", async {
+                prepare_workloads(plan, &tree.open()?, base, &opts.cache_dir, sink).await
+            })
+            .await?
+    } else {
+        prepare_workloads(plan, &tree.open()?, base, &opts.cache_dir, sink).await?
     };
     let image_spec = image::parse_spec(image::DEFAULT_SPEC)?;
     let base_entries = image::base_entries(&image_spec, &opts.agent)?;
@@ -172,6 +171,16 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
             },
         ],
         workload: workload.clone(),
+        // As the guest ran them (a kernel-build's prepared tree filled in).
+        controls: plan
+            .controls
+            .iter()
+            .zip(&controls)
+            .map(|(control, job)| crate::controls::Control {
+                workload: job.workload.clone(),
+                ..control.clone()
+            })
+            .collect(),
         protocol: Protocol {
             boots: plan.boots.clone(),
             order_seed: plan.order_seed,
@@ -242,6 +251,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
             decision.accel,
             &base_entries,
             workload.clone(),
+            controls.clone(),
             false,
         )?;
         results.boots.push(Boot {
@@ -260,10 +270,11 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         results.save(&results_path)?;
         let stage = format!("boot {label}");
         let total = plan.warmups + plan.samples;
+        let conditions = 1 + plan.controls.len() as u32;
         let outcome = stages
             .time(
                 &stage,
-                &format!("kernel {variant:?}, {total} runs"),
+                &format!("kernel {variant:?}, {} runs", total * conditions),
                 async {
                     vm::boot(&spec, |message| {
                         record(&mut results, &results_path, message, sink, &stage, total)
@@ -287,6 +298,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     results.comparisons = rows
         .iter()
         .map(|r| results::MetricComparison {
+            condition: r.condition.clone(),
             metric: r.metric.clone(),
             comparison: r.comparison.clone(),
         })
@@ -305,6 +317,25 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     })
 }
 
+/// The main workload and the controls as the guest gets them: a
+/// kernel-build's tree prepared on the host (see [`crate::kbuild`]).
+async fn prepare_workloads(
+    plan: &Plan,
+    repo: &git2::Repository,
+    base: git2::Oid,
+    cache_dir: &Path,
+    sink: &dyn Sink,
+) -> anyhow::Result<(patchbench_agent::Workload, Vec<patchbench_agent::Control>)> {
+    let workload = crate::kbuild::prepare(&plan.workload, repo, base, cache_dir, sink).await?;
+    let mut controls = Vec::new();
+    for control in &plan.controls {
+        let mut job = control.to_job();
+        job.workload = crate::kbuild::prepare(&job.workload, repo, base, cache_dir, sink).await?;
+        controls.push(job);
+    }
+    Ok((workload, controls))
+}
+
 /// The output directory holds results of another campaign, or of other
 /// kernels: resuming into it would mix two experiments.
 #[derive(Debug, thiserror::Error)]
@@ -315,7 +346,7 @@ pub struct ResumeError {
 
 /// Write a boot's job into its initramfs and describe the boot: the
 /// campaign's guest (memory, CPUs, swap, zswap, THP) running `workload`,
-/// in host-root mode if `host_root` or the workload needs it.
+/// then `controls`, in host-root mode if `host_root` or a workload needs it.
 #[allow(clippy::too_many_arguments)]
 pub fn prepare_boot(
     plan: &Plan,
@@ -325,9 +356,12 @@ pub fn prepare_boot(
     accel: accel::Accel,
     base_entries: &image::Entries,
     workload: patchbench_agent::Workload,
+    controls: Vec<patchbench_agent::Control>,
     host_root: bool,
 ) -> anyhow::Result<(BootSpec, String)> {
-    let host_root = host_root || workload.needs_host_root();
+    let host_root = host_root
+        || workload.needs_host_root()
+        || controls.iter().any(|c| c.workload.needs_host_root());
     std::fs::create_dir_all(boot_dir)
         .with_context(|| format!("cannot create {}", boot_dir.display()))?;
     let job = Job {
@@ -342,6 +376,7 @@ pub fn prepare_boot(
         samples: plan.samples,
         host_root,
         workload,
+        controls,
     };
     let initrd = boot_dir.join("initramfs.cpio");
     let job_json = serde_json::to_vec(&job).expect("job serializes");
@@ -391,10 +426,14 @@ fn record(
             sink.emit(Event::Progress {
                 stage: stage.into(),
                 detail: format!(
-                    "{} {}/{}",
+                    "{} {}/{}{}",
                     if sample.warmup { "warm-up" } else { "sample" },
                     sample.index + 1,
-                    total
+                    total,
+                    sample
+                        .condition
+                        .as_ref()
+                        .map_or(String::new(), |c| format!(" (control {c})"))
                 ),
             });
             if sample.warmup {

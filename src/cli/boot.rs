@@ -94,6 +94,7 @@ pub(super) async fn boot(args: BootArgs) -> anyhow::Result<()> {
             decision.accel,
             &base_entries,
             patchbench_agent::Workload::Exec { argv: argv.clone() },
+            Vec::new(),
             args.host_root,
         )?;
         sink.emit(Event::Started {

@@ -26,7 +26,7 @@ mod publish;
     long_about = "patchbench applies a patch series to a kernel tree, builds the base (A) and the \
 patched kernel (B), boots each in QEMU in fresh A/B/A order, runs a memory-management workload \
 inside the guest, and compares A with B.",
-    after_help = "Exit codes:\n  0  the campaign ran and its results were written\n  2  usage: a bad flag or campaign file; nothing ran\n  3  infrastructure: a missing tool, a failed build, QEMU or KVM trouble\n  4  the series does not apply or is malformed\n  5  a guest failed: panic, oops, warning, hang or workload error\n  (1 is reserved for \"the patch regressed\")"
+    after_help = "Exit codes:\n  0  the campaign ran and its results were written; no metric regressed\n  1  the campaign ran and a metric regressed, in the main workload or in any control condition\n  2  usage: a bad flag or campaign file; nothing ran\n  3  infrastructure: a missing tool, a failed build, QEMU or KVM trouble\n  4  the series does not apply or is malformed\n  5  a guest failed: panic, oops, warning, hang or workload error"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -64,7 +64,9 @@ pub enum Command {
     /// Re-render stored results without running anything: the terminal
     /// table (or --markdown) of each results.json. With --against, compare
     /// the B kernels of two runs: FIRST's B becomes A, the other's B is B.
-    /// Exits 1 if a metric regressed.
+    /// Exits 1 if a metric regressed, in the main workload or in any
+    /// control condition (a control that regresses is a regression of the
+    /// patch too).
     #[command(
         after_help = "Examples:\n  patchbench compare patchbench-out/smoke-20261130-031500/results.json\n  patchbench compare --markdown out/results.json > report.md\n  patchbench compare --against old/results.json new/results.json   # B of old vs B of new"
     )]

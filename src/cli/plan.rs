@@ -239,7 +239,7 @@ fn describe(plans: &[Planned]) -> anyhow::Result<String> {
     for p in plans {
         let _ = writeln!(
             s,
-            "campaign {} ({})\n  build {}: tree {}, series {}, {} + {} fragment(s)\n  bench: {} boots {}, {} warm-up(s) + {} sample(s) per boot",
+            "campaign {} ({})\n  build {}: tree {}, series {}, {} + {} fragment(s)\n  bench: {} boots {}, {} warm-up(s) + {} sample(s) per boot{}",
             p.plan.name,
             shown(p.file.as_deref()),
             build_key(&p.plan)?,
@@ -256,6 +256,11 @@ fn describe(plans: &[Planned]) -> anyhow::Result<String> {
                 .join("/"),
             p.plan.warmups,
             p.plan.samples,
+            p.plan
+                .controls
+                .iter()
+                .map(|c| format!(", then control {} ({})", c.name, c.describe_set()))
+                .collect::<String>(),
         );
     }
     Ok(s)

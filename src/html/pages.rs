@@ -32,7 +32,8 @@ pub struct RunPage<'a> {
     pub accel: String,
     pub tcg: bool,
     pub accel_reason: &'a str,
-    pub rows: Vec<RowView>,
+    /// The main workload's table, then each control's.
+    pub tables: Vec<TableView>,
     pub plots: Vec<PlotView>,
     pub method: String,
     pub tree: &'a crate::results::TreeInfo,
@@ -45,7 +46,18 @@ pub struct RunPage<'a> {
     pub facts: FactsTable,
 }
 
+/// One condition's comparison table.
+pub struct TableView {
+    /// `Control `unlimited` (zswap_max: max)`; `None` for the main workload.
+    pub title: Option<String>,
+    /// The table's element id: `comparison-table`, then `control-<i>`.
+    pub id: String,
+    pub rows: Vec<RowView>,
+}
+
 pub struct RowView {
+    /// The anchor of the metric's plot.
+    pub anchor: String,
     pub name: String,
     pub unit: &'static str,
     pub better: &'static str,
@@ -162,9 +174,10 @@ pub fn series_title(results: &Results) -> String {
     }
 }
 
-fn row_view(row: &MetricRow) -> RowView {
+fn row_view(row: &MetricRow, anchor: String) -> RowView {
     let (_, unit) = display_unit(row.unit);
     RowView {
+        anchor,
         name: row.name.clone(),
         unit,
         better: match row.better {
@@ -298,7 +311,7 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         .iter()
         .enumerate()
         .map(|(i, row)| {
-            let boots = samples_by_boot(r, &row.name);
+            let boots = samples_by_boot(r, row.condition.as_deref(), &row.name);
             let svg = plot::samples_plot(row, &boots)?;
             let (_, unit) = display_unit(row.unit);
             let band = if row.a_ci.is_some() || row.b_ci.is_some() {
@@ -307,16 +320,39 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
                 ""
             };
             Ok(PlotView {
-                name: row.name.clone(),
+                name: row.label(),
                 anchor: anchor(i),
                 svg,
                 caption: format!(
                     "{} ({unit}): every measured sample by boot; lines are each variant's mean{band}.",
-                    row.name
+                    row.label()
                 ),
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let tables = r
+        .conditions()
+        .into_iter()
+        .enumerate()
+        .map(|(c, control)| {
+            let name = control.map(|c| c.name.as_str());
+            TableView {
+                title: control.map(crate::report::control_title),
+                id: if c == 0 {
+                    "comparison-table".into()
+                } else {
+                    format!("control-{c}")
+                },
+                rows: run
+                    .rows
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, row)| row.condition.as_deref() == name)
+                    .map(|(i, row)| row_view(row, anchor(i)))
+                    .collect(),
+            }
+        })
+        .collect();
     Ok(RunPage {
         nav,
         campaign: &r.campaign,
@@ -326,7 +362,7 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         accel: r.host.accel.to_string().to_uppercase(),
         tcg: r.host.accel == Accel::Tcg,
         accel_reason: &r.host.accel_reason,
-        rows: run.rows.iter().map(row_view).collect(),
+        tables,
         plots,
         method: method(r, judged),
         tree: &r.tree,
@@ -408,18 +444,19 @@ pub fn trend_page(
     runs: &[(&Run, String)],
     nav: Nav,
 ) -> Result<TrendPage, plot::PlotError> {
-    // Metrics in the order the runs first list them.
-    let mut names: Vec<&str> = Vec::new();
+    // Metrics (a control's named with it) in the order the runs first list
+    // them.
+    let mut names: Vec<String> = Vec::new();
     for (run, _) in runs {
         for row in &run.rows {
-            if !names.contains(&row.name.as_str()) {
-                names.push(&row.name);
+            if !names.contains(&row.label()) {
+                names.push(row.label());
             }
         }
     }
-    let by_name: Vec<BTreeMap<&str, &MetricRow>> = runs
+    let by_name: Vec<BTreeMap<String, &MetricRow>> = runs
         .iter()
-        .map(|(run, _)| run.rows.iter().map(|r| (r.name.as_str(), r)).collect())
+        .map(|(run, _)| run.rows.iter().map(|r| (r.label(), r)).collect())
         .collect();
     let plots = names
         .iter()
@@ -429,7 +466,7 @@ pub fn trend_page(
                 .iter()
                 .zip(&by_name)
                 .map(|((run, _), rows)| {
-                    let row = rows.get(name);
+                    let row = rows.get(name.as_str());
                     TrendPoint {
                         label: run.results.started_at.strftime("%m-%d").to_string(),
                         change_pct: row.and_then(|r| r.change_pct),

@@ -360,6 +360,7 @@ mod tests {
 
     fn row(a_ci: Option<(f64, f64)>) -> MetricRow {
         MetricRow {
+            condition: None,
             name: "pageout_cpu_ns".into(),
             unit: Some(Unit::Ns),
             better: None,

@@ -68,6 +68,8 @@ impl Verdict {
 /// metric's raw unit (nanoseconds for times); pages convert for display.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetricRow {
+    /// The control condition; `None` for the main workload.
+    pub condition: Option<String>,
     pub name: String,
     pub unit: Option<Unit>,
     /// From the workload spec; `None` when the spec does not list the metric.
@@ -110,6 +112,7 @@ pub fn default_rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Metri
             }
             let interval = |i: Option<crate::stats::Interval>| i.map(|i| (i.lo, i.hi));
             MetricRow {
+                condition: row.condition.clone(),
                 unit: row.unit,
                 better: row.better,
                 a_mean: c.a.mean,
@@ -141,6 +144,16 @@ pub struct Run<'a> {
     pub results: &'a Results,
     pub rows: Vec<MetricRow>,
     pub run_dir: &'a Path,
+}
+
+impl MetricRow {
+    /// The metric, with its control's name when it is a control's.
+    pub fn label(&self) -> String {
+        match &self.condition {
+            Some(c) => format!("{} (control {c})", self.name),
+            None => self.name.clone(),
+        }
+    }
 }
 
 impl<'a> Run<'a> {
@@ -195,11 +208,13 @@ pub fn slugify(text: &str) -> String {
     }
 }
 
-/// The values of `metric` in each complete boot's measured samples, in boot
-/// order, with the boot's label and variant: the samples the means pool
+/// The values of `metric` in one condition (`None`: the main workload) in
+/// each complete boot's measured samples, in boot order, with the boot's
+/// label and variant: the samples the means pool
 /// (`Results::samples_by_boot`). Boots without the metric are left out.
 pub fn samples_by_boot<'r>(
     results: &'r Results,
+    condition: Option<&str>,
     metric: &str,
 ) -> Vec<(&'r str, Variant, Vec<f64>)> {
     results
@@ -208,8 +223,8 @@ pub fn samples_by_boot<'r>(
         .filter(|b| b.complete)
         .map(|b| {
             let values = b
-                .samples
-                .iter()
+                .samples_of(condition)
+                .into_iter()
                 .filter_map(|s| s.metrics.get(metric).map(|v| *v as f64))
                 .collect::<Vec<_>>();
             (b.label.as_str(), b.variant, values)

@@ -29,6 +29,11 @@ pub struct CompareOptions {
     pub resamples: usize,
     /// The bootstrap's ChaCha8 seed; default [`DEFAULT_SEED`].
     pub seed: u64,
+    /// The metric's negligible level, from its spec (`negligible:` in
+    /// `workloads/*.yaml`): when every A and B sample is within ±this, the
+    /// verdict is "no clear difference" (rule 3). Default `None`: no level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub negligible: Option<f64>,
 }
 
 impl Default for CompareOptions {
@@ -39,6 +44,7 @@ impl Default for CompareOptions {
             noise_pct: 2.0,
             resamples: DEFAULT_RESAMPLES,
             seed: DEFAULT_SEED,
+            negligible: None,
         }
     }
 }
@@ -58,6 +64,9 @@ impl CompareOptions {
             return Err(StatsError::NoiseBandInvalid {
                 noise_pct: self.noise_pct,
             });
+        }
+        if let Some(level) = self.negligible.filter(|l| !(*l >= 0.0 && l.is_finite())) {
+            return Err(StatsError::NegligibleInvalid { negligible: level });
         }
         if self.resamples < MIN_RESAMPLES {
             return Err(StatsError::TooFewResamples {
@@ -103,6 +112,16 @@ pub struct Comparison {
     pub verdict: Verdict,
     /// The options the comparison ran with, so that it can be reproduced.
     pub options: CompareOptions,
+}
+
+impl Comparison {
+    /// Whether rule 3 decided: the metric has a negligible level and every
+    /// A and B sample lies within it.
+    pub fn negligible(&self) -> bool {
+        self.options
+            .negligible
+            .is_some_and(|level| super::verdict::both_negligible(&self.a, &self.b, level))
+    }
 }
 
 /// Compare one metric: `a_boots` and `b_boots` hold its samples, one list

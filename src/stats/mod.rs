@@ -58,6 +58,8 @@ pub enum StatsError {
     AlphaOutOfRange { alpha: f64 },
     #[error("noise_pct is {noise_pct}, not a finite non-negative number")]
     NoiseBandInvalid { noise_pct: f64 },
+    #[error("negligible is {negligible}, not a finite non-negative number")]
+    NegligibleInvalid { negligible: f64 },
     #[error("{resamples} bootstrap resamples are too few, the minimum is {min}")]
     TooFewResamples { resamples: usize, min: usize },
     #[error("the null scenario's {field} is empty or out of range")]

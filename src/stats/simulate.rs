@@ -34,7 +34,7 @@ pub struct NullScenario {
 /// Normal(100, `cv_pct`), so there is no true difference and no true drift;
 /// the drift rule still sees the drift that noise alone makes between A
 /// boots. The bootstrap runs only when Welch's p is below `alpha`: no rule
-/// calls a change otherwise (rule 4 of the verdict needs p < alpha), so the
+/// calls a change otherwise (rule 5 of the verdict needs p < alpha), so the
 /// result is the same as running [`compare`] on every simulation, only
 /// faster.
 pub fn aa_false_positive_rate(
@@ -175,7 +175,7 @@ mod tests {
         // With Welch's test switched off (alpha 0.999) and no noise band,
         // the percentile interval alone excludes 0 in 7.95% of A/A
         // comparisons at n = 9 (2 000 simulations): it is too narrow for
-        // small samples, which is why rule 4 also needs Welch's p. This
+        // small samples, which is why rule 5 also needs Welch's p. This
         // also shows the simulation counts false calls when there are some.
         let loose = CompareOptions {
             alpha: 0.999,

@@ -401,6 +401,14 @@ fn bad_input_and_options_are_errors() {
             min_samples: 1,
             ..options()
         },
+        CompareOptions {
+            negligible: Some(-1.0),
+            ..options()
+        },
+        CompareOptions {
+            negligible: Some(f64::INFINITY),
+            ..options()
+        },
     ] {
         assert!(
             compare(&[good], &[good], Direction::Neither, &bad).is_err(),
@@ -434,4 +442,97 @@ fn directions_follow_the_workload_specs() {
     assert_eq!(Direction::from(Better::Lower), Direction::LowerIsBetter);
     assert_eq!(Direction::from(Better::Higher), Direction::HigherIsBetter);
     assert_eq!(Direction::from(Better::None), Direction::Neither);
+}
+
+/// The unlimited control's background flushes: A about 0.6 and B about 0.8
+/// per sample, with A resamples of mean 0.
+fn background_flushes() -> ([[f64; 5]; 2], [f64; 5]) {
+    (
+        [[1.0, 0.0, 1.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0, 0.0]],
+        [1.0, 1.0, 0.0, 1.0, 1.0],
+    )
+}
+
+#[test]
+fn near_zero_counts_without_a_negligible_level_have_no_interval() {
+    let (a, b) = background_flushes();
+    let c = compare(&a, &[b], Direction::LowerIsBetter, &options()).unwrap();
+    assert_eq!(c.verdict.kind, VerdictKind::Inconclusive);
+    assert!(c.mean_change.unwrap().ci.is_none(), "{c:?}");
+}
+
+#[test]
+fn counts_negligible_on_both_sides_are_no_clear_difference() {
+    let (a, b) = background_flushes();
+    let negligible = CompareOptions {
+        negligible: Some(80.0),
+        ..options()
+    };
+    let c = compare(&a, &[b], Direction::LowerIsBetter, &negligible).unwrap();
+    assert_eq!(c.verdict.kind, VerdictKind::NoClearDifference);
+    assert_eq!(
+        c.verdict.reason,
+        "negligible on both sides: every A and B sample is within ±80 (the metric's negligible level); A's mean is 0.50, B's 0.80"
+    );
+    assert_eq!(c.options.negligible, Some(80.0));
+    assert!(c.negligible());
+    // The level is inclusive; A's mean of 0 no longer matters.
+    let zeros = [0.0; 5];
+    let c = compare(
+        &[zeros],
+        &[[80.0; 5]],
+        Direction::LowerIsBetter,
+        &negligible,
+    )
+    .unwrap();
+    assert_eq!(c.verdict.kind, VerdictKind::NoClearDifference);
+}
+
+#[test]
+fn a_side_beyond_the_negligible_level_is_judged_as_usual() {
+    let negligible = CompareOptions {
+        negligible: Some(80.0),
+        ..options()
+    };
+    // The finite-limit condition: A flushes once per stored page, B almost
+    // never. Only B is negligible: the change is called.
+    let a = [[8200.0, 8210.0, 8195.0, 8205.0, 8199.0]; 2];
+    let b = [1.0, 0.0, 2.0, 1.0, 0.0];
+    let c = compare(&a, &[b], Direction::LowerIsBetter, &negligible).unwrap();
+    assert_eq!(
+        c.verdict.kind,
+        VerdictKind::Improvement,
+        "{}",
+        c.verdict.reason
+    );
+    // One sample past the level on either side: the usual rules.
+    let (a, mut b) = background_flushes();
+    b[2] = 81.0;
+    let c = compare(&a, &[b], Direction::LowerIsBetter, &negligible).unwrap();
+    assert!(!c.negligible());
+    assert_ne!(
+        c.verdict.reason.split(':').next(),
+        Some("negligible on both sides")
+    );
+    let c = compare(
+        &[[-81.0, 0.0, 0.0]],
+        &[[0.0; 3]],
+        Direction::Neither,
+        &negligible,
+    )
+    .unwrap();
+    assert!(
+        !c.verdict.reason.starts_with("negligible"),
+        "{}",
+        c.verdict.reason
+    );
+}
+
+#[test]
+fn old_options_without_a_negligible_level_still_parse() {
+    let mut json = serde_json::to_value(CompareOptions::default()).unwrap();
+    assert!(json.get("negligible").is_none(), "{json}");
+    json["negligible"] = serde_json::json!(80.0);
+    let back: CompareOptions = serde_json::from_value(json).unwrap();
+    assert_eq!(back.negligible, Some(80.0));
 }

@@ -83,22 +83,26 @@ pub(crate) struct Evidence<'a> {
 ///
 /// 1. Fewer than `min_samples` (default 3) in A or in B: **inconclusive**.
 /// 2. A and B all one value: **no clear difference** when it is the same
-///    value, else a change known exactly, judged by rule 4 with p = 0.
-/// 3. A's mean is 0, so no % change exists: **inconclusive**.
-/// 4. Welch p < `alpha` (default 0.05) and the 95% bootstrap interval of
+///    value, else a change known exactly, judged by rule 5 with p = 0.
+/// 3. The metric has a `negligible` level and every A and B sample lies
+///    within ±it: **no clear difference**. Both sides are too small to
+///    matter (background flushes counted in a run that forces none), and a
+///    % change of two near-zero counts says nothing.
+/// 4. A's mean is 0, so no % change exists: **inconclusive**.
+/// 5. Welch p < `alpha` (default 0.05) and the 95% bootstrap interval of
 ///    the % change of the mean lies wholly outside ±band, where band is the
 ///    larger of `noise_pct` (default 2%) and |A's return drift|: a change.
 ///    Its sign and the direction make it an **improvement** or a
 ///    **regression**, or **changed** for a metric with no direction.
-/// 5. |A's return drift| > `noise_pct`: **inconclusive**. A moved that
+/// 6. |A's return drift| > `noise_pct`: **inconclusive**. A moved that
 ///    much between boots of the same kernel, and the change did not clear
 ///    it, so a smaller difference cannot be told from boot-to-boot drift.
-/// 6. The interval reaches beyond ±`noise_pct` on both sides, or there is
+/// 7. The interval reaches beyond ±`noise_pct` on both sides, or there is
 ///    no interval: **inconclusive**. The data allow an improvement and a
 ///    regression larger than the noise band alike: A's and B's spread is
 ///    too large for the change measured (the interval's width is about
 ///    4 · CV · sqrt(1/n_A + 1/n_B)).
-/// 7. Otherwise: **no clear difference**, either because p ≥ `alpha` or
+/// 8. Otherwise: **no clear difference**, either because p ≥ `alpha` or
 ///    because a significant change is smaller than the noise band.
 pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
     use VerdictKind::*;
@@ -118,6 +122,19 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
             NoClearDifference,
             format!("every A and B sample is {}", e.a.mean),
         );
+    }
+    if let Some(level) = options.negligible {
+        if both_negligible(e.a, e.b, level) {
+            return Verdict::new(
+                NoClearDifference,
+                format!(
+                    "negligible on both sides: every A and B sample is within ±{} (the metric's negligible level); A's mean is {}, B's {}",
+                    fmt_num(level),
+                    fmt_num(e.a.mean),
+                    fmt_num(e.b.mean)
+                ),
+            );
+        }
     }
     let Some(change) = e.mean_change else {
         return Verdict::new(
@@ -192,6 +209,21 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
         NoClearDifference,
         format!("{:+.2}% (95% CI {ci_text}) is {why}", change.pct),
     )
+}
+
+/// Rule 3's test: every A and B sample lies within ±`level`.
+pub fn both_negligible(a: &Summary, b: &Summary, level: f64) -> bool {
+    let largest = |s: &Summary| s.min.abs().max(s.max.abs());
+    largest(a) <= level && largest(b) <= level
+}
+
+/// A number with at most two decimals, none when it is whole.
+fn fmt_num(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
 }
 
 fn fmt_interval(ci: Interval) -> String {

@@ -460,6 +460,11 @@ pub struct MetricSpec {
     pub name: String,
     pub unit: Unit,
     pub better: Better,
+    /// Values within ±this (in the metric's unit) are negligible: when every
+    /// A and B sample is, the verdict is "no clear difference" (rule 3 of
+    /// docs/statistics.md). Absent: no such level.
+    #[serde(default)]
+    pub negligible: Option<f64>,
     pub description: String,
 }
 

@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 ///
 /// 2: the `rstat-flush` and `reclaim-refault` workloads, `count_flushes` on
 /// `zswap-pageout`, and [`GuestFacts::profiled_symbol`].
-/// 3: [`Job::host_root`] and the `kernel-build` workload.
+/// 3: control conditions in the same boot ([`Job::controls`] and
+/// [`Sample::condition`]), [`Job::host_root`] and the `kernel-build`
+/// workload.
 pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Where the host places the job description inside the initramfs.
@@ -54,6 +56,36 @@ pub struct Job {
     #[serde(default)]
     pub host_root: bool,
     pub workload: Workload,
+    /// Control conditions, run in this same boot after the main workload's
+    /// warm-ups and samples, in order, each with as many warm-ups and
+    /// samples. Each is the main workload's kind with some parameters
+    /// changed (the host checks that). Absent: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controls: Vec<Control>,
+}
+
+/// A control condition: a named variant of the main workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Control {
+    /// A short name (letters, digits, `-`, `_`), unique in the job; it tags
+    /// the control's samples ([`Sample::condition`]).
+    pub name: String,
+    pub workload: Workload,
+}
+
+impl Job {
+    /// Every condition the boot runs, in order: the main workload (no
+    /// name), then each control by name.
+    pub fn conditions(&self) -> Vec<(Option<&str>, &Workload)> {
+        std::iter::once((None, &self.workload))
+            .chain(
+                self.controls
+                    .iter()
+                    .map(|c| (Some(c.name.as_str()), &c.workload)),
+            )
+            .collect()
+    }
 }
 
 /// The swap device the guest formats and enables before the workload.
@@ -324,6 +356,10 @@ pub struct Sample {
     /// Metric name → value. Units are part of the name's definition in the
     /// workload's spec (`workloads/<name>.yaml`); times are nanoseconds.
     pub metrics: BTreeMap<String, u64>,
+    /// The control condition ([`Control::name`]) this sample measured;
+    /// absent for the main workload (and in documents of protocol 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
 }
 
 #[cfg(test)]
@@ -336,10 +372,49 @@ mod tests {
             index: 2,
             warmup: false,
             metrics: BTreeMap::from([("pageout_cpu_ns".to_string(), 17_180_000)]),
+            condition: Some("unlimited".into()),
         });
         let line = serde_json::to_string(&msg).unwrap();
         assert!(!line.contains('\n'));
         assert_eq!(serde_json::from_str::<Message>(&line).unwrap(), msg);
+    }
+
+    #[test]
+    fn main_samples_and_jobs_without_controls_keep_their_old_shape() {
+        let json = r#"{"index":0,"warmup":false,"metrics":{}}"#;
+        let sample: Sample = serde_json::from_str(json).unwrap();
+        assert_eq!(sample.condition, None);
+        assert_eq!(serde_json::to_string(&sample).unwrap(), json);
+    }
+
+    #[test]
+    fn a_job_runs_its_main_workload_then_each_control() {
+        let pageout = |zswap_max| Workload::ZswapPageout {
+            workers: 1,
+            mib_per_worker: 32,
+            zswap_max,
+            memory_max: Limit::Max,
+            swap_max: Limit::Max,
+            count_flushes: true,
+        };
+        let json = serde_json::json!({
+            "protocol": PROTOCOL_VERSION, "boot_label": "A",
+            "swap": {"device": "/dev/vda"},
+            "zswap": {"enabled": true, "compressor": "lzo", "zpool": "zsmalloc", "max_pool_percent": 20},
+            "thp": "never", "warmups": 1, "samples": 5,
+            "workload": serde_json::to_value(pageout(Limit::Bytes(64 << 20))).unwrap(),
+        });
+        let mut job: Job = serde_json::from_value(json).unwrap();
+        assert_eq!(job.conditions(), [(None, &job.workload)]);
+        job.controls.push(Control {
+            name: "unlimited".into(),
+            workload: pageout(Limit::Max),
+        });
+        let back: Job = serde_json::from_str(&serde_json::to_string(&job).unwrap()).unwrap();
+        assert_eq!(back, job);
+        let names: Vec<_> = job.conditions().iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, [None, Some("unlimited")]);
+        assert_eq!(job.conditions()[1].1, &pageout(Limit::Max));
     }
 
     #[test]

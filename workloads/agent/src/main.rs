@@ -108,9 +108,16 @@ fn run(port: &mut Port) -> Result<()> {
         job.samples,
         describe(&job.workload)
     ));
+    let conditions = job.conditions();
     match job.workload.swap_backend() {
         SwapBackend::Disk => setup::swap(&job.swap),
-        SwapBackend::Zram => setup::zram(zram_bytes(&job.workload)),
+        SwapBackend::Zram => setup::zram(
+            conditions
+                .iter()
+                .map(|c| zram_bytes(c.1))
+                .max()
+                .unwrap_or(0),
+        ),
     }
     .context("setting up swap")?;
     setup::zswap(&job.zswap).context("setting up zswap")?;
@@ -125,8 +132,43 @@ fn run(port: &mut Port) -> Result<()> {
     facts.profiled_symbol = profiler.as_ref().map(|p| p.symbol().to_string());
     port.send(&Message::Facts(facts))?;
 
-    let (warmups, samples) = (job.warmups, job.samples);
-    match job.workload {
+    // The main workload, then each control, in this same boot; the port tags
+    // each sample with its condition. Every condition is the main one's
+    // kind, so the profiler set up above serves them all.
+    for (condition, workload) in conditions {
+        if let Some(name) = condition {
+            console::say(format!("control {name}: {}", describe(workload)));
+        }
+        port.set_condition(condition);
+        let profiler = profiler
+            .as_ref()
+            .filter(|_| !workload.profile_candidates().is_empty());
+        let outcome = run_workload(
+            workload.clone(),
+            job.warmups,
+            job.samples,
+            job.host_root,
+            profiler,
+            port,
+        );
+        match condition {
+            Some(name) => outcome.with_context(|| format!("control {name}"))?,
+            None => outcome?,
+        }
+    }
+    Ok(())
+}
+
+/// One condition's warm-ups and samples.
+fn run_workload(
+    workload: Workload,
+    warmups: u32,
+    samples: u32,
+    host_root: bool,
+    profiler: Option<&Profiler>,
+    port: &mut Port,
+) -> Result<()> {
+    match workload {
         Workload::ZswapPageout {
             workers,
             mib_per_worker,
@@ -142,8 +184,7 @@ fn run(port: &mut Port) -> Result<()> {
                 memory_max,
                 swap_max,
             };
-            pageout::run(&params, warmups, samples, profiler.as_ref(), port)
-                .context("zswap-pageout")
+            pageout::run(&params, warmups, samples, profiler, port).context("zswap-pageout")
         }
         Workload::RstatFlush {
             cgroups,
@@ -158,7 +199,7 @@ fn run(port: &mut Port) -> Result<()> {
                 reads,
             };
             let profiler = profiler.expect("rstat-flush always profiles");
-            rstat::run(&params, warmups, samples, &profiler, port).context("rstat-flush")
+            rstat::run(&params, warmups, samples, profiler, port).context("rstat-flush")
         }
         Workload::ReclaimRefault {
             cgroups, file_mib, ..
@@ -167,7 +208,7 @@ fn run(port: &mut Port) -> Result<()> {
             refault::run(&params, warmups, samples, port).context("reclaim-refault")
         }
         Workload::GuestFault { fault } => fault::run(fault),
-        Workload::Exec { argv } => exec::run(&argv, job.host_root),
+        Workload::Exec { argv } => exec::run(&argv, host_root),
         Workload::KernelBuild {
             driver,
             src,

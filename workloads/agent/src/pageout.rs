@@ -212,6 +212,7 @@ pub fn emit(
         index,
         warmup,
         metrics,
+        condition: None,
     }))
 }
 

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use patchbench_agent::{Message, PORT_NAME};
+use patchbench_agent::{Message, PORT_NAME, Sample};
 
 use crate::error::{Context, Error, Result};
 
@@ -20,6 +20,9 @@ const POLL_INTERVAL: Duration = Duration::from_millis(50);
 pub struct Port {
     file: File,
     path: PathBuf,
+    /// The condition every sample sent is tagged with (`None`: the main
+    /// workload).
+    condition: Option<String>,
 }
 
 impl Port {
@@ -32,7 +35,13 @@ impl Port {
                 Ok(Some(dev)) => {
                     let path = Path::new("/dev").join(&dev);
                     match OpenOptions::new().write(true).open(&path) {
-                        Ok(file) => return Ok(Port { file, path }),
+                        Ok(file) => {
+                            return Ok(Port {
+                                file,
+                                path,
+                                condition: None,
+                            });
+                        }
                         Err(e) => format!("opening {}: {e}", path.display()),
                     }
                 }
@@ -54,14 +63,32 @@ impl Port {
         &self.path
     }
 
-    /// Writes one message as one line.
+    /// Tags every sample sent from now on with `condition` (a control's
+    /// name; `None` for the main workload).
+    pub fn set_condition(&mut self, condition: Option<&str>) {
+        self.condition = condition.map(str::to_string);
+    }
+
+    /// Writes one message as one line, a sample tagged with the condition.
     pub fn send(&mut self, message: &Message) -> Result<()> {
-        let mut line = serde_json::to_string(message).context("encoding a message")?;
+        let message = tagged(message, self.condition.as_deref());
+        let mut line = serde_json::to_string(&message).context("encoding a message")?;
         line.push('\n');
         self.file
             .write_all(line.as_bytes())
             .and_then(|()| self.file.flush())
             .with_context(|| format!("writing to {}", self.path.display()))
+    }
+}
+
+/// `message`, a sample tagged with `condition`; any other message as it is.
+pub fn tagged(message: &Message, condition: Option<&str>) -> Message {
+    match message {
+        Message::Sample(sample) => Message::Sample(Sample {
+            condition: condition.map(str::to_string),
+            ..sample.clone()
+        }),
+        other => other.clone(),
     }
 }
 
@@ -111,6 +138,46 @@ mod tests {
             Some("vport1p1")
         );
         assert_eq!(find_device(dir, "absent").unwrap(), None);
+    }
+
+    #[test]
+    fn samples_are_tagged_with_the_condition_being_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("port");
+        let mut port = Port {
+            file: File::create(&path).unwrap(),
+            path: path.clone(),
+            condition: None,
+        };
+        let sample = |index| {
+            Message::Sample(Sample {
+                index,
+                warmup: index == 0,
+                metrics: [("pageout_flushes".to_string(), 1)].into(),
+                condition: None,
+            })
+        };
+        port.send(&sample(0)).unwrap();
+        port.set_condition(Some("unlimited"));
+        port.send(&sample(0)).unwrap();
+        port.send(&sample(1)).unwrap();
+        port.send(&Message::Done).unwrap();
+        port.set_condition(None);
+        port.send(&sample(1)).unwrap();
+        let tags: Vec<Option<String>> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|line| match serde_json::from_str(line).unwrap() {
+                Message::Sample(s) => s.condition,
+                Message::Done => Some("(done)".into()),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let unlimited = || Some("unlimited".to_string());
+        assert_eq!(
+            tags,
+            [None, unlimited(), unlimited(), Some("(done)".into()), None]
+        );
     }
 
     #[test]
