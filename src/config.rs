@@ -156,7 +156,8 @@ pub struct VmConfig {
     #[serde(default)]
     pub accel: AccelChoice,
     /// TCG only: `-icount shift=0,sleep=off`, a deterministic guest clock.
-    /// About 5x slower, but nearly noise-free; refused with KVM.
+    /// Nearly noise-free (guest CPU times repeat to 0.01% here). Ignored,
+    /// with a note, when the accelerator is KVM.
     #[serde(default)]
     pub icount: bool,
     #[serde(with = "humantime_serde")]
