@@ -33,14 +33,34 @@ fn program(what: &'static str, program: &str, package: &str, optional: bool) -> 
     }
 }
 
+/// Whether QEMU can export a host directory over virtio-9p (host-root mode).
+async fn ninep_check() -> Check {
+    let cmd = crate::process::Cmd::new("qemu-system-x86_64").args(["-device", "help"]);
+    Check {
+        what: "host-root mode",
+        // Only the kernel-build workload and `boot --host-root` need it.
+        result: match crate::process::run(&cmd).await {
+            Ok(out) if out.stdout.contains("\"virtio-9p-pci\"") => {
+                Ok("QEMU has virtio-9p (kernel-build, boot --host-root)".into())
+            }
+            Ok(_) => Err(
+                "this QEMU has no virtio-9p-pci device, so kernel-build and boot --host-root cannot run: install Debian's qemu-system-x86".into(),
+            ),
+            Err(e) => Err(format!("cannot list QEMU's devices: {e}")),
+        },
+        optional: true,
+    }
+}
+
 /// Every check, in the order the pipeline needs them.
-pub fn checks(cache_dir: &Path) -> Vec<Check> {
+pub async fn checks(cache_dir: &Path) -> Vec<Check> {
     let mut checks = vec![program(
         "QEMU",
         "qemu-system-x86_64",
         "qemu-system-x86",
         false,
     )];
+    checks.push(ninep_check().await);
     let probe = accel::probe();
     checks.push(Check {
         what: "KVM",
@@ -160,14 +180,15 @@ mod tests {
         assert!(text.contains("FAIL QEMU") && text.contains("apt-get install qemu-system-x86"));
     }
 
-    #[test]
-    fn this_host_is_checked_for_real() {
-        let checks = checks(Path::new("/tmp"));
+    #[tokio::test]
+    async fn this_host_is_checked_for_real() {
+        let checks = checks(Path::new("/tmp")).await;
         let names: Vec<_> = checks.iter().map(|c| c.what).collect();
         assert_eq!(
             names,
             [
                 "QEMU",
+                "host-root mode",
                 "KVM",
                 "kernel toolchain",
                 "ccache",
@@ -177,7 +198,9 @@ mod tests {
             ]
         );
         // The probe's verdict is the one `run --accel auto` acts on.
-        let kvm = &checks[1];
+        let kvm = &checks[2];
+        // QEMU is installed here (ci/setup-host.sh), with virtio-9p.
+        assert!(checks[1].result.is_ok(), "{:?}", checks[1]);
         assert_eq!(kvm.result.is_ok(), accel::probe().usable().is_ok());
     }
 }

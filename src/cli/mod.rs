@@ -103,7 +103,7 @@ impl Cli {
             Command::Publish(args) => publish::publish(args).await,
             Command::Doctor { cache_dir } => {
                 let dir = cache_dir.unwrap_or_else(default_cache_dir);
-                let (text, ready) = doctor::render(&doctor::checks(&dir));
+                let (text, ready) = doctor::render(&doctor::checks(&dir).await);
                 print!("{text}");
                 if ready {
                     Ok(())
