@@ -11,7 +11,7 @@ use patchbench::results::Results;
 use patchbench_agent::Workload;
 
 mod common;
-use common::{cache_dir, require_host_tools};
+use common::{require_host_tools, run_campaign};
 
 /// One campaign at a time: they share the cached tree and build directories.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -38,26 +38,6 @@ fn campaign(dir: &Path) -> PathBuf {
     path
 }
 
-fn run_kernel_build(dir: &Path) -> Results {
-    let out = dir.join("out");
-    let output = patchbench()
-        .arg("run")
-        .arg(campaign(dir))
-        .arg("--out")
-        .arg(&out)
-        .arg("--cache-dir")
-        .arg(cache_dir())
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "patchbench run failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Results::load(&out.join("results.json")).unwrap()
-}
-
 /// The guest compiles two objects with the host's gcc in a cgroup below the
 /// compilers' peak: every boot gives real times, swaps into zswap, and the
 /// host's prepared tree is left as it was (the objects are not in it).
@@ -66,7 +46,7 @@ fn the_kernel_build_workload_compiles_in_the_guest_under_memory_pressure() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     require_host_tools();
     let dir = tempfile::tempdir().unwrap();
-    let results = run_kernel_build(dir.path());
+    let results = run_campaign(&campaign(dir.path()), &dir.path().join("out"));
     let Workload::KernelBuild {
         build,
         targets,

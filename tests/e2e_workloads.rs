@@ -10,7 +10,6 @@
 //! run in one campaign, the unlimited one as a control in the same boots.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 
 use patchbench::config::Variant;
@@ -18,7 +17,7 @@ use patchbench::results::Results;
 use patchbench::stats::VerdictKind;
 
 mod common;
-use common::{cache_dir, require_host_tools};
+use common::{require_host_tools, run_campaign};
 
 /// One campaign at a time: they share the cached tree and build directories.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -57,27 +56,6 @@ fn verdict(results: &Results, condition: Option<&str>, metric: &str) -> VerdictK
         .comparison
         .verdict
         .kind
-}
-
-/// Runs the real binary on a campaign and returns its results document.
-fn run(campaign: &Path, out: &Path) -> Results {
-    let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
-        .arg("run")
-        .arg(campaign)
-        .arg("--out")
-        .arg(out)
-        .arg("--cache-dir")
-        .arg(cache_dir())
-        .env("PATCHBENCH_AGENT", patchbench::find_agent().unwrap())
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "patchbench run failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    Results::load(&out.join("results.json")).unwrap()
 }
 
 /// (boot label, variant, pageout_flushes, zswpout_pages) of every sample of
@@ -123,7 +101,7 @@ fn the_counter_patch_removes_the_forced_flushes_and_their_cpu_time_and_leaves_th
     require_host_tools();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let results = run(&counter_campaign(dir.path()), &out);
+    let results = run_campaign(&counter_campaign(dir.path()), &out);
     eprintln!(
         "{}",
         std::fs::read_to_string(out.join("report.md")).unwrap()

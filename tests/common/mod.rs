@@ -1,6 +1,7 @@
 //! Helpers shared by the real end-to-end test binaries.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// The cache the binary under test uses: `$PATCHBENCH_CACHE`, else the
 /// CLI's own default (XDG cache, then `~/.cache/patchbench`).
@@ -22,4 +23,27 @@ pub fn require_host_tools() {
             "{path} is missing: run ci/setup-host.sh (Debian package {package})"
         );
     }
+}
+
+/// `patchbench run CAMPAIGN --out OUT` with the test cache, through the
+/// real binary; fails the test unless it exits 0, and returns the results.
+#[allow(dead_code)] // not every test binary runs campaigns this way
+pub fn run_campaign(campaign: &Path, out: &Path) -> patchbench::results::Results {
+    let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .arg("run")
+        .arg(campaign)
+        .arg("--out")
+        .arg(out)
+        .arg("--cache-dir")
+        .arg(cache_dir())
+        .env("PATCHBENCH_AGENT", patchbench::find_agent().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "patchbench run failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    patchbench::results::Results::load(&out.join("results.json")).unwrap()
 }

@@ -31,6 +31,7 @@ use crate::files;
 use crate::hostroot;
 use crate::pageout::{counter_delta, emit, read_stat};
 use crate::port::Port;
+use crate::refault::Times;
 use crate::sys;
 
 const CGROUP: &str = "patchbench-kbuild";
@@ -201,14 +202,6 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         sys_ns: sys1 - sys0,
     };
     sample_metrics(times, peak, &before, &after)
-}
-
-/// The build's times, in ns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Times {
-    pub real_ns: u64,
-    pub user_ns: u64,
-    pub sys_ns: u64,
 }
 
 /// One sample's metrics (names and units as in `workloads/kernel-build.yaml`).

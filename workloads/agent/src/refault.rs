@@ -152,7 +152,8 @@ fn write_and_read(index: usize, file_mib: u64) -> Result<Fields> {
     Ok(Fields::new())
 }
 
-/// The stress run's times, in ns.
+/// A timed run's wall-clock and children's CPU times, in ns (what `time`
+/// reports).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Times {
     pub real_ns: u64,
