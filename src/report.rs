@@ -223,6 +223,22 @@ fn signed_pct(p: Option<f64>) -> String {
     }
 }
 
+/// Untrusted text (a patch subject) for Markdown: a code span renders
+/// literally, so the text can carry no HTML, link, image or @mention into a
+/// PR comment. Backticks become quotes and control characters spaces, so
+/// the span cannot be closed early or broken across lines.
+pub fn code_span(text: &str) -> String {
+    let inner: String = text
+        .chars()
+        .map(|c| match c {
+            '`' => '\'',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect();
+    format!("`{inner}`")
+}
+
 /// Markdown for a PR comment or a job summary.
 pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
     markdown_of(results, spec, &rows(results, spec))
@@ -247,7 +263,8 @@ pub fn markdown_of(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row])
     } else {
         let _ = writeln!(
             out,
-            "### patchbench: {workload}, A = base, B = base + \"{subject}\"\n"
+            "### patchbench: {workload}, A = base, B = base + {}\n",
+            code_span(subject)
         );
     }
     if results.host.accel == Accel::Tcg {
@@ -559,6 +576,15 @@ mod tests {
                     "- pageout_flushes: no clear difference \u{2014} negligible on both sides: every A and B sample is within ±80"
                 ),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn untrusted_subjects_render_literally_in_markdown() {
+        let hostile = "mm: <img src=x onerror=alert(1)> @maintainer [x](javascript:1) `a`\n# b";
+        assert_eq!(
+            code_span(hostile),
+            "`mm: <img src=x onerror=alert(1)> @maintainer [x](javascript:1) 'a' # b`"
         );
     }
 
