@@ -28,6 +28,8 @@ pub enum WorkloadConfig {
         workers: u32,
         #[serde(deserialize_with = "mib_per_worker")]
         mib_per_worker: u64,
+        #[serde(deserialize_with = "random_percent", default)]
+        random_percent: u8,
         #[serde(deserialize_with = "zswap_max")]
         zswap_max: Limit,
         #[serde(deserialize_with = "memory_max", default = "max")]
@@ -89,6 +91,7 @@ macro_rules! named {
 named! {
     workers: u32 = u32::deserialize;
     mib_per_worker: u64 = u64::deserialize;
+    random_percent: u8 = u8::deserialize;
     zswap_max: Limit = limit;
     memory_max: Limit = limit;
     swap_max: Limit = limit;
@@ -250,6 +253,7 @@ impl WorkloadConfig {
             WorkloadConfig::ZswapPageout {
                 workers,
                 mib_per_worker,
+                random_percent,
                 zswap_max,
                 memory_max,
                 swap_max,
@@ -276,9 +280,17 @@ impl WorkloadConfig {
                         ),
                     });
                 }
+                if random_percent > 100 {
+                    return Err(WorkloadError {
+                        param: "random_percent",
+                        value: random_percent.to_string(),
+                        problem: "is a share of each page, from 0 to 100".into(),
+                    });
+                }
                 Workload::ZswapPageout {
                     workers,
                     mib_per_worker,
+                    random_percent,
                     zswap_max,
                     memory_max,
                     swap_max,

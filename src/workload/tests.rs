@@ -152,6 +152,10 @@ fn a_wrong_unit_is_named() {
         ("kind: rstat-flush\ndirty_size: big", "dirty_size"),
         ("kind: rstat-flush\nreads: -1", "reads"),
         (
+            "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: max\nrandom_percent: half",
+            "random_percent",
+        ),
+        (
             "kind: zswap-pageout\nmib_per_worker: -32\nzswap_max: max",
             "mib_per_worker",
         ),
@@ -191,6 +195,10 @@ fn more_memory_than_the_guest_has_is_named_before_boot() {
             "workers",
         ),
         ("kind: rstat-flush\ncgroups: 0", "cgroups"),
+        (
+            "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: max\nrandom_percent: 101",
+            "random_percent",
+        ),
         ("kind: rstat-flush\nreads: 0", "reads"),
         ("kind: reclaim-refault\nfile_size: 5000 KiB", "file_size"),
     ] {

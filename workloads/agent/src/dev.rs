@@ -87,7 +87,8 @@ fn run(workers: u32, mib: u64) -> crate::error::Result<String> {
         })
         .collect();
     let body = |_: usize, gate: &mut spawn::Gate| {
-        crate::worker::measure(mib, &mut || gate.wait()).map(crate::report::WorkerResult::to_fields)
+        crate::worker::measure(mib, 0, &mut || gate.wait())
+            .map(crate::report::WorkerResult::to_fields)
     };
     let results = spawn::run_workers(&slots, &body, &mut |_| Ok(()))?
         .iter()

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 /// 2: the `rstat-flush` and `reclaim-refault` workloads, `count_flushes` on
 /// `zswap-pageout`, and [`GuestFacts::profiled_symbol`].
 /// 3: control conditions in the same boot ([`Job::controls`] and
-/// [`Sample::condition`]), [`Job::host_root`] and the `kernel-build`
-/// workload.
+/// [`Sample::condition`]), [`Job::host_root`], the `kernel-build`
+/// workload, and `random_percent` on `zswap-pageout`.
 pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Where the host places the job description inside the initramfs.
@@ -157,6 +157,10 @@ pub enum Workload {
         workers: u32,
         /// Anonymous memory per worker, in MiB.
         mib_per_worker: u64,
+        /// Share of each page's words filled with random (incompressible)
+        /// data, 0 to 100; the rest is a 16-byte repeating pattern.
+        #[serde(default)]
+        random_percent: u8,
         /// `memory.zswap.max` of the private cgroup.
         zswap_max: Limit,
         /// `memory.max` of the private cgroup.
@@ -392,6 +396,7 @@ mod tests {
         let pageout = |zswap_max| Workload::ZswapPageout {
             workers: 1,
             mib_per_worker: 32,
+            random_percent: 0,
             zswap_max,
             memory_max: Limit::Max,
             swap_max: Limit::Max,
@@ -436,6 +441,7 @@ mod tests {
         let pageout = |count_flushes| Workload::ZswapPageout {
             workers: 1,
             mib_per_worker: 32,
+            random_percent: 0,
             zswap_max: Limit::Max,
             memory_max: Limit::Max,
             swap_max: Limit::Max,

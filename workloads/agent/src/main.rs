@@ -172,6 +172,7 @@ fn run_workload(
         Workload::ZswapPageout {
             workers,
             mib_per_worker,
+            random_percent,
             zswap_max,
             memory_max,
             swap_max,
@@ -180,6 +181,7 @@ fn run_workload(
             let params = pageout::Params {
                 workers,
                 mib_per_worker,
+                random_percent,
                 zswap_max,
                 memory_max,
                 swap_max,
@@ -263,12 +265,13 @@ fn describe(workload: &Workload) -> String {
         Workload::ZswapPageout {
             workers,
             mib_per_worker,
+            random_percent,
             zswap_max,
             memory_max,
             swap_max,
             count_flushes,
         } => format!(
-            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes}",
+            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} random_percent={random_percent} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes}",
             zswap_max.cgroup_value(),
             memory_max.cgroup_value(),
             swap_max.cgroup_value()

@@ -34,6 +34,7 @@ const CGROUP: &str = "/sys/fs/cgroup/patchbench";
 pub struct Params {
     pub workers: u32,
     pub mib_per_worker: u64,
+    pub random_percent: u8,
     pub zswap_max: Limit,
     pub memory_max: Limit,
     pub swap_max: Limit,
@@ -62,8 +63,9 @@ pub fn run(
         })
         .collect();
     let mib = params.mib_per_worker;
+    let random_percent = params.random_percent;
     let body = |_: usize, gate: &mut Gate| -> Result<Fields> {
-        worker::measure(mib, &mut || gate.wait()).map(WorkerResult::to_fields)
+        worker::measure(mib, random_percent, &mut || gate.wait()).map(WorkerResult::to_fields)
     };
     let total = warmups + samples;
     for index in 0..total {

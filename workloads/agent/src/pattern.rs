@@ -6,6 +6,11 @@
 //! one repeated machine word without compressing it, which would bypass the
 //! code under test. So a page is its index in word 0, then two different
 //! words derived from the index, alternating (a 16-byte period) to the end.
+//!
+//! Compressibility is adjustable: with `random_percent` > 0, that share of
+//! each page's words (words 1..=k) holds pseudo-random data instead, derived
+//! from the page index and the word position (splitmix64), so it is still
+//! unique and verifiable but does not compress.
 
 /// The two alternating words of page `index`: `(even, odd)` by word position.
 /// Bytes 8..16 of the page (word 1) are the `odd` word, so the byte at page
@@ -24,15 +29,41 @@ fn pattern_pair(index: u64) -> (u64, u64) {
 
 /// Fills one page (as machine words) with its pattern.
 pub fn fill_page(index: u64, page: &mut [u64]) {
-    let (even, odd) = pattern_pair(index);
+    fill_page_mixed(index, page, 0);
+}
+
+/// How many words of a page of `words` words are random at `random_percent`
+/// (word 0, the index, never is).
+pub fn random_words(words: usize, random_percent: u8) -> usize {
+    (words * usize::from(random_percent.min(100)) / 100).min(words.saturating_sub(1))
+}
+
+/// splitmix64: a fixed, fast mix of the page index and word position.
+fn mix(index: u64, word: usize) -> u64 {
+    let mut z = index
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(word as u64)
+        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The value of word `word` of page `index` whose words 1..=`random` are random.
+fn word_value(index: u64, word: usize, random: usize, (even, odd): (u64, u64)) -> u64 {
+    match word {
+        0 => index,
+        w if w <= random => mix(index, w),
+        w if w % 2 == 0 => even,
+        _ => odd,
+    }
+}
+
+/// Fills one page with its pattern, words 1..=`random` of it random.
+pub fn fill_page_mixed(index: u64, page: &mut [u64], random: usize) {
+    let pair = pattern_pair(index);
     for (word, slot) in page.iter_mut().enumerate() {
-        *slot = if word == 0 {
-            index
-        } else if word % 2 == 0 {
-            even
-        } else {
-            odd
-        };
+        *slot = word_value(index, word, random, pair);
     }
 }
 
@@ -45,28 +76,22 @@ pub struct Mismatch {
 }
 
 /// Checks one page against its pattern.
+#[cfg(test)]
 pub fn check_page(index: u64, page: &[u64]) -> Result<(), Mismatch> {
-    let (even, odd) = pattern_pair(index);
-    let Some((&first, rest)) = page.split_first() else {
-        return Ok(());
-    };
-    if first != index {
-        return Err(Mismatch {
-            word: 0,
-            expected: index,
-            found: first,
-        });
-    }
-    // Word pairs (1, 2), (3, 4), ...: odd position first.
-    for (pair, chunk) in rest.chunks(2).enumerate() {
-        for (k, (&found, expected)) in chunk.iter().zip([odd, even]).enumerate() {
-            if found != expected {
-                return Err(Mismatch {
-                    word: 1 + 2 * pair + k,
-                    expected,
-                    found,
-                });
-            }
+    check_page_mixed(index, page, 0)
+}
+
+/// Checks one page filled by [`fill_page_mixed`] with the same `random`.
+pub fn check_page_mixed(index: u64, page: &[u64], random: usize) -> Result<(), Mismatch> {
+    let pair = pattern_pair(index);
+    for (word, &found) in page.iter().enumerate() {
+        let expected = word_value(index, word, random, pair);
+        if found != expected {
+            return Err(Mismatch {
+                word,
+                expected,
+                found,
+            });
         }
     }
     Ok(())
@@ -138,6 +163,27 @@ mod tests {
         for (word, &value) in p.iter().enumerate() {
             assert_eq!(expected_word(77, word), value, "word {word}");
         }
+    }
+
+    #[test]
+    fn random_words_verify_and_stay_unique() {
+        let random = random_words(WORDS, 50);
+        assert_eq!(random, 256);
+        let mut a = vec![0; WORDS];
+        let mut b = vec![0; WORDS];
+        fill_page_mixed(5, &mut a, random);
+        fill_page_mixed(6, &mut b, random);
+        assert_eq!(check_page_mixed(5, &a, random), Ok(()));
+        assert_ne!(a[1..=random], b[1..=random]);
+        // Past the random words, the compressible pattern goes on.
+        assert_eq!(a[random + 1], expected_word(5, random + 1));
+        // 100% leaves the index word alone; 0% is the plain pattern.
+        assert_eq!(random_words(WORDS, 100), WORDS - 1);
+        assert_eq!(random_words(WORDS, 0), 0);
+        fill_page_mixed(7, &mut a, 0);
+        assert_eq!(a, page(7));
+        let m = check_page_mixed(5, &b, random).unwrap_err();
+        assert_eq!(m.word, 0);
     }
 
     #[test]

@@ -72,9 +72,14 @@ fn mono_now() -> Result<u64> {
 /// right after the PAGEOUT (the agent switches the function profiler there).
 /// The caller must be single-threaded, since the CPU clock is the whole
 /// process's.
-pub fn measure(mib: u64, gate: &mut dyn FnMut() -> Result<()>) -> Result<WorkerResult> {
+pub fn measure(
+    mib: u64,
+    random_percent: u8,
+    gate: &mut dyn FnMut() -> Result<()>,
+) -> Result<WorkerResult> {
     let page_size = sys::page_size();
     let page_words = page_size / 8;
+    let random = pattern::random_words(page_words, random_percent);
     let len = usize::try_from(mib)
         .ok()
         .and_then(|m| m.checked_mul(1 << 20))
@@ -89,7 +94,7 @@ pub fn measure(mib: u64, gate: &mut dyn FnMut() -> Result<()>) -> Result<WorkerR
     map.advise(libc::MADV_NOHUGEPAGE)
         .context("madvise(MADV_NOHUGEPAGE)")?;
     for (index, page) in map.words_mut().chunks_exact_mut(page_words).enumerate() {
-        pattern::fill_page(index as u64, page);
+        pattern::fill_page_mixed(index as u64, page, random);
     }
 
     gate()?;
@@ -101,7 +106,7 @@ pub fn measure(mib: u64, gate: &mut dyn FnMut() -> Result<()>) -> Result<WorkerR
 
     let verify_start = cpu_now()?;
     for (index, page) in map.words().chunks_exact(page_words).enumerate() {
-        if let Err(m) = pattern::check_page(index as u64, page) {
+        if let Err(m) = pattern::check_page_mixed(index as u64, page, random) {
             bail!(
                 "verify: page {index} of {pages} is corrupt: word {} is {:#x}, expected {:#x}",
                 m.word,
