@@ -158,8 +158,9 @@ pub enum Workload {
         /// Anonymous memory per worker, in MiB.
         mib_per_worker: u64,
         /// Share of each page's words filled with random (incompressible)
-        /// data, 0 to 100; the rest is a 16-byte repeating pattern.
-        #[serde(default)]
+        /// data, 0 to 100; the rest is a 16-byte repeating pattern. Left out
+        /// of the JSON at 0, the content before protocol 3.
+        #[serde(default, skip_serializing_if = "is_zero")]
         random_percent: u8,
         /// `memory.zswap.max` of the private cgroup.
         zswap_max: Limit,
@@ -250,6 +251,10 @@ pub enum BuildDriver {
 /// The makefile the host writes into a prepared build directory for
 /// [`BuildDriver::Recorded`].
 pub const RECORDED_MAKEFILE: &str = "patchbench-targets.mk";
+
+fn is_zero(value: &u8) -> bool {
+    *value == 0
+}
 
 /// The swap device a workload runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
