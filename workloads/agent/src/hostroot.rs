@@ -20,6 +20,7 @@ use patchbench_agent::HOST_ROOT_TAG;
 
 use crate::console;
 use crate::error::{Context, Result};
+use crate::setup::mount_on as mount;
 use crate::sys;
 
 /// The merged root host programs run in.
@@ -38,18 +39,6 @@ pub const NINEP_OPTIONS: &str = "trans=virtio,version=9p2000.L,msize=512000,cach
 
 fn mkdir(path: &Path) -> Result<()> {
     std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))
-}
-
-fn mount(
-    source: &str,
-    target: &Path,
-    fstype: &str,
-    flags: libc::c_ulong,
-    data: Option<&str>,
-) -> Result<()> {
-    mkdir(target)?;
-    sys::mount_with(source, target, fstype, flags, data)
-        .with_context(|| format!("mounting {fstype} {source} on {}", target.display()))
 }
 
 /// The overlay options for `lower` under a tmpfs directory `rw`

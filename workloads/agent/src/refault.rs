@@ -28,6 +28,7 @@ use crate::pageout::{counter_delta, emit, read_stat};
 use crate::pattern;
 use crate::port::Port;
 use crate::report::Fields;
+use crate::setup;
 use crate::spawn::{self, Gate, Slot};
 use crate::sys;
 
@@ -55,14 +56,13 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
     for dir in &children {
         shown = cgroup::set_limit(dir, "memory.max", limit)?;
     }
-    std::fs::create_dir_all(TMPFS).with_context(|| format!("creating {TMPFS}"))?;
-    sys::mount(
+    setup::mount_on(
         "tmpfs",
         Path::new(TMPFS),
         "tmpfs",
         libc::MS_NOSUID | libc::MS_NODEV,
-    )
-    .with_context(|| format!("mounting tmpfs on {TMPFS}"))?;
+        None,
+    )?;
     console::say(format!(
         "reclaim-refault: {} cgroups {}/cg* memory.max={shown}, {} MiB file each on {TMPFS}",
         params.cgroups,

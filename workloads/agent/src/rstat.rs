@@ -28,6 +28,7 @@ use crate::files;
 use crate::pageout::emit;
 use crate::port::Port;
 use crate::profiler::{Profiler, Stat};
+use crate::setup;
 use crate::sys::{self, Exit, Forked, Mapping};
 
 const CGROUP: &str = "patchbench-rstat";
@@ -54,14 +55,13 @@ pub fn run(
         bail!("cgroups and reads must be at least 1");
     }
     let (parent, children) = cgroup::tree(CGROUP, params.cgroups)?;
-    std::fs::create_dir_all(TMPFS).with_context(|| format!("creating {TMPFS}"))?;
-    sys::mount(
+    setup::mount_on(
         "tmpfs",
         Path::new(TMPFS),
         "tmpfs",
         libc::MS_NOSUID | libc::MS_NODEV,
-    )
-    .with_context(|| format!("mounting tmpfs on {TMPFS}"))?;
+        None,
+    )?;
     let dirtiers = Dirtiers::start(&children, params).context("starting the dirtiers")?;
     console::say(format!(
         "rstat-flush: {} dirtiers in {}/cg*, reading {}/memory.stat",

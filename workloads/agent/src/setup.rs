@@ -20,10 +20,24 @@ const CPU_DIR: &str = "/sys/devices/system/cpu";
 
 const SAFE: libc::c_ulong = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
 
+/// Creates the mount point `target` if needed and mounts on it, naming the
+/// file system and the place in any error. Every mount of the agent goes
+/// through here.
+pub fn mount_on(
+    source: &str,
+    target: &Path,
+    fstype: &str,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> Result<()> {
+    std::fs::create_dir_all(target)
+        .with_context(|| format!("creating mount point {}", target.display()))?;
+    sys::mount(source, target, fstype, flags, data)
+        .with_context(|| format!("mounting {fstype} on {}", target.display()))
+}
+
 fn mount(source: &str, target: &str, fstype: &str, flags: libc::c_ulong) -> Result<()> {
-    std::fs::create_dir_all(target).with_context(|| format!("creating mount point {target}"))?;
-    sys::mount(source, Path::new(target), fstype, flags)
-        .with_context(|| format!("mounting {fstype} on {target}"))
+    mount_on(source, Path::new(target), fstype, flags, None)
 }
 
 /// The file systems the port needs: proc, sysfs and devtmpfs.

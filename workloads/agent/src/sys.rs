@@ -22,13 +22,8 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// `mount(2)` with no data string.
-pub fn mount(source: &str, target: &Path, fstype: &str, flags: libc::c_ulong) -> io::Result<()> {
-    mount_with(source, target, fstype, flags, None)
-}
-
-/// `mount(2)` with the file system's option string (`data`).
-pub fn mount_with(
+/// `mount(2)`, with the file system's option string (`data`) if any.
+pub fn mount(
     source: &str,
     target: &Path,
     fstype: &str,
