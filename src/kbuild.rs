@@ -37,17 +37,16 @@ pub async fn prepare(
     cache_dir: &Path,
     sink: &dyn Sink,
 ) -> anyhow::Result<Workload> {
+    let mut prepared = workload.clone();
     let Workload::KernelBuild {
         config,
-        driver,
         targets,
-        jobs,
-        memory_max,
-        zswap_max,
+        src: src_field,
+        build: build_field,
         ..
-    } = workload
+    } = &mut prepared
     else {
-        return Ok(workload.clone());
+        return Ok(prepared);
     };
     let compiler = crate::build::compiler_version().await?;
     let root = cache_dir.join("kbuild");
@@ -69,16 +68,9 @@ pub async fn prepare(
         crate::fsutil::write_atomic(&build.join(STAMP), stamp.to_string().as_bytes())
             .with_context(|| format!("cannot write {}", build.join(STAMP).display()))?;
     }
-    Ok(Workload::KernelBuild {
-        config: config.clone(),
-        driver: *driver,
-        src: src.display().to_string(),
-        build: build.display().to_string(),
-        targets: targets.clone(),
-        jobs: *jobs,
-        memory_max: *memory_max,
-        zswap_max: *zswap_max,
-    })
+    *src_field = src.display().to_string();
+    *build_field = build.display().to_string();
+    Ok(prepared)
 }
 
 /// The build directory's cache key.
