@@ -168,6 +168,20 @@ fn run_edited(name: &str, edits: &[(&str, &str)]) -> (Option<i32>, String, PathB
     )
 }
 
+/// No process (a stray QEMU) has `path` on its command line.
+fn assert_no_process_mentions(path: &Path) {
+    let pgrep = Command::new("pgrep")
+        .arg("-f")
+        .arg(path.display().to_string())
+        .output()
+        .unwrap();
+    assert!(
+        pgrep.stdout.is_empty(),
+        "stray QEMU: {}",
+        String::from_utf8_lossy(&pgrep.stdout)
+    );
+}
+
 #[test]
 fn a_guest_panic_names_the_boot_and_its_console_log() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -191,17 +205,7 @@ fn a_hung_guest_hits_the_run_timeout_and_leaves_no_qemu() {
         "{stderr}"
     );
     // No QEMU of this run is left: none has this run's console log open.
-    let console = out.join("boots/0-A/console.log");
-    let pgrep = Command::new("pgrep")
-        .arg("-f")
-        .arg(console.display().to_string())
-        .output()
-        .unwrap();
-    assert!(
-        pgrep.stdout.is_empty(),
-        "stray QEMU: {}",
-        String::from_utf8_lossy(&pgrep.stdout)
-    );
+    assert_no_process_mentions(&out.join("boots/0-A/console.log"));
 }
 
 #[test]
@@ -344,16 +348,7 @@ fn an_interrupted_campaign_resumes_without_redoing_a_finished_boot() {
     );
     assert!(first_stderr.contains("interrupted"), "{first_stderr}");
     // The interrupted boot's QEMU is gone with it.
-    let pgrep = Command::new("pgrep")
-        .arg("-f")
-        .arg(out.join("boots/1-B").display().to_string())
-        .output()
-        .unwrap();
-    assert!(
-        pgrep.stdout.is_empty(),
-        "stray QEMU: {}",
-        String::from_utf8_lossy(&pgrep.stdout)
-    );
+    assert_no_process_mentions(&out.join("boots/1-B"));
 
     let again = run().output().unwrap();
     let stderr = String::from_utf8_lossy(&again.stderr);
