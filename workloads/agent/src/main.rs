@@ -19,6 +19,7 @@ mod error;
 mod exec;
 mod fault;
 mod files;
+mod gate;
 mod hostroot;
 mod kbuild;
 mod pageout;

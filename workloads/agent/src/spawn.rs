@@ -9,64 +9,16 @@
 //! pipe. Gate 0 is the start: fork, pinning and cgroup migration stay out of
 //! the timed window, and the workers really run concurrently. If any worker
 //! fails, the agent closes every control pipe without writing, and the others
-//! exit with [`worker::EXIT_ABORTED`] at their next gate.
+//! exit with [`crate::gate::EXIT_ABORTED`] at their next gate.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Write};
 
 use crate::error::{Context, Error, Result, bail};
+pub use crate::gate::{Body, Gate, Slot};
 use crate::report::{Fields, Line};
 use crate::sys::{self, Exit, Forked};
 use crate::worker;
-
-/// Where one worker runs.
-#[derive(Debug, Clone, Copy)]
-pub struct Slot<'a> {
-    /// The CPU the worker pins itself to, if any.
-    pub cpu: Option<u32>,
-    /// The `cgroup.procs` file the worker moves itself into before gate 0
-    /// (`None`: it stays in the agent's cgroup).
-    pub cgroup_procs: Option<&'a Path>,
-}
-
-/// A worker's side of its gates.
-pub struct Gate {
-    report: File,
-    control: File,
-}
-
-impl Gate {
-    pub fn new(report: File, control: File) -> Gate {
-        Gate { report, control }
-    }
-
-    /// Says `ready` and blocks until the agent opens the gate. When the agent
-    /// calls the run off instead, the worker exits at once.
-    pub fn wait(&mut self) -> Result<()> {
-        self.send(&Line::Ready)?;
-        let mut byte = [0u8; 1];
-        loop {
-            match self.control.read(&mut byte) {
-                Ok(1) => return Ok(()),
-                Ok(_) => sys::exit_now(worker::EXIT_ABORTED),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e).context("waiting at a gate"),
-            }
-        }
-    }
-
-    pub fn send(&mut self, line: &Line) -> Result<()> {
-        self.report
-            .write_all(line.encode().as_bytes())
-            .context("writing to the agent's report pipe")
-    }
-}
-
-/// A worker's body, run in the forked child after gate 0; it calls
-/// [`Gate::wait`] at each further gate and returns its numbers. Every worker
-/// of a run must pass the same number of gates.
-pub type Body<'a> = &'a dyn Fn(usize, &mut Gate) -> Result<Fields>;
 
 /// A forked worker, seen from the agent.
 struct Worker {
@@ -230,6 +182,7 @@ fn judge(who: &str, line: Option<Line>, exit: Exit) -> Result<Fields> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn fields(n: u64) -> Fields {
         Fields::from([("n".to_string(), n)])

@@ -11,17 +11,10 @@ use std::os::fd::OwnedFd;
 use std::panic::AssertUnwindSafe;
 
 use crate::error::{Context, Error, Result, bail};
+use crate::gate::{Body, EXIT_FAILED, EXIT_PANICKED, Gate, Slot};
 use crate::pattern;
 use crate::report::{Line, WorkerResult};
-use crate::spawn::{Body, Gate, Slot};
 use crate::sys::{self, Mapping};
-
-/// Exit status of a worker that failed and said why in an `error` line.
-pub const EXIT_FAILED: i32 = 1;
-/// Exit status of a worker whose run was called off by the agent.
-pub const EXIT_ABORTED: i32 = 3;
-/// Exit status of a worker that panicked.
-pub const EXIT_PANICKED: i32 = 101;
 
 /// The forked child's whole life: never returns.
 pub fn child_main(index: usize, slot: &Slot, body: Body, report: OwnedFd, control: OwnedFd) -> ! {
