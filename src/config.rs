@@ -9,11 +9,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bytesize::ByteSize;
-use patchbench_agent::{Limit, ThpMode, ZswapSetup};
-
-use crate::series::SeriesSource;
-use crate::workload::WorkloadConfig;
+use patchbench_agent::{ThpMode, ZswapSetup};
 use serde::Deserialize;
+
+use crate::controls::{Control, ControlError};
+pub use crate::model::CpuShape;
+use crate::model::order::{DEFAULT_BOOTS_PER_VARIANT, DEFAULT_ORDER_SEED};
+use crate::model::{BootOrder, GuestShape, VariantName};
+use crate::series::SeriesSource;
+use crate::workload::{Planned, WorkloadConfig, WorkloadError};
 
 /// The campaign `patchbench run` uses when given no file: the CI smoke run.
 pub const DEFAULT_CAMPAIGN: &str = include_str!("../ci/smoke.yaml");
@@ -43,15 +47,14 @@ pub struct Campaign {
     pub zswap: ZswapSetup,
     #[serde(default = "default_thp")]
     pub thp: ThpMode,
-    pub workload: WorkloadConfig,
+    /// The `workload:` section as written: validated into the plan's
+    /// workload, and the base that controls override.
+    pub workload: yaml_serde::Mapping,
     /// Control conditions run in the same boots, after the main workload:
     /// `{name, set: {param: value}}` overriding `workload:` parameters.
     #[serde(default)]
     pub controls: Vec<crate::controls::ControlConfig>,
-    pub protocol: ProtocolConfig,
-    /// The `workload:` section as written, which controls override.
-    #[serde(skip)]
-    pub workload_yaml: yaml_serde::Value,
+    pub protocol: Protocol,
 }
 
 /// Where the base kernel tree comes from.
@@ -168,87 +171,88 @@ pub struct VmConfig {
     pub swap_size: ByteSize,
 }
 
-/// QEMU `-smp possible` with the kernel's `maxcpus=online`.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct CpuShape {
-    pub possible: u32,
-    pub online: u32,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProtocolConfig {
-    /// `ABA` (default), `ABAB` (alternating), or `random` (shuffled with
-    /// `seed`, recorded in the results).
-    #[serde(default)]
+/// How boots are ordered and how many samples each takes, validated as it
+/// is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "ProtocolConfig")]
+pub struct Protocol {
     pub order: BootOrder,
-    /// Boots of each variant for `ABAB` and `random` [default: 2].
-    #[serde(default)]
-    pub boots_per_variant: Option<u32>,
-    /// The shuffle's seed for `random` [default: a fixed seed].
-    #[serde(default)]
-    pub seed: Option<u64>,
     /// Samples discarded at the start of every boot.
     pub warmups: u32,
-    /// Samples measured per boot.
+    /// Samples measured per boot, at least 1.
     pub samples: u32,
 }
 
-/// The order of fresh boots.
+/// `protocol:` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProtocolConfig {
+    /// `ABA` (default), `ABAB` (alternating), or `random` (shuffled with
+    /// `seed`, recorded in the results).
+    #[serde(default)]
+    order: OrderName,
+    /// Boots of each variant for `ABAB` and `random` [default: 2].
+    #[serde(default)]
+    boots_per_variant: Option<u32>,
+    /// The shuffle's seed for `random` [default: a fixed seed].
+    #[serde(default)]
+    seed: Option<u64>,
+    warmups: u32,
+    samples: u32,
+}
+
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
-pub enum BootOrder {
-    /// Base, patched, base again: the return to A measures drift.
+enum OrderName {
     #[default]
     #[serde(rename = "ABA")]
     Aba,
-    /// A, B, A, B, ...: `boots_per_variant` of each, interleaved.
     #[serde(rename = "ABAB")]
-    Alternate,
-    /// `boots_per_variant` of each in a seeded random order, so that no
-    /// slow drift of the host lines up with the variants.
+    Abab,
     #[serde(rename = "random")]
     Random,
 }
 
-/// The seed of a `random` boot order when the campaign gives none.
-pub const DEFAULT_ORDER_SEED: u64 = 2026;
-
-impl BootOrder {
-    /// The boots, in order. `per_variant` is ignored by `ABA`.
-    pub fn boots(self, per_variant: u32, seed: u64) -> Vec<Variant> {
-        let alternate = || {
-            (0..per_variant)
-                .flat_map(|_| [Variant::A, Variant::B])
-                .collect::<Vec<_>>()
-        };
-        match self {
-            BootOrder::Aba => vec![Variant::A, Variant::B, Variant::A],
-            BootOrder::Alternate => alternate(),
-            BootOrder::Random => {
-                use rand_core::SeedableRng;
-                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-                let mut boots = alternate();
-                // Fisher-Yates with an unbiased bounded draw.
-                for i in (1..boots.len()).rev() {
-                    let j = crate::stats::bootstrap::uniform_below(&mut rng, i as u64 + 1) as usize;
-                    boots.swap(i, j);
-                }
-                boots
-            }
+impl TryFrom<ProtocolConfig> for Protocol {
+    type Error = String;
+    fn try_from(raw: ProtocolConfig) -> Result<Protocol, String> {
+        if raw.samples == 0 {
+            return Err("protocol.samples must be at least 1".into());
         }
+        if raw.boots_per_variant == Some(0) {
+            return Err("protocol.boots_per_variant must be at least 1".into());
+        }
+        let boots = raw.boots_per_variant.unwrap_or(DEFAULT_BOOTS_PER_VARIANT);
+        let order = match (raw.order, raw.boots_per_variant, raw.seed) {
+            (OrderName::Aba, Some(_), _) => {
+                return Err(
+                    "protocol.boots_per_variant needs order ABAB or random (ABA is always A, B, A)"
+                        .into(),
+                );
+            }
+            (OrderName::Random, _, seed) => BootOrder::Random {
+                boots,
+                seed: seed.unwrap_or(DEFAULT_ORDER_SEED),
+            },
+            (_, _, Some(_)) => return Err("protocol.seed applies only to order: random".into()),
+            (OrderName::Aba, None, None) => BootOrder::Aba,
+            (OrderName::Abab, _, None) => BootOrder::Abab { boots },
+        };
+        Ok(Protocol {
+            order,
+            warmups: raw.warmups,
+            samples: raw.samples,
+        })
     }
 }
 
-/// Which kernel a boot runs.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-pub enum Variant {
-    /// The untouched base.
-    A,
-    /// The base plus the series.
-    B,
+/// A variant of the plan: its name and whether its kernel carries the
+/// series.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VariantPlan {
+    pub name: VariantName,
+    /// What it is, for people: "the base", "the base + the series".
+    pub description: String,
+    pub with_series: bool,
 }
 
 fn default_lore_url() -> String {
@@ -268,15 +272,6 @@ fn default_zswap() -> ZswapSetup {
     }
 }
 
-pub fn parse_limit(text: &str) -> Result<Limit, String> {
-    if text.trim() == "max" {
-        return Ok(Limit::Max);
-    }
-    text.parse::<ByteSize>()
-        .map(|b| Limit::Bytes(b.as_u64()))
-        .map_err(|e| format!("`{text}` is neither `max` nor a byte size such as `64 MiB`: {e}"))
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read campaign file {}", path.display())]
@@ -289,6 +284,13 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("campaign file {}: {message}", path.display())]
     Invalid { path: PathBuf, message: String },
+    #[error("campaign file {}: {source}", path.display())]
+    Workload {
+        path: PathBuf,
+        source: WorkloadError,
+    },
+    #[error("campaign file {}: {source}", path.display())]
+    Control { path: PathBuf, source: ControlError },
 }
 
 /// What the command line may override in a campaign.
@@ -315,27 +317,53 @@ pub struct Plan {
     pub vm: VmConfig,
     pub zswap: ZswapSetup,
     pub thp: ThpMode,
-    pub workload: patchbench_agent::Workload,
+    pub workload: Planned,
     /// Control conditions, run in every boot after the main workload.
-    pub controls: Vec<crate::controls::Control>,
-    pub boots: Vec<Variant>,
-    /// The seed that shuffled `boots`, for a random order.
-    pub order_seed: Option<u64>,
+    pub controls: Vec<Control>,
+    /// The variants, the baseline first.
+    pub variants: Vec<VariantPlan>,
+    pub order: BootOrder,
     pub warmups: u32,
     pub samples: u32,
+}
+
+impl Plan {
+    /// The boots, in order, as indexes into [`Plan::variants`].
+    pub fn boots(&self) -> Vec<usize> {
+        self.order.boots(self.variants.len())
+    }
+
+    /// The variant names of the boots, in order.
+    pub fn boot_names(&self) -> Vec<&VariantName> {
+        self.boots()
+            .into_iter()
+            .map(|i| &self.variants[i].name)
+            .collect()
+    }
+
+    /// What the workload can count on in the guest.
+    pub fn guest(&self) -> GuestShape {
+        self.vm.guest()
+    }
+}
+
+impl VmConfig {
+    /// The guest's memory and CPUs.
+    pub fn guest(&self) -> GuestShape {
+        GuestShape {
+            memory: self.memory,
+            cpus: self.cpus,
+        }
+    }
 }
 
 impl Campaign {
     /// Parse campaign text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<Campaign, ConfigError> {
-        let error = |e: yaml_serde::Error| ConfigError::Parse {
+        yaml_serde::from_str(text).map_err(|e| ConfigError::Parse {
             path: origin.to_owned(),
             message: e.to_string(),
-        };
-        let mut campaign: Campaign = yaml_serde::from_str(text).map_err(error)?;
-        let document: yaml_serde::Value = yaml_serde::from_str(text).map_err(error)?;
-        campaign.workload_yaml = document.get("workload").cloned().unwrap_or_default();
-        Ok(campaign)
+        })
     }
 
     /// Read and parse a campaign file.
@@ -401,41 +429,22 @@ impl Campaign {
         if let Some(accel) = overrides.accel {
             vm.accel = accel;
         }
-        let cpus = vm.cpus;
-        if cpus.online == 0 || cpus.online > cpus.possible {
-            return Err(invalid(format!(
-                "vm.cpus: online ({}) must be between 1 and possible ({})",
-                cpus.online, cpus.possible
-            )));
-        }
-        if self.protocol.samples == 0 {
-            return Err(invalid("protocol.samples must be at least 1".into()));
-        }
-        match (self.protocol.order, self.protocol.boots_per_variant) {
-            (BootOrder::Aba, Some(_)) => {
-                return Err(invalid(
-                    "protocol.boots_per_variant needs order ABAB or random (ABA is always A, B, A)"
-                        .into(),
-                ));
-            }
-            (_, Some(0)) => {
-                return Err(invalid(
-                    "protocol.boots_per_variant must be at least 1".into(),
-                ));
-            }
-            _ => {}
-        }
-        if self.protocol.seed.is_some() && self.protocol.order != BootOrder::Random {
-            return Err(invalid(
-                "protocol.seed applies only to order: random".into(),
-            ));
-        }
-        let workload = self
-            .workload
-            .into_workload(&vm)
-            .map_err(|e| invalid(e.to_string()))?;
-        let controls = crate::controls::resolve(self.controls, &self.workload_yaml, &workload, &vm)
-            .map_err(invalid)?;
+        let guest = vm.guest();
+        let config: WorkloadConfig =
+            yaml_serde::from_value(yaml_serde::Value::Mapping(self.workload.clone()))
+                .map_err(|e| invalid(format!("workload: {e}")))?;
+        let workload = config
+            .into_workload(&guest)
+            .map_err(|source| ConfigError::Workload {
+                path: origin.to_owned(),
+                source,
+            })?;
+        let controls = crate::controls::resolve(self.controls, &self.workload, &workload, &guest)
+            .map_err(|source| ConfigError::Control {
+            path: origin.to_owned(),
+            source,
+        })?;
+        let self_check = matches!(series, SeriesSource::None);
         Ok(Plan {
             name: self.name,
             source: Some(origin.to_owned()).filter(|p| p.exists()),
@@ -449,12 +458,23 @@ impl Campaign {
             thp: self.thp,
             workload,
             controls,
-            boots: self.protocol.order.boots(
-                self.protocol.boots_per_variant.unwrap_or(2),
-                self.protocol.seed.unwrap_or(DEFAULT_ORDER_SEED),
-            ),
-            order_seed: (self.protocol.order == BootOrder::Random)
-                .then(|| self.protocol.seed.unwrap_or(DEFAULT_ORDER_SEED)),
+            variants: vec![
+                VariantPlan {
+                    name: VariantName::a(),
+                    description: "the base".into(),
+                    with_series: false,
+                },
+                VariantPlan {
+                    name: VariantName::b(),
+                    description: if self_check {
+                        "the base again (A/A self-check)".into()
+                    } else {
+                        "the base + the series".into()
+                    },
+                    with_series: true,
+                },
+            ],
+            order: self.protocol.order,
             warmups: self.protocol.warmups,
             samples: self.protocol.samples,
         })
@@ -463,29 +483,18 @@ impl Campaign {
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn boot_orders_alternate_or_shuffle_reproducibly() {
-        use Variant::{A, B};
-        assert_eq!(BootOrder::Aba.boots(5, 1), [A, B, A]);
-        assert_eq!(BootOrder::Alternate.boots(3, 1), [A, B, A, B, A, B]);
-        let shuffled = BootOrder::Random.boots(4, 7);
-        assert_eq!(
-            shuffled,
-            BootOrder::Random.boots(4, 7),
-            "same seed, same order"
-        );
-        assert_eq!(shuffled.iter().filter(|v| **v == A).count(), 4);
-        assert_eq!(shuffled.len(), 8);
-        // Some seed among a few gives an order other than plain alternation.
-        assert!(
-            (0..8).any(|seed| BootOrder::Random.boots(4, seed) != BootOrder::Alternate.boots(4, 0))
-        );
-    }
     use super::*;
 
     fn smoke() -> Campaign {
         Campaign::parse(DEFAULT_CAMPAIGN, Path::new("smoke.yaml")).unwrap()
+    }
+
+    fn plan_of(text: &str) -> Result<Plan, ConfigError> {
+        Campaign::parse(text, Path::new("x.yaml"))?.into_plan(
+            Path::new("x.yaml"),
+            &default_campaign_dir(),
+            Overrides::default(),
+        )
     }
 
     #[test]
@@ -497,12 +506,17 @@ mod tests {
                 Overrides::default(),
             )
             .unwrap();
-        assert_eq!(plan.boots, vec![Variant::A, Variant::B, Variant::A]);
+        assert_eq!(plan.boots(), [0, 1, 0]);
+        let names: Vec<&str> = plan.boot_names().iter().map(|n| n.as_str()).collect();
+        assert_eq!(names, ["A", "B", "A"]);
         assert!(plan.fragments.iter().all(|p| p.is_absolute()));
+        let Planned::Ready(workload) = &plan.workload else {
+            panic!("{:?}", plan.workload)
+        };
         assert!(matches!(
-            plan.workload,
+            workload.wire(),
             patchbench_agent::Workload::ZswapPageout {
-                zswap_max: Limit::Bytes(67_108_864),
+                zswap_max: patchbench_agent::Limit::Bytes(67_108_864),
                 ..
             }
         ));
@@ -517,24 +531,60 @@ mod tests {
     }
 
     #[test]
-    fn limits_take_sizes_or_max() {
-        assert_eq!(parse_limit("max"), Ok(Limit::Max));
-        assert_eq!(parse_limit("64 MiB"), Ok(Limit::Bytes(64 << 20)));
-        assert_eq!(parse_limit("64M"), Ok(Limit::Bytes(64_000_000)));
-        assert!(parse_limit("lots").unwrap_err().contains("`lots`"));
+    fn protocol_orders_carry_their_data_and_refuse_what_does_not_apply() {
+        let with = |protocol: &str| {
+            let start = DEFAULT_CAMPAIGN.find("protocol:").unwrap();
+            plan_of(&format!(
+                "{}protocol:\n{protocol}",
+                &DEFAULT_CAMPAIGN[..start]
+            ))
+        };
+        let order = |protocol: &str| with(protocol).map(|p| p.order).map_err(|e| e.to_string());
+        assert_eq!(
+            order("  order: ABAB\n  boots_per_variant: 3\n  warmups: 0\n  samples: 1"),
+            Ok(BootOrder::Abab { boots: 3 })
+        );
+        assert_eq!(
+            order("  order: random\n  warmups: 0\n  samples: 1"),
+            Ok(BootOrder::Random {
+                boots: 2,
+                seed: DEFAULT_ORDER_SEED
+            })
+        );
+        for (protocol, want) in [
+            (
+                "  boots_per_variant: 2\n  warmups: 0\n  samples: 1",
+                "boots_per_variant needs order ABAB or random",
+            ),
+            (
+                "  order: ABAB\n  seed: 3\n  warmups: 0\n  samples: 1",
+                "seed applies only to order: random",
+            ),
+            ("  warmups: 0\n  samples: 0", "samples must be at least 1"),
+            (
+                "  order: ABAB\n  boots_per_variant: 0\n  warmups: 0\n  samples: 1",
+                "boots_per_variant must be at least 1",
+            ),
+        ] {
+            let err = order(protocol).unwrap_err();
+            assert!(err.contains(want), "{protocol}: {err}");
+        }
+    }
+
+    #[test]
+    fn online_cpus_must_fit_the_possible_ones() {
+        let text = DEFAULT_CAMPAIGN.replace("{possible: 2, online: 2}", "{possible: 2, online: 3}");
+        let err = plan_of(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("online (3) must be between 1 and possible (2)"),
+            "{err}"
+        );
     }
 
     #[test]
     fn more_workers_than_online_cpus_is_an_error_before_boot() {
         let text = DEFAULT_CAMPAIGN.replace("workers: 1", "workers: 9");
-        let err = Campaign::parse(&text, Path::new("x.yaml"))
-            .unwrap()
-            .into_plan(
-                Path::new("x.yaml"),
-                &default_campaign_dir(),
-                Overrides::default(),
-            )
-            .unwrap_err();
+        let err = plan_of(&text).unwrap_err();
         assert!(err.to_string().contains("workload.workers (9)"), "{err}");
     }
 

@@ -4,20 +4,18 @@
 //! Each control is `{name, set}`: `set` overrides some of the main
 //! `workload:` parameters. The merged workload goes through the same
 //! validation as the main one ([`WorkloadConfig::into_workload`]), and errors
-//! name the control (`controls[0] (unlimited).zswap_max: ...`). A control
-//! keeps the main workload's kind, and what the agent sets up once per boot
-//! (the swap device, the function profiler) must suit it as it is.
+//! name the control (`controls[0] (unlimited).zswap_max (...) ...`). A
+//! control keeps the main workload's kind, and what the agent sets up once
+//! per boot (the swap device, the function profiler) must suit it as it is.
 
 use std::collections::BTreeMap;
 
-use patchbench_agent::Workload;
-use serde::{Deserialize, Serialize};
+use patchbench_agent::SwapBackend;
+use serde::Deserialize;
 
-use crate::config::VmConfig;
-use crate::workload::WorkloadConfig;
-
-/// The longest control name.
-pub const MAX_NAME_LEN: usize = 32;
+use crate::model::variant::MAX_NAME_LEN;
+use crate::model::{GuestShape, valid_name};
+use crate::workload::{Planned, WorkloadConfig, WorkloadError};
 
 /// A control as the campaign file writes it.
 #[derive(Debug, Clone, Deserialize)]
@@ -30,14 +28,13 @@ pub struct ControlConfig {
 }
 
 /// A validated control: its name, its overrides as written, and the
-/// workload the guest runs for it. Recorded as such in `results.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// workload the guest runs for it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Control {
     pub name: String,
     /// Parameter → value as the campaign wrote it (YAML scalars as text).
     pub set: BTreeMap<String, String>,
-    pub workload: Workload,
+    pub workload: Planned,
 }
 
 impl Control {
@@ -49,86 +46,98 @@ impl Control {
             .collect::<Vec<_>>()
             .join(", ")
     }
-
-    /// For the guest's job.
-    pub fn to_job(&self) -> patchbench_agent::Control {
-        patchbench_agent::Control {
-            name: self.name.clone(),
-            workload: self.workload.clone(),
-        }
-    }
 }
 
-/// Whether `name` may name a control: non-empty, at most
-/// [`MAX_NAME_LEN`] characters, only ASCII letters, digits, `-` and `_`
-/// (it goes into reports, HTML anchors and file names).
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_NAME_LEN
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+/// A control the campaign cannot run. `at` names it: `controls[0] (unlimited)`.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error(
+        "controls[{index}].name {name:?}: must be 1 to {MAX_NAME_LEN} ASCII letters, digits, `-` or `_`"
+    )]
+    Name { index: usize, name: String },
+    #[error("{at}.name: another control has this name")]
+    Duplicate { at: String },
+    #[error("{at}.set: empty; a control changes at least one workload parameter")]
+    EmptySet { at: String },
+    #[error("{at}.set: parameter names are text, not {key}")]
+    KeyNotText { at: String, key: String },
+    #[error("{at}.kind: a control runs the main workload's kind; set only its parameters")]
+    Kind { at: String },
+    #[error("{at}: {message}")]
+    Parse { at: String, message: String },
+    #[error("{at}.{} ({}) {}", .source.param, .source.value, .source.problem)]
+    Param {
+        at: String,
+        #[source]
+        source: WorkloadError,
+    },
+    #[error(
+        "{at}.swap: must be the main workload's ({main:?}): the swap device is set up once per boot"
+    )]
+    Swap { at: String, main: SwapBackend },
+    #[error(
+        "{at}.count_flushes: must be the main workload's: the function profiler is set up once per boot"
+    )]
+    Profiler { at: String },
 }
 
 /// Validates `controls` against the main workload, whose `workload:`
-/// section is `main_raw` (as YAML) and `main` (validated). The error is
-/// one line naming the control.
+/// section is `main_raw` (as YAML) and `main` (validated).
 pub fn resolve(
     controls: Vec<ControlConfig>,
-    main_raw: &yaml_serde::Value,
-    main: &Workload,
-    vm: &VmConfig,
-) -> Result<Vec<Control>, String> {
-    let main_map = main_raw
-        .as_mapping()
-        .ok_or("workload: expected a mapping")?;
+    main_raw: &yaml_serde::Mapping,
+    main: &Planned,
+    guest: &GuestShape,
+) -> Result<Vec<Control>, ControlError> {
     let mut out: Vec<Control> = Vec::with_capacity(controls.len());
-    for (i, control) in controls.into_iter().enumerate() {
-        let at = format!("controls[{i}] ({})", control.name);
+    for (index, control) in controls.into_iter().enumerate() {
+        let at = format!("controls[{index}] ({})", control.name);
         if !valid_name(&control.name) {
-            return Err(format!(
-                "controls[{i}].name {:?}: must be 1 to {MAX_NAME_LEN} ASCII letters, digits, `-` or `_`",
-                control.name
-            ));
+            return Err(ControlError::Name {
+                index,
+                name: control.name,
+            });
         }
         if out.iter().any(|c| c.name == control.name) {
-            return Err(format!("{at}.name: another control has this name"));
+            return Err(ControlError::Duplicate { at });
         }
         if control.set.is_empty() {
-            return Err(format!(
-                "{at}.set: empty; a control changes at least one workload parameter"
-            ));
+            return Err(ControlError::EmptySet { at });
         }
-        let mut merged = main_map.clone();
+        let mut merged = main_raw.clone();
         let mut set = BTreeMap::new();
         for (key, value) in control.set {
-            let key_text = key
-                .as_str()
-                .ok_or_else(|| format!("{at}.set: parameter names are text, not {key:?}"))?
-                .to_string();
+            let Some(key_text) = key.as_str().map(str::to_string) else {
+                return Err(ControlError::KeyNotText {
+                    at,
+                    key: format!("{key:?}"),
+                });
+            };
             if key_text == "kind" {
-                return Err(format!(
-                    "{at}.kind: a control runs the main workload's kind; set only its parameters"
-                ));
+                return Err(ControlError::Kind { at });
             }
             set.insert(key_text, scalar_text(&value));
             merged.insert(key, value);
         }
         let config: WorkloadConfig = yaml_serde::from_value(yaml_serde::Value::Mapping(merged))
-            .map_err(|e| name_control(&at, &e.to_string()))?;
+            .map_err(|e| ControlError::Parse {
+                at: at.clone(),
+                message: e.to_string(),
+            })?;
         let workload = config
-            .into_workload(vm)
-            .map_err(|e| name_control(&at, &e.to_string()))?;
+            .into_workload(guest)
+            .map_err(|source| ControlError::Param {
+                at: at.clone(),
+                source,
+            })?;
         if workload.swap_backend() != main.swap_backend() {
-            return Err(format!(
-                "{at}.swap: must be the main workload's ({:?}): the swap device is set up once per boot",
-                main.swap_backend()
-            ));
+            return Err(ControlError::Swap {
+                at,
+                main: main.swap_backend(),
+            });
         }
         if workload.profile_candidates() != main.profile_candidates() {
-            return Err(format!(
-                "{at}.count_flushes: must be the main workload's: the function profiler is set up once per boot"
-            ));
+            return Err(ControlError::Profiler { at });
         }
         out.push(Control {
             name: control.name,
@@ -137,19 +146,6 @@ pub fn resolve(
         });
     }
     Ok(out)
-}
-
-/// A workload error with the control named where the message names the
-/// main workload (`workload.zswap_max: ...` → `controls[0] (x).zswap_max: ...`).
-fn name_control(at: &str, message: &str) -> String {
-    match message.find("workload.") {
-        Some(pos) => format!(
-            "{}{at}.{}",
-            &message[..pos],
-            &message[pos + "workload.".len()..]
-        ),
-        None => format!("{at}: {message}"),
-    }
 }
 
 /// A YAML value as the campaign wrote it: scalars plainly, others as YAML.
@@ -170,9 +166,9 @@ fn scalar_text(value: &yaml_serde::Value) -> String {
 mod tests {
     use std::path::Path;
 
-    use patchbench_agent::Limit;
-
     use crate::config::{Campaign, DEFAULT_CAMPAIGN, Overrides, Plan, default_campaign_dir};
+    use crate::model::Limit;
+    use crate::workload::Planned;
 
     fn plan_with(controls: &str) -> Result<Plan, String> {
         let text = DEFAULT_CAMPAIGN.replace("protocol:", &format!("{controls}\nprotocol:"));
@@ -194,21 +190,16 @@ mod tests {
         let control = &plan.controls[0];
         assert_eq!(control.name, "unlimited");
         assert_eq!(control.describe_set(), "zswap_max: max");
-        match (&plan.workload, &control.workload) {
-            (
-                patchbench_agent::Workload::ZswapPageout {
-                    zswap_max: Limit::Bytes(_),
-                    mib_per_worker: main_mib,
-                    ..
-                },
-                patchbench_agent::Workload::ZswapPageout {
-                    zswap_max: Limit::Max,
-                    mib_per_worker,
-                    ..
-                },
-            ) => assert_eq!(main_mib, mib_per_worker),
-            other => panic!("{other:?}"),
-        }
+        let (Planned::Ready(main), Planned::Ready(ctl)) = (&plan.workload, &control.workload)
+        else {
+            panic!("{:?}", plan.workload);
+        };
+        assert_eq!(main.params()["zswap_max"], "64 MiB");
+        assert_eq!(ctl.params()["zswap_max"], Limit::Max.to_string());
+        assert_eq!(
+            main.params()["mib_per_worker"],
+            ctl.params()["mib_per_worker"]
+        );
         assert!(plan_with("").unwrap().controls.is_empty());
     }
 
@@ -217,7 +208,7 @@ mod tests {
         for (controls, want) in [
             (
                 "controls:\n  - {name: unlimited, set: {zswap_max: lots}}",
-                "controls[0] (unlimited).zswap_max: `lots`",
+                "controls[0] (unlimited): workload.zswap_max: `lots`",
             ),
             (
                 "controls:\n  - {name: ok, set: {zswap_max: max}}\n  - {name: big, set: {mib_per_worker: 4096}}",
@@ -255,15 +246,6 @@ mod tests {
         ] {
             let err = plan_with(controls).unwrap_err();
             assert!(err.contains(want), "{controls}\n{err}");
-        }
-    }
-
-    #[test]
-    fn names_are_short_and_safe() {
-        assert!(super::valid_name("unlimited"));
-        assert!(super::valid_name("zswap-max_2"));
-        for bad in ["", "a b", "<b>", "é", &"x".repeat(33)] {
-            assert!(!super::valid_name(bad), "{bad:?}");
         }
     }
 }

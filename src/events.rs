@@ -17,6 +17,9 @@ pub enum Event {
     },
     /// Something the user should know that is not an error.
     Note(String),
+    /// The command's own output (a table, a report, a manifest), for
+    /// stdout exactly as it is: what a user pipes to a file.
+    Output(String),
 }
 
 /// Receives events; implemented by the terminal UI and by tests.

@@ -16,38 +16,29 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use git2::{Oid, Repository, build::CheckoutBuilder};
-use patchbench_agent::{RECORDED_MAKEFILE, Workload};
+use patchbench_agent::RECORDED_MAKEFILE;
 use sha2::{Digest, Sha256};
 
 use crate::events::{Event, Sink};
 use crate::process::{self, Cmd};
+use crate::workload::KernelBuildPlan;
 
 /// Marks a finished source export.
 const EXPORTED: &str = ".patchbench-exported";
 /// Marks a finished build directory, and says what it holds.
 const STAMP: &str = "patchbench-kbuild.json";
 
-/// Fills in the workload's `src` and `build` with a prepared tree of
-/// `commit`, preparing it if the cache does not hold one yet. Other
-/// workloads come back unchanged.
+/// A prepared tree of `commit` for `plan`, preparing it if the cache
+/// does not hold one yet.
 pub async fn prepare(
-    workload: &Workload,
+    plan: &KernelBuildPlan,
     repo: &Repository,
     commit: Oid,
     cache_dir: &Path,
     sink: &dyn Sink,
-) -> anyhow::Result<Workload> {
-    let mut prepared = workload.clone();
-    let Workload::KernelBuild {
-        config,
-        targets,
-        src: src_field,
-        build: build_field,
-        ..
-    } = &mut prepared
-    else {
-        return Ok(prepared);
-    };
+) -> anyhow::Result<PreparedTree> {
+    let config = plan.config.make_target();
+    let targets = &plan.targets;
     let compiler = crate::build::compiler_version().await?;
     let root = cache_dir.join("kbuild");
     let src = export(repo, commit, &root, sink)?;
@@ -68,9 +59,17 @@ pub async fn prepare(
         crate::fsutil::write_atomic(&build.join(STAMP), stamp.to_string().as_bytes())
             .with_context(|| format!("cannot write {}", build.join(STAMP).display()))?;
     }
-    *src_field = src.display().to_string();
-    *build_field = build.display().to_string();
-    Ok(prepared)
+    Ok(PreparedTree { src, build })
+}
+
+/// Where a kernel build's prepared tree is on the host.
+#[derive(Debug, Clone)]
+pub struct PreparedTree {
+    /// The source tree, checked out at the campaign's base commit.
+    pub src: PathBuf,
+    /// The configured, prepared build directory (`O=`), without the
+    /// targets' outputs.
+    pub build: PathBuf,
 }
 
 /// The build directory's cache key.

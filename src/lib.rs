@@ -1,5 +1,6 @@
 //! patchbench: what does this patch do to the kernel's performance?
 //!
+//! [`model`] is the vocabulary at the bottom, importing nothing of the crate.
 //! The modules follow the pipeline: [`config`] → [`tree`] / [`series`] →
 //! [`kconfig`] / [`build`] → [`kbuild`] / [`image`] / [`vm`] → [`campaign`] → [`stats`] →
 //! [`results`] / [`report`] → [`html`] / [`github`]. [`process`] is the only module that spawns host
@@ -19,6 +20,7 @@ pub mod html;
 pub mod image;
 pub mod kbuild;
 pub mod kconfig;
+pub mod model;
 pub mod process;
 pub mod report;
 pub mod results;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use patchbench::cli::Cli;
-use patchbench::exit;
+use patchbench::{exit, ui};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -20,6 +20,7 @@ fn main() -> ExitCode {
     // (each in its own process group, so the terminal's SIGINT never
     // reaches it) is killed by its guard, and results.json already holds
     // every sample measured. Re-running the same command resumes.
+    let ui: std::sync::Arc<dyn patchbench::events::Sink> = std::sync::Arc::new(ui::Ui::new());
     let result = runtime.block_on(async {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -32,7 +33,7 @@ fn main() -> ExitCode {
             }
         };
         tokio::select! {
-            result = cli.run() => result,
+            result = cli.run(ui) => result,
             _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!(exit::Interrupted)),
             _ = terminated => Err(anyhow::anyhow!(exit::Interrupted)),
         }

@@ -3,12 +3,10 @@
 
 use std::fmt::Write;
 
-use crate::config::Variant;
-use crate::controls::Control;
-use crate::results::Results;
-use crate::stats::{self, CompareOptions, Comparison, Direction, VerdictKind};
-use crate::vm::accel::Accel;
-use crate::workload::{Better, MetricSpec, Unit, WorkloadSpec};
+use crate::model::{Direction, Unit, Verdict};
+use crate::results::{Accel, Boot, ControlRecord, Results, SampleRecord};
+use crate::stats::{self, CompareOptions, Comparison};
+use crate::workload::{MetricSpec, WorkloadSpec};
 
 /// One metric's comparison in one condition.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,7 +16,7 @@ pub struct Row {
     pub metric: String,
     pub unit: Option<Unit>,
     /// From the workload's spec; `None` for a metric the spec does not list.
-    pub better: Option<Better>,
+    pub direction: Option<Direction>,
     pub comparison: Comparison,
 }
 
@@ -37,7 +35,7 @@ impl Row {
     }
 }
 
-fn values(samples: &[&patchbench_agent::Sample], metric: &str) -> Vec<f64> {
+fn values(samples: &[&SampleRecord], metric: &str) -> Vec<f64> {
     samples
         .iter()
         .filter_map(|s| s.metrics.get(metric).map(|v| *v as f64))
@@ -62,8 +60,12 @@ pub fn condition_rows(
     spec: Option<&WorkloadSpec>,
     condition: Option<&str>,
 ) -> Vec<Row> {
-    let a_boots = results.samples_by_boot(Variant::A, condition);
-    let b_boots = results.samples_by_boot(Variant::B, condition);
+    let a_boots = results.samples_by_boot(results.baseline(), condition);
+    let b_boots = results
+        .candidates()
+        .first()
+        .map(|v| results.samples_by_boot(&v.name, condition))
+        .unwrap_or_default();
     let mut names: Vec<(String, Option<&MetricSpec>)> = spec
         .map(|s| {
             s.metrics
@@ -85,15 +87,14 @@ pub fn condition_rows(
         .into_iter()
         .filter_map(|(metric, metric_spec)| {
             let unit = metric_spec.map(|m| m.unit);
-            let better = metric_spec.map(|m| m.better);
+            let direction = metric_spec.map(|m| m.better);
             let negligible = metric_spec.and_then(|m| m.negligible);
-            let per_boot = |boots: &[(&crate::results::Boot, Vec<&patchbench_agent::Sample>)]| {
+            let per_boot = |boots: &[(&Boot, Vec<&SampleRecord>)]| {
                 boots
                     .iter()
                     .map(|(_, s)| values(s, &metric))
                     .collect::<Vec<_>>()
             };
-            let direction = better.map_or(Direction::Neither, Direction::from);
             let options = CompareOptions {
                 negligible,
                 ..CompareOptions::default()
@@ -101,7 +102,7 @@ pub fn condition_rows(
             let comparison = stats::compare(
                 &per_boot(&a_boots),
                 &per_boot(&b_boots),
-                direction,
+                direction.unwrap_or(Direction::Neither),
                 &options,
             )
             .ok()?;
@@ -109,7 +110,7 @@ pub fn condition_rows(
                 condition: condition.map(str::to_string),
                 metric,
                 unit,
-                better,
+                direction,
                 comparison,
             })
         })
@@ -120,7 +121,7 @@ pub fn condition_rows(
 /// with it): the campaign's exit code says so.
 pub fn regressed_metrics(rows: &[Row]) -> Vec<String> {
     rows.iter()
-        .filter(|r| r.comparison.verdict.kind == VerdictKind::Regression)
+        .filter(|r| r.comparison.verdict.kind == Verdict::Regression)
         .map(Row::label)
         .collect()
 }
@@ -130,7 +131,7 @@ pub fn regressed_metrics(rows: &[Row]) -> Vec<String> {
 fn by_condition<'r>(
     results: &'r Results,
     rows: &'r [Row],
-) -> Vec<(Option<&'r Control>, Vec<&'r Row>)> {
+) -> Vec<(Option<&'r ControlRecord>, Vec<&'r Row>)> {
     results
         .conditions()
         .into_iter()
@@ -146,19 +147,8 @@ fn by_condition<'r>(
 }
 
 /// `Control `unlimited` (zswap_max: max)`: a control's table title.
-pub fn control_title(control: &Control) -> String {
+pub fn control_title(control: &ControlRecord) -> String {
     format!("Control `{}` ({})", control.name, control.describe_set())
-}
-
-/// The verdict as a table cell, marked as the seeds mark their headline.
-pub fn verdict_cell(kind: VerdictKind) -> &'static str {
-    match kind {
-        VerdictKind::Improvement => "improvement \u{2713}",
-        VerdictKind::Regression => "regression \u{2717}",
-        VerdictKind::Changed => "changed",
-        VerdictKind::NoClearDifference => "no clear difference",
-        VerdictKind::Inconclusive => "inconclusive",
-    }
 }
 
 /// The change with its interval, bold when a change was called.
@@ -166,10 +156,7 @@ fn change_cell(c: &Comparison) -> String {
     let Some(change) = &c.mean_change else {
         return "n/a".into();
     };
-    let called = matches!(
-        c.verdict.kind,
-        VerdictKind::Improvement | VerdictKind::Regression | VerdictKind::Changed
-    );
+    let called = c.verdict.kind.is_change();
     let pct = signed_pct(Some(change.pct));
     let pct = if called { format!("**{pct}**") } else { pct };
     match &change.ci {
@@ -204,14 +191,7 @@ pub fn format_value(v: f64, unit: Option<Unit>) -> String {
 }
 
 fn unit_label(unit: Option<Unit>) -> &'static str {
-    match unit {
-        Some(Unit::Ns) => "ms",
-        Some(Unit::Pages) => "pages",
-        Some(Unit::Count) => "count",
-        Some(Unit::PerSecond) => "per s",
-        Some(Unit::Bytes) => "MiB",
-        None => "",
-    }
+    unit.map_or("", Unit::label)
 }
 
 fn signed_pct(p: Option<f64>) -> String {
@@ -289,7 +269,7 @@ pub fn markdown_of(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row])
         let _ = writeln!(out, "\n{}", self_check_line(results, rows));
     }
     let order: Vec<String> = (0..results.protocol.boots.len())
-        .map(|i| crate::results::boot_label(&results.protocol.boots, i))
+        .map(|i| crate::model::boot_label(&results.protocol.boots, i))
         .collect();
     let _ = writeln!(
         out,
@@ -339,7 +319,7 @@ fn condition_markdown(out: &mut String, rows: &[&Row]) {
             format_value(c.b.mean, row.unit),
             change_cell(c),
             p_cell(c),
-            verdict_cell(c.verdict.kind),
+            c.verdict.kind.marked(),
             signed_pct(c.drift_pct),
             c.max_boot_cv_pct
                 .map_or("n/a".into(), |cv| format!("{cv:.2}%")),
@@ -359,7 +339,7 @@ fn condition_markdown(out: &mut String, rows: &[&Row]) {
     let mut reasons = rows
         .iter()
         .filter(|r| {
-            r.comparison.verdict.kind != VerdictKind::NoClearDifference || r.comparison.negligible()
+            r.comparison.verdict.kind != Verdict::NoClearDifference || r.comparison.negligible()
         })
         .peekable();
     if reasons.peek().is_some() {
@@ -369,7 +349,7 @@ fn condition_markdown(out: &mut String, rows: &[&Row]) {
                 out,
                 "- {}: {} \u{2014} {}",
                 r.metric,
-                verdict_cell(r.comparison.verdict.kind),
+                r.comparison.verdict.kind.marked(),
                 r.comparison.verdict.reason
             );
         }
@@ -384,7 +364,7 @@ fn self_check_line(results: &Results, rows: &[Row]) -> String {
         .filter(|r| {
             matches!(
                 r.comparison.verdict.kind,
-                VerdictKind::Improvement | VerdictKind::Regression
+                Verdict::Improvement | Verdict::Regression
             )
         })
         .map(Row::label)
@@ -397,10 +377,10 @@ fn self_check_line(results: &Results, rows: &[Row]) -> String {
         .iter()
         .filter_map(|r| r.comparison.a.cv_pct())
         .fold(0.0_f64, f64::max);
-    let count = |v: Variant| results.protocol.boots.iter().filter(|b| **b == v).count();
+    let count = |v: &str| results.protocol.boots.iter().filter(|b| *b == v).count();
     let scenario = stats::NullScenario {
-        a_boots: count(Variant::A),
-        b_boots: count(Variant::B),
+        a_boots: count(results.baseline()),
+        b_boots: results.candidates().first().map_or(0, |v| count(&v.name)),
         per_boot: results.protocol.samples as usize,
         cv_pct: cv.max(0.1),
         simulations: 2000,
@@ -468,7 +448,7 @@ fn terminal_table(rows: &[&Row]) -> String {
             signed_pct(row.change_pct()),
             ci,
             p_cell(c),
-            verdict_cell(c.verdict.kind).to_string(),
+            c.verdict.kind.marked().to_string(),
         ]);
     }
     let widths: Vec<usize> = (0..header.len())
@@ -515,7 +495,7 @@ mod tests {
             .join("tests/fixtures/smoke-results.json");
         let mut results = Results::load(&path).unwrap();
         results.series.patches.clear();
-        let spec = crate::workload::spec_for(&results.workload);
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
         let text = markdown(&results, spec.as_ref());
         assert!(text.contains("A/A self-check: A = B = the base"), "{text}");
         assert!(text.contains("**A/A self-check passed**"), "{text}");
@@ -526,7 +506,7 @@ mod tests {
     #[test]
     fn each_condition_has_its_own_table_and_a_control_regression_counts() {
         let results = crate::results::tests::with_control(Some(2_000_000_000));
-        let spec = crate::workload::spec_for(&results.workload);
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
         let rows = rows(&results, spec.as_ref());
         let main = condition_rows(&results, spec.as_ref(), None);
         assert_eq!(rows.len(), 2 * main.len());
@@ -567,7 +547,7 @@ mod tests {
                     .insert("pageout_flushes".into(), u64::from(s.index % 2));
             }
         }
-        let spec = crate::workload::spec_for(&results.workload);
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
         let text = markdown(&results, spec.as_ref());
         let (_, control) = text.split_once("#### Control").expect(&text);
         assert!(

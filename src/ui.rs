@@ -90,6 +90,19 @@ impl Sink for Ui {
                 self.line(&format!("{stage}: done in {}{detail}", secs(elapsed)));
             }
             Event::Note(text) => self.line(&text),
+            Event::Output(text) => {
+                use std::io::Write;
+                let bar = self.bar.lock().expect("ui lock").clone();
+                let write = || {
+                    let mut out = std::io::stdout().lock();
+                    // A closed pipe (`| head`) is not an error of ours.
+                    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+                };
+                match bar {
+                    Some(bar) => bar.suspend(write),
+                    None => write(),
+                }
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 use patchbench::campaign::{self, Outcome, RunOptions};
-use patchbench::config::{self, Campaign, Overrides, Variant};
+use patchbench::config::{self, Campaign, Overrides};
 use patchbench::events::Recorder;
 
 mod common;
@@ -53,8 +53,8 @@ fn smoke_campaign_measures_every_boot_with_zswap_on() {
     let results = &outcome.results;
     let labels: Vec<_> = results.boots.iter().map(|b| b.label.as_str()).collect();
     assert_eq!(labels, ["A", "B", "A'"]);
-    let variants: Vec<_> = results.boots.iter().map(|b| b.variant).collect();
-    assert_eq!(variants, [Variant::A, Variant::B, Variant::A]);
+    let variants: Vec<_> = results.boots.iter().map(|b| b.variant.as_str()).collect();
+    assert_eq!(variants, ["A", "B", "A"]);
     for boot in &results.boots {
         assert!(boot.complete, "boot {} incomplete", boot.label);
         assert_eq!(boot.warmups.len(), 1, "boot {}", boot.label);
@@ -92,8 +92,8 @@ fn smoke_campaign_measures_every_boot_with_zswap_on() {
         );
     }
     // B really is a different kernel from A, built incrementally.
-    let a = &results.kernels[0].artifact;
-    let b = &results.kernels[1].artifact;
+    let a = &results.variants[0].kernel;
+    let b = &results.variants[1].kernel;
     assert_ne!(a.bzimage_sha256, b.bzimage_sha256);
     assert_ne!(a.commit, b.commit);
     // The results on disk are the same document, and the report has the table.

@@ -8,7 +8,6 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use patchbench::results::Results;
-use patchbench_agent::Workload;
 
 mod common;
 use common::{require_host_tools, run_campaign};
@@ -25,7 +24,7 @@ fn patchbench() -> Command {
 /// A kernel of the build cache: the one `ci/workloads/kernel-build.yaml`
 /// boots as A (built or reused by the kernel-build test's campaign).
 fn kernel_a(results: &Results) -> PathBuf {
-    results.kernels[0].artifact.bzimage.clone()
+    results.variants[0].kernel.bzimage.clone()
 }
 
 fn campaign(dir: &Path) -> PathBuf {
@@ -47,19 +46,14 @@ fn the_kernel_build_workload_compiles_in_the_guest_under_memory_pressure() {
     require_host_tools();
     let dir = tempfile::tempdir().unwrap();
     let results = run_campaign(&campaign(dir.path()), &dir.path().join("out"));
-    let Workload::KernelBuild {
-        build,
-        targets,
-        memory_max,
-        ..
-    } = &results.workload
-    else {
-        panic!("not a kernel-build: {:?}", results.workload)
-    };
-    let limit = match memory_max {
-        patchbench_agent::Limit::Bytes(b) => *b,
-        patchbench_agent::Limit::Max => panic!("the campaign sets memory_max"),
-    };
+    assert_eq!(results.workload.kind, "kernel-build");
+    let param = |name: &str| results.workload.params[name].clone();
+    let (build, targets) = (param("build"), param("targets"));
+    let targets: Vec<&str> = targets.split(' ').collect();
+    let limit = param("memory_max")
+        .parse::<bytesize::ByteSize>()
+        .unwrap_or_else(|e| panic!("the campaign sets memory_max: {e}"))
+        .as_u64();
     assert_eq!(results.boots.len(), 3);
     for boot in &results.boots {
         assert!(boot.complete, "boot {}", boot.label);
@@ -77,10 +71,10 @@ fn the_kernel_build_workload_compiles_in_the_guest_under_memory_pressure() {
         );
     }
     for target in targets {
-        let path = Path::new(build).join(target);
+        let path = Path::new(&build).join(target);
         assert!(!path.exists(), "{} was written on the host", path.display());
     }
-    assert!(Path::new(build).join("patchbench-kbuild.json").is_file());
+    assert!(Path::new(&build).join("patchbench-kbuild.json").is_file());
 
     // Host-root mode for a command: the host's own programs run, and what
     // the guest writes stays in the guest.

@@ -105,7 +105,7 @@ fn svgs(html: &str) -> Vec<&str> {
 #[test]
 fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
     let results = fixture();
-    let spec = patchbench::workload::spec_for(&results.workload);
+    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
     let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
     let page = html::render_run(&run).unwrap();
 
@@ -158,7 +158,7 @@ fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
 fn rendering_is_deterministic() {
     let results = fixture();
     let again = fixture();
-    let spec = patchbench::workload::spec_for(&results.workload);
+    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
     let one = Run::new(&results, spec.as_ref(), Path::new("/out"));
     let two = Run::new(&again, spec.as_ref(), Path::new("/out"));
     assert_eq!(
@@ -196,8 +196,8 @@ fn hostile() -> Results {
         p.message_id = Some(both.clone());
         p.applied = both.clone();
     }
-    for k in &mut r.kernels {
-        k.artifact.compiler = both.clone();
+    for v in &mut r.variants {
+        v.kernel.compiler = both.clone();
     }
     for b in &mut r.boots {
         b.label = both.clone();
@@ -219,7 +219,7 @@ fn hostile() -> Results {
 #[test]
 fn hostile_text_never_becomes_markup() {
     let results = hostile();
-    let spec = patchbench::workload::spec_for(&results.workload);
+    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
     let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
     assert!(run.rows.iter().any(|r| r.name.contains("<script>")));
     let runs = [run];
@@ -264,7 +264,7 @@ fn the_index_lists_runs_newest_first_with_their_verdicts() {
     let mut newer = fixture();
     newer.started_at = "2026-12-01T08:00:00Z".parse().unwrap();
     newer.campaign = "nightly".into();
-    let spec = patchbench::workload::spec_for(&older.workload);
+    let spec = patchbench::workload::spec_for_kind(&older.workload.kind);
     let runs = [
         Run::new(&older, spec.as_ref(), Path::new("/out")),
         Run::new(&newer, spec.as_ref(), Path::new("/out")),
@@ -275,7 +275,7 @@ fn the_index_lists_runs_newest_first_with_their_verdicts() {
     assert!(first < second, "newest first");
     assert_eq!(page.matches(r#"<tr class="run">"#).count(), 2);
     assert_eq!(page.matches("4 inconclusive").count(), 2);
-    assert_eq!(page.matches("2 no change").count(), 2);
+    assert_eq!(page.matches("2 no clear difference").count(), 2);
     assert!(page.contains(r#"<a href="trends/nightly.html">nightly</a>"#));
     assert!(page.contains(r#"<a href="trends/smoke.html">smoke</a>"#));
     assert_markup_is_ours("index", &page);
@@ -288,7 +288,7 @@ fn the_trend_page_has_a_plot_per_metric_over_the_campaigns_runs() {
     second.started_at = "2026-12-01T08:00:00Z".parse().unwrap();
     let mut other = fixture();
     other.campaign = "other".into();
-    let spec = patchbench::workload::spec_for(&first.workload);
+    let spec = patchbench::workload::spec_for_kind(&first.workload.kind);
     let runs = [
         Run::new(&second, spec.as_ref(), Path::new("/out")),
         Run::new(&first, spec.as_ref(), Path::new("/out")),
@@ -316,7 +316,7 @@ fn the_site_links_resolve_and_logs_are_copied() {
     let present = &results.boots[0].console_log;
     std::fs::create_dir_all(present.parent().unwrap()).unwrap();
     std::fs::write(present, "Linux version 6.12.117+\n").unwrap();
-    let spec = patchbench::workload::spec_for(&results.workload);
+    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
     let runs = [Run::new(&results, spec.as_ref(), source.path())];
 
     let site = tempfile::tempdir().unwrap();
@@ -367,7 +367,7 @@ fn the_site_links_resolve_and_logs_are_copied() {
 /// The smoke run with a control: its samples are the main ones, tagged.
 fn with_control(name: &str) -> Results {
     let mut results = fixture();
-    results.controls.push(patchbench::controls::Control {
+    results.controls.push(patchbench::results::ControlRecord {
         name: name.into(),
         set: [("zswap_max".to_string(), "max".to_string())].into(),
         workload: results.workload.clone(),
@@ -376,7 +376,7 @@ fn with_control(name: &str) -> Results {
         let tagged: Vec<_> = boot
             .samples
             .iter()
-            .map(|s| patchbench_agent::Sample {
+            .map(|s| patchbench::results::SampleRecord {
                 condition: Some(name.into()),
                 ..s.clone()
             })
@@ -389,7 +389,7 @@ fn with_control(name: &str) -> Results {
 #[test]
 fn the_run_page_has_a_table_and_plots_per_control() {
     let results = with_control("unlimited");
-    let spec = patchbench::workload::spec_for(&results.workload);
+    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
     let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
     let page = html::render_run(&run).unwrap();
     assert!(page.contains(r#"<table id="comparison-table">"#));
@@ -412,7 +412,7 @@ fn the_run_page_has_a_table_and_plots_per_control() {
 #[test]
 fn a_control_name_from_a_hostile_document_stays_text() {
     let results = with_control("<b>x</b>");
-    let spec = patchbench::workload::spec_for(&results.workload);
+    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
     let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
     let page = html::render_run(&run).unwrap();
     assert!(!page.contains("<b>x</b>"));

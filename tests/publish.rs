@@ -218,7 +218,7 @@ async fn a_dry_run_prints_the_marked_comment_and_the_status_and_sends_nothing() 
     assert!(text.contains("| pageout_cpu_ns | ms |"), "{text}");
     assert!(text.contains(&format!(
         "=== status on {SHA}\ncontext: patchbench/smoke\nstate: success\n\
-         description: 6 metric(s) compared: 2 no change, 4 inconclusive\ntarget_url: https://example.org/runs/1\n"
+         description: 6 metric(s) compared: 2 no clear difference, 4 inconclusive\ntarget_url: https://example.org/runs/1\n"
     )));
     // The pages are local: written even in a dry run.
     assert!(pages.join("index.html").is_file());

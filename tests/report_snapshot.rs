@@ -10,7 +10,7 @@ use patchbench::results::Results;
 fn the_smoke_report_renders_as_stored() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let results = Results::load(&fixtures.join("smoke-results.json")).unwrap();
-    let spec = patchbench::workload::spec_for(&results.workload);
+    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
     let markdown = patchbench::report::markdown(&results, spec.as_ref());
     let expected_path = fixtures.join("smoke-report.md");
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
@@ -24,12 +24,18 @@ fn the_smoke_report_renders_as_stored() {
 }
 
 #[test]
-fn a_results_document_round_trips() {
+fn a_schema_2_document_becomes_a_schema_3_document_that_round_trips() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let text = std::fs::read_to_string(fixtures.join("smoke-results.json")).unwrap();
-    let results: Results = serde_json::from_str(&text).unwrap();
+    assert!(
+        text.contains(r#""schema_version": 2"#),
+        "the fixture stays schema 2"
+    );
+    let results = Results::load(&fixtures.join("smoke-results.json")).unwrap();
     assert_eq!(results.schema_version, patchbench::results::SCHEMA_VERSION);
-    let again: serde_json::Value = serde_json::to_value(&results).unwrap();
-    let original: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let v3 = serde_json::to_string_pretty(&results).unwrap();
+    let back: Results = serde_json::from_str(&v3).unwrap();
+    let again: serde_json::Value = serde_json::to_value(&back).unwrap();
+    let original: serde_json::Value = serde_json::from_str(&v3).unwrap();
     assert_eq!(again, original);
 }

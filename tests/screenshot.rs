@@ -86,7 +86,7 @@ fn png_size(bytes: &[u8]) -> (u32, u32) {
 fn the_run_page_draws_its_table_and_plots() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-results.json");
     let results = Results::load(&fixture).unwrap();
-    let spec = patchbench::workload::spec_for(&results.workload);
+    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
     let tmp = tempfile::tempdir().unwrap();
     let run_dir = fixture.parent().unwrap();
     let site = tmp.path().join("site");

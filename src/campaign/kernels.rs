@@ -6,15 +6,15 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use super::Stages;
+use super::stages::Stages;
 use crate::build::{self, BuildSpec, KernelArtifact};
-use crate::config::{Plan, TreeSource, Variant};
+use crate::config::{Plan, TreeSource};
 use crate::events::{Event, Sink};
-use crate::results::{KernelRecord, Timing};
+use crate::results::Timing;
 use crate::{series, tree};
 
 /// The tree, the applied series and both kernels.
-pub(crate) struct Prepared {
+pub(crate) struct Kernels {
     pub tree: tree::Tree,
     pub applied: AppliedSeries,
     pub a: KernelArtifact,
@@ -27,7 +27,7 @@ pub(crate) async fn prepare(
     plan: &Plan,
     cache_dir: &Path,
     fresh: bool,
-) -> anyhow::Result<Prepared> {
+) -> anyhow::Result<Kernels> {
     let sink = stages.sink;
     let tree = stages
         .time("import", &plan.tree.to_string(), async {
@@ -62,7 +62,7 @@ pub(crate) async fn prepare(
         }
     }
     let (a, b) = build_both(stages, plan, cache_dir, &tree, &repo, &applied, fresh).await?;
-    Ok(Prepared {
+    Ok(Kernels {
         tree,
         applied,
         a,
@@ -73,8 +73,17 @@ pub(crate) async fn prepare(
 /// What `patchbench build` produced.
 #[derive(Debug)]
 pub struct BuildOutcome {
-    pub kernels: Vec<KernelRecord>,
+    pub kernels: Vec<KernelManifest>,
     pub timings: Vec<Timing>,
+}
+
+/// One kernel of `kernels.json` (`patchbench build --out DIR`): the
+/// variant's name and the build's manifest.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct KernelManifest {
+    pub variant: String,
+    #[serde(flatten)]
+    pub artifact: KernelArtifact,
 }
 
 /// Import, apply and build, without booting anything.
@@ -91,12 +100,12 @@ pub async fn build_only(
     let prepared = prepare(&mut stages, plan, cache_dir, fresh).await?;
     Ok(BuildOutcome {
         kernels: vec![
-            KernelRecord {
-                variant: Variant::A,
+            KernelManifest {
+                variant: plan.variants[0].name.to_string(),
                 artifact: prepared.a,
             },
-            KernelRecord {
-                variant: Variant::B,
+            KernelManifest {
+                variant: plan.variants[1].name.to_string(),
                 artifact: prepared.b,
             },
         ],

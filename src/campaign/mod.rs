@@ -5,22 +5,29 @@
 //! so whatever was measured survives an interruption.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::Context;
 use patchbench_agent::{Job, Message, PROTOCOL_VERSION, SwapSetup};
 
-use crate::config::{Plan, Variant};
+use crate::build::KernelArtifact;
+use crate::config::Plan;
+use crate::controls::Control;
 use crate::events::{Event, Sink};
 use crate::image;
 use crate::results::{
-    self, Boot, Host, KernelRecord, PatchInfo, Protocol, Results, SeriesInfo, Timing, TreeInfo,
+    self, Boot, ComparisonRecord, ControlRecord, Host, PatchInfo, Results, SeriesInfo, TreeInfo,
+    VariantRecord, WorkloadRecord,
 };
 use crate::vm::{self, BootSpec, accel};
+use crate::workload::{Planned, Prepared};
 
 mod kernels;
-pub use kernels::{AppliedSeries, BuildOutcome, apply_series, build_only, describe};
-use kernels::{Prepared, prepare};
+mod stages;
+pub use kernels::{
+    AppliedSeries, BuildOutcome, KernelManifest, apply_series, build_only, describe,
+};
+use kernels::{Kernels, prepare};
+use stages::Stages;
 
 /// Where a run reads and writes.
 #[derive(Debug, Clone)]
@@ -44,38 +51,47 @@ pub struct Outcome {
     pub rows: Vec<crate::report::Row>,
 }
 
-pub(crate) struct Stages<'a> {
-    sink: &'a dyn Sink,
-    timings: Vec<Timing>,
-}
-
-impl Stages<'_> {
-    pub(crate) async fn time<T, F>(&mut self, stage: &str, detail: &str, f: F) -> anyhow::Result<T>
-    where
-        F: std::future::Future<Output = anyhow::Result<T>>,
-    {
-        self.sink.emit(Event::Started {
-            stage: stage.into(),
-            detail: detail.into(),
-        });
-        let started = Instant::now();
-        let value = f.await?;
-        let elapsed = started.elapsed();
-        self.timings.push(Timing {
-            stage: stage.into(),
-            seconds: elapsed.as_secs_f64(),
-        });
-        self.sink.emit(Event::Finished {
-            stage: stage.into(),
-            elapsed,
-            detail: String::new(),
-        });
-        Ok(value)
-    }
-}
-
-/// Run a whole campaign.
+/// Run a whole campaign: choose the accelerator, build the kernels,
+/// prepare the workloads, start (or resume) the results, boot every
+/// variant in the protocol's order, and judge.
 pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Result<Outcome> {
+    let lane = choose_lane(plan, sink)?;
+    std::fs::create_dir_all(&opts.out_dir)
+        .with_context(|| format!("cannot create output directory {}", opts.out_dir.display()))?;
+    let started_at = jiff::Timestamp::now();
+    let mut stages = Stages {
+        sink,
+        timings: Vec::new(),
+    };
+    let kernels = prepare(&mut stages, plan, &opts.cache_dir, false).await?;
+    let workloads = prepare_workloads(&mut stages, plan, &kernels, &opts.cache_dir).await?;
+    let base_entries = image::base_entries(&image::parse_spec(image::DEFAULT_SPEC)?, &opts.agent)?;
+    let mut results = new_results(plan, &lane, &kernels, &workloads, started_at);
+    let results_path = opts.out_dir.join("results.json");
+    resume(&mut results, &results_path, &mut stages)?;
+    let boots = Boots {
+        plan,
+        lane: &lane,
+        kernels: [&kernels.a, &kernels.b],
+        workloads: &workloads,
+        base_entries: &base_entries,
+        out_dir: &opts.out_dir,
+        results_path: &results_path,
+    };
+    boots.run_all(&mut results, &mut stages).await?;
+    finish(results, results_path, &opts.out_dir)
+}
+
+/// The accelerator and clock every boot of the campaign uses.
+struct Lane {
+    decision: accel::Decision,
+    /// TCG's instruction-count clock.
+    icount: bool,
+}
+
+/// KVM where it really works, else TCG, said aloud; `vm.icount` only
+/// applies under TCG.
+fn choose_lane(plan: &Plan, sink: &dyn Sink) -> anyhow::Result<Lane> {
     let decision = accel::decide(plan.vm.accel, &accel::probe())?;
     let icount = uses_icount(plan, decision.accel);
     if plan.vm.icount && !icount {
@@ -85,45 +101,92 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     }
     if decision.accel == accel::Accel::Tcg {
         sink.emit(Event::Note(format!(
-            "accelerator: TCG — {}",
+            "accelerator: TCG \u{2014} {}",
             decision.reason
         )));
     }
-    std::fs::create_dir_all(&opts.out_dir)
-        .with_context(|| format!("cannot create output directory {}", opts.out_dir.display()))?;
-    let started_at = jiff::Timestamp::now();
-    let mut stages = Stages {
-        sink,
-        timings: Vec::new(),
-    };
+    Ok(Lane { decision, icount })
+}
 
-    let Prepared {
-        tree,
-        applied,
-        a: kernel_a,
-        b: kernel_b,
-    } = prepare(&mut stages, plan, &opts.cache_dir, false).await?;
-    let AppliedSeries {
-        series,
-        base,
-        base_choice,
-        head,
-        patches: how_applied,
-    } = applied;
+/// The main workload and each control, ready to run.
+struct Workloads {
+    main: Prepared,
+    controls: Vec<(Control, Prepared)>,
+}
 
-    let (workload, controls) = if plan.workload.needs_host_root() {
-        stages
-            .time("kernel-build tree", "the workload's own tree", async {
-                prepare_workloads(plan, &tree.open()?, base, &opts.cache_dir, sink).await
+impl Workloads {
+    /// The controls as the guest's job lists them.
+    fn jobs(&self) -> Vec<patchbench_agent::Control> {
+        self.controls
+            .iter()
+            .map(|(c, w)| patchbench_agent::Control {
+                name: c.name.clone(),
+                workload: w.wire().clone(),
             })
-            .await?
-    } else {
-        prepare_workloads(plan, &tree.open()?, base, &opts.cache_dir, sink).await?
-    };
-    let image_spec = image::parse_spec(image::DEFAULT_SPEC)?;
-    let base_entries = image::base_entries(&image_spec, &opts.agent)?;
+            .collect()
+    }
+}
 
-    let mut results = Results {
+/// Make every workload ready: a kernel build's tree is prepared on the
+/// host (see [`crate::kbuild`]), timed as its own stage.
+async fn prepare_workloads(
+    stages: &mut Stages<'_>,
+    plan: &Plan,
+    kernels: &Kernels,
+    cache_dir: &Path,
+) -> anyhow::Result<Workloads> {
+    let repo = kernels.tree.open()?;
+    let base = kernels.applied.base;
+    let sink = stages.sink;
+    let all = async {
+        let main = ready(&plan.workload, &repo, base, cache_dir, sink).await?;
+        let mut controls = Vec::new();
+        for control in &plan.controls {
+            let prepared = ready(&control.workload, &repo, base, cache_dir, sink).await?;
+            controls.push((control.clone(), prepared));
+        }
+        Ok(Workloads { main, controls })
+    };
+    if plan.workload.needs_host_root() {
+        stages
+            .time("kernel-build tree", "the workload's own tree", all)
+            .await
+    } else {
+        all.await
+    }
+}
+
+/// One workload, ready to run.
+async fn ready(
+    planned: &Planned,
+    repo: &git2::Repository,
+    base: git2::Oid,
+    cache_dir: &Path,
+    sink: &dyn Sink,
+) -> anyhow::Result<Prepared> {
+    Ok(match planned {
+        Planned::Ready(prepared) => prepared.clone(),
+        Planned::KernelBuild(plan) => {
+            let tree = crate::kbuild::prepare(plan, repo, base, cache_dir, sink).await?;
+            plan.prepared(&tree.src, &tree.build)
+        }
+    })
+}
+
+/// The results document before the first boot: everything but samples.
+fn new_results(
+    plan: &Plan,
+    lane: &Lane,
+    kernels: &Kernels,
+    workloads: &Workloads,
+    started_at: jiff::Timestamp,
+) -> Results {
+    let applied = &kernels.applied;
+    let record = |w: &Prepared| WorkloadRecord {
+        kind: w.kind().to_string(),
+        params: w.params(),
+    };
+    Results {
         schema_version: results::SCHEMA_VERSION,
         patchbench_version: env!("CARGO_PKG_VERSION").into(),
         campaign: plan.name.clone(),
@@ -132,22 +195,23 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         host: Host {
             cpu_model: results::cpu_model(),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            accel: decision.accel,
-            accel_reason: decision.reason.clone(),
-            icount,
+            accel: lane.decision.accel.into(),
+            accel_reason: lane.decision.reason.clone(),
+            icount: lane.icount,
         },
         tree: TreeInfo {
-            origin: tree.origin.clone(),
-            base_commit: base.to_string(),
-            base_choice,
+            origin: kernels.tree.origin.clone(),
+            base_commit: applied.base.to_string(),
+            base_choice: applied.base_choice.clone(),
         },
         series: SeriesInfo {
-            source: series.source.to_string(),
-            sha256: series.sha256.clone(),
-            patches: series
+            source: applied.series.source.to_string(),
+            sha256: applied.series.sha256.clone(),
+            patches: applied
+                .series
                 .patches
                 .iter()
-                .zip(&how_applied)
+                .zip(&applied.patches)
                 .map(|(p, how)| PatchInfo {
                     subject: p.mail.subject.clone(),
                     author: format!("{} <{}>", p.mail.author_name, p.mail.author_email),
@@ -158,106 +222,140 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
                     fuzz: how.has_fuzz(),
                 })
                 .collect(),
-            head_commit: head.to_string(),
+            head_commit: applied.head.to_string(),
         },
-        kernels: vec![
-            KernelRecord {
-                variant: Variant::A,
-                artifact: kernel_a,
-            },
-            KernelRecord {
-                variant: Variant::B,
-                artifact: kernel_b,
-            },
-        ],
-        workload: workload.clone(),
-        // As the guest ran them (a kernel-build's prepared tree filled in).
-        controls: plan
-            .controls
+        variants: plan
+            .variants
             .iter()
-            .zip(&controls)
-            .map(|(control, job)| crate::controls::Control {
-                workload: job.workload.clone(),
-                ..control.clone()
+            .zip([&kernels.a, &kernels.b])
+            .map(|(v, kernel)| VariantRecord {
+                name: v.name.to_string(),
+                description: v.description.clone(),
+                kernel: kernel.into(),
             })
             .collect(),
-        protocol: Protocol {
-            boots: plan.boots.clone(),
-            order_seed: plan.order_seed,
+        workload: record(&workloads.main),
+        controls: workloads
+            .controls
+            .iter()
+            .map(|(c, w)| ControlRecord {
+                name: c.name.clone(),
+                set: c.set.clone(),
+                workload: record(w),
+            })
+            .collect(),
+        protocol: results::Protocol {
+            boots: plan.boot_names().iter().map(|n| n.to_string()).collect(),
+            order_seed: plan.order.seed(),
             warmups: plan.warmups,
             samples: plan.samples,
         },
         boots: Vec::new(),
         timings: Vec::new(),
         comparisons: Vec::new(),
-    };
-    let results_path = opts.out_dir.join("results.json");
-    if results_path.exists() {
-        let earlier = Results::load(&results_path)?;
-        if !results.can_resume_from(&earlier) {
-            return Err(ResumeError {
-                path: results_path.clone(),
+    }
+}
+
+/// Keep the complete boots of an interrupted run in the same directory,
+/// if it was this campaign on these kernels; refuse to mix experiments.
+fn resume(results: &mut Results, path: &Path, stages: &mut Stages<'_>) -> anyhow::Result<()> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let earlier = Results::load(path)?;
+    if !results.can_resume_from(&earlier) {
+        return Err(ResumeError {
+            path: path.to_owned(),
+        }
+        .into());
+    }
+    results.boots = Results::completed_prefix(&earlier);
+    results.started_at = earlier.started_at;
+    // This run's import and build times, then the kept boots' times.
+    let kept: Vec<String> = results
+        .boots
+        .iter()
+        .map(|b| format!("boot {}", b.label))
+        .collect();
+    stages.timings.extend(
+        earlier
+            .timings
+            .into_iter()
+            .filter(|t| kept.contains(&t.stage)),
+    );
+    if !results.boots.is_empty() {
+        stages.sink.emit(Event::Note(format!(
+            "resuming {}: boot(s) {} already complete, not measured again",
+            path.display(),
+            results
+                .boots
+                .iter()
+                .map(|b| b.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Everything the boot loop reads.
+struct Boots<'a> {
+    plan: &'a Plan,
+    lane: &'a Lane,
+    /// Each variant's kernel, by variant index.
+    kernels: [&'a KernelArtifact; 2],
+    workloads: &'a Workloads,
+    base_entries: &'a image::Entries,
+    out_dir: &'a Path,
+    results_path: &'a Path,
+}
+
+impl Boots<'_> {
+    /// Every boot of the protocol not already complete, in order; the
+    /// document is saved after each sample and each boot.
+    async fn run_all(&self, results: &mut Results, stages: &mut Stages<'_>) -> anyhow::Result<()> {
+        let names = self.plan.boot_names();
+        for (index, variant) in self.plan.boots().into_iter().enumerate() {
+            if index < results.boots.len() {
+                continue;
             }
-            .into());
+            let label = crate::model::boot_label(&names, index);
+            self.one(results, stages, index, variant, &label).await?;
         }
-        results.boots = Results::completed_prefix(&earlier);
-        results.started_at = earlier.started_at;
-        // This run's import and build times, then the kept boots' times.
-        let kept: Vec<String> = results
-            .boots
-            .iter()
-            .map(|b| format!("boot {}", b.label))
-            .collect();
-        stages.timings.extend(
-            earlier
-                .timings
-                .into_iter()
-                .filter(|t| kept.contains(&t.stage)),
-        );
-        if !results.boots.is_empty() {
-            sink.emit(Event::Note(format!(
-                "resuming {}: boot(s) {} already complete, not measured again",
-                results_path.display(),
-                results
-                    .boots
-                    .iter()
-                    .map(|b| b.label.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
+        results.timings = stages.timings.clone();
+        results.save(self.results_path)?;
+        Ok(())
     }
 
-    for (index, variant) in plan.boots.iter().copied().enumerate() {
-        if index < results.boots.len() {
-            continue;
-        }
-        let label = results::boot_label(&plan.boots, index);
-        let boot_dir = opts
+    /// Boot number `index` (variant index `variant`), labelled `label`.
+    async fn one(
+        &self,
+        results: &mut Results,
+        stages: &mut Stages<'_>,
+        index: usize,
+        variant: usize,
+        label: &str,
+    ) -> anyhow::Result<()> {
+        let plan = self.plan;
+        let boot_dir = self
             .out_dir
             .join("boots")
             .join(format!("{index}-{}", label.replace('\'', "p")));
-        let kernel = &results
-            .kernels
-            .iter()
-            .find(|k| k.variant == variant)
-            .expect("both variants are built")
-            .artifact;
         let (spec, initramfs_sha256) = prepare_boot(
             plan,
-            &label,
-            &kernel.bzimage,
+            label,
+            &self.kernels[variant].bzimage,
             &boot_dir,
-            decision.accel,
-            &base_entries,
-            workload.clone(),
-            controls.clone(),
+            self.lane.decision.accel,
+            self.base_entries,
+            self.workloads.main.wire().clone(),
+            self.workloads.jobs(),
             false,
         )?;
         results.boots.push(Boot {
             index,
-            label: label.clone(),
-            variant,
+            label: label.to_string(),
+            variant: plan.variants[variant].name.to_string(),
             initramfs_sha256,
             console_log: spec.console_log(),
             facts: None,
@@ -267,17 +365,23 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
             total_seconds: None,
             complete: false,
         });
-        results.save(&results_path)?;
+        results.save(self.results_path)?;
         let stage = format!("boot {label}");
         let total = plan.warmups + plan.samples;
         let conditions = 1 + plan.controls.len() as u32;
+        let sink = stages.sink;
+        let path = self.results_path;
         let outcome = stages
             .time(
                 &stage,
-                &format!("kernel {variant:?}, {} runs", total * conditions),
+                &format!(
+                    "kernel {}, {} runs",
+                    plan.variants[variant].name,
+                    total * conditions
+                ),
                 async {
                     vm::boot(&spec, |message| {
-                        record(&mut results, &results_path, message, sink, &stage, total)
+                        record(results, path, message, sink, &stage, total)
                     })
                     .await
                 },
@@ -288,24 +392,35 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         boot.total_seconds = Some(outcome.total.as_secs_f64());
         boot.complete = true;
         results.timings = stages.timings.clone();
-        results.save(&results_path)?;
+        results.save(self.results_path)?;
+        Ok(())
     }
-    results.timings = stages.timings.clone();
-    results.save(&results_path)?;
+}
 
-    let spec = crate::workload::spec_for(&results.workload);
+/// Judge every metric, record the comparisons, and write report.md.
+fn finish(mut results: Results, results_path: PathBuf, out_dir: &Path) -> anyhow::Result<Outcome> {
+    let spec = crate::workload::spec_for_kind(&results.workload.kind);
     let rows = crate::report::rows(&results, spec.as_ref());
+    let baseline = results.baseline().to_string();
+    let variant = results
+        .candidates()
+        .first()
+        .map_or_else(String::new, |v| v.name.clone());
     results.comparisons = rows
         .iter()
-        .map(|r| results::MetricComparison {
-            condition: r.condition.clone(),
-            metric: r.metric.clone(),
-            comparison: r.comparison.clone(),
+        .map(|r| {
+            ComparisonRecord::new(
+                r.condition.as_deref(),
+                &r.metric,
+                &baseline,
+                &variant,
+                &r.comparison,
+            )
         })
         .collect();
     results.save(&results_path)?;
     let markdown = crate::report::markdown_of(&results, spec.as_ref(), &rows);
-    let markdown_path = opts.out_dir.join("report.md");
+    let markdown_path = out_dir.join("report.md");
     crate::fsutil::write_atomic(&markdown_path, markdown.as_bytes())
         .with_context(|| format!("cannot write {}", markdown_path.display()))?;
     Ok(Outcome {
@@ -322,25 +437,6 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
 /// portable between TCG and KVM hosts).
 fn uses_icount(plan: &Plan, accel: accel::Accel) -> bool {
     plan.vm.icount && accel == accel::Accel::Tcg
-}
-
-/// The main workload and the controls as the guest gets them: a
-/// kernel-build's tree prepared on the host (see [`crate::kbuild`]).
-async fn prepare_workloads(
-    plan: &Plan,
-    repo: &git2::Repository,
-    base: git2::Oid,
-    cache_dir: &Path,
-    sink: &dyn Sink,
-) -> anyhow::Result<(patchbench_agent::Workload, Vec<patchbench_agent::Control>)> {
-    let workload = crate::kbuild::prepare(&plan.workload, repo, base, cache_dir, sink).await?;
-    let mut controls = Vec::new();
-    for control in &plan.controls {
-        let mut job = control.to_job();
-        job.workload = crate::kbuild::prepare(&job.workload, repo, base, cache_dir, sink).await?;
-        controls.push(job);
-    }
-    Ok((workload, controls))
 }
 
 /// The output directory holds results of another campaign, or of other
@@ -427,7 +523,7 @@ fn record(
                     facts.zswap.get("enabled").map_or("?", String::as_str)
                 ),
             });
-            boot.facts = Some(facts.clone());
+            boot.facts = Some(facts.into());
         }
         Message::Sample(sample) => {
             sink.emit(Event::Progress {
@@ -444,9 +540,9 @@ fn record(
                 ),
             });
             if sample.warmup {
-                boot.warmups.push(sample.clone());
+                boot.warmups.push(sample.into());
             } else {
-                boot.samples.push(sample.clone());
+                boot.samples.push(sample.into());
             }
         }
         Message::Hello { .. } | Message::Done | Message::Error { .. } => return Ok(()),

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use super::{AccelArg, load_plan_file};
+use super::args::{AccelArg, load_plan_file};
 use crate::campaign;
 use crate::events::{Event, Sink};
+use crate::image;
 use crate::vm::{self, accel};
-use crate::{image, ui};
 
 #[derive(clap::Args)]
 pub struct BootArgs {
@@ -52,7 +52,7 @@ pub fn median(values: &mut [Duration]) -> Option<Duration> {
     }
 }
 
-pub(super) async fn boot(args: BootArgs) -> anyhow::Result<()> {
+pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     anyhow::ensure!(
         args.kernel.is_file(),
         "the kernel {} does not exist",
@@ -60,7 +60,6 @@ pub(super) async fn boot(args: BootArgs) -> anyhow::Result<()> {
     );
     let plan = load_plan_file(args.campaign.as_deref(), args.accel.map(Into::into))?;
     let decision = accel::decide(plan.vm.accel, &accel::probe())?;
-    let sink = ui::Ui::new();
     if decision.accel == accel::Accel::Tcg {
         sink.emit(Event::Note(format!(
             "accelerator: TCG — {}",
@@ -104,7 +103,7 @@ pub(super) async fn boot(args: BootArgs) -> anyhow::Result<()> {
         let result = vm::boot(&spec, |_| Ok(())).await;
         let console = std::fs::read_to_string(spec.console_log()).unwrap_or_default();
         if args.repeat == 1 || result.is_err() {
-            print!("{}", command_output(&console));
+            sink.emit(Event::Output(command_output(&console).to_string()));
         }
         let outcome = result?;
         sink.emit(Event::Finished {
@@ -119,21 +118,18 @@ pub(super) async fn boot(args: BootArgs) -> anyhow::Result<()> {
         totals.push(outcome.total);
     }
     let secs = |d: Option<Duration>| d.map_or(0.0, |d| d.as_secs_f64());
-    println!(
-        "boots: {}  accelerator: {:?}  median QEMU start → agent hello: {:.2} s  median QEMU start → exit: {:.2} s",
+    sink.emit(Event::Output(format!(
+        "boots: {}  accelerator: {:?}  median QEMU start → agent hello: {:.2} s  median QEMU start → exit: {:.2} s\nhello times (s): {}\n",
         args.repeat,
         decision.accel,
         secs(median(&mut hellos)),
         secs(median(&mut totals)),
-    );
-    println!(
-        "hello times (s): {}",
         hellos
             .iter()
             .map(|d| format!("{:.2}", d.as_secs_f64()))
             .collect::<Vec<_>>()
             .join(" ")
-    );
+    )));
     Ok(())
 }
 

@@ -1,20 +1,33 @@
 //! `patchbench build`: the kernel stage alone, with a timing report.
 
 use std::fmt::Write;
+use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::{BuildArgs, cache_dir, load_plan};
+use super::args::{CampaignArgs, cache_dir, load_plan};
 use crate::build::KernelArtifact;
 use crate::build::objects::Reason;
 use crate::campaign::{self, BuildOutcome};
-use crate::ui;
+use crate::events::{Event, Sink};
 
-pub(super) async fn build(args: BuildArgs) -> anyhow::Result<()> {
+#[derive(clap::Args)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    campaign: CampaignArgs,
+    /// Ignore cached builds: build A from nothing, then B incrementally from
+    /// it (for timing a full build; ccache still applies unless
+    /// CCACHE_DISABLE=1 is set).
+    #[arg(long)]
+    fresh: bool,
+    /// Write the kernels' manifest (`kernels.json`) into this directory.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+pub(super) async fn build(args: BuildArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let plan = load_plan(&args.campaign, None)?;
-    let sink = ui::Ui::new();
-    let outcome =
-        campaign::build_only(&plan, &cache_dir(&args.campaign), args.fresh, &sink).await?;
+    let outcome = campaign::build_only(&plan, &cache_dir(&args.campaign), args.fresh, sink).await?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)
             .with_context(|| format!("cannot create output directory {}", out.display()))?;
@@ -23,9 +36,9 @@ pub(super) async fn build(args: BuildArgs) -> anyhow::Result<()> {
         text.push('\n');
         crate::fsutil::write_atomic(&path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
-        eprintln!("manifest: {}", path.display());
+        sink.emit(Event::Note(format!("manifest: {}", path.display())));
     }
-    print!("{}", render(&outcome));
+    sink.emit(Event::Output(render(&outcome)));
     Ok(())
 }
 
@@ -41,7 +54,7 @@ pub fn render(outcome: &BuildOutcome) -> String {
         let a: &KernelArtifact = &k.artifact;
         let _ = writeln!(
             s,
-            "kernel {:?}: commit {}  {}\n  bzImage {} (sha256 {})\n  .config sha256 {}  compiler {}{}",
+            "kernel {}: commit {}  {}\n  bzImage {} (sha256 {})\n  .config sha256 {}  compiler {}{}",
             k.variant,
             short(&a.commit),
             campaign::describe(a),

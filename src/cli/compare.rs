@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::config::Variant;
+use crate::events::{Event, Sink};
 use crate::exit::Regressed;
 use crate::report;
 use crate::results::Results;
@@ -28,30 +28,29 @@ fn load(path: &std::path::Path) -> anyhow::Result<Results> {
     } else {
         path.to_owned()
     };
-    Results::load(&file)
+    Ok(Results::load(&file)?)
 }
 
 /// `new`'s B boots against `old`'s B boots, as one document: old's B boots
-/// become variant A.
+/// become the baseline (variant A).
 pub fn b_against_b(old: &Results, new: &Results) -> Results {
     let mut merged = new.clone();
-    let as_a = old
-        .boots
-        .iter()
-        .filter(|b| b.variant == Variant::B)
-        .map(|b| {
-            let mut b = b.clone();
-            b.variant = Variant::A;
-            b.label = format!("{} (run {})", b.label.replace('B', "A"), old.started_at);
-            b
-        });
-    let keep_b = new
-        .boots
-        .iter()
-        .filter(|b| b.variant == Variant::B)
-        .cloned();
+    let b_of = |r: &Results| {
+        r.candidates()
+            .first()
+            .map_or_else(String::new, |v| v.name.clone())
+    };
+    let (old_b, new_b) = (b_of(old), b_of(new));
+    let baseline = new.baseline().to_string();
+    let as_a = old.boots.iter().filter(|b| b.variant == old_b).map(|b| {
+        let mut b = b.clone();
+        b.variant = baseline.clone();
+        b.label = format!("{} (run {})", b.label.replace('B', "A"), old.started_at);
+        b
+    });
+    let keep_b = new.boots.iter().filter(|b| b.variant == new_b).cloned();
     merged.boots = as_a.chain(keep_b).collect();
-    merged.protocol.boots = merged.boots.iter().map(|b| b.variant).collect();
+    merged.protocol.boots = merged.boots.iter().map(|b| b.variant.clone()).collect();
     merged
 }
 
@@ -65,7 +64,7 @@ pub fn fail_on_regression(rows: &[report::Row]) -> anyhow::Result<()> {
     }
 }
 
-pub(super) fn compare(args: CompareArgs) -> anyhow::Result<()> {
+pub(super) fn compare(args: CompareArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let baseline = args.against.as_deref().map(load).transpose()?;
     let mut regressed = Vec::new();
     for path in &args.results {
@@ -73,24 +72,26 @@ pub(super) fn compare(args: CompareArgs) -> anyhow::Result<()> {
         if let Some(old) = &baseline {
             results = b_against_b(old, &results);
         }
-        let spec = workload::spec_for(&results.workload);
+        let spec = workload::spec_for_kind(&results.workload.kind);
         if args.results.len() > 1 {
-            println!("== {}", path.display());
+            sink.emit(Event::Output(format!("== {}\n", path.display())));
         }
         let rows = report::rows(&results, spec.as_ref());
-        if args.markdown {
-            println!("{}", report::markdown_of(&results, spec.as_ref(), &rows));
+        sink.emit(Event::Output(if args.markdown {
+            format!("{}\n", report::markdown_of(&results, spec.as_ref(), &rows))
         } else {
-            print!("{}", report::terminal_of(&results, &rows));
-        }
-        if let Err(e) = fail_on_regression(&rows) {
-            regressed.push(format!("{}: {e}", path.display()));
-        }
+            report::terminal_of(&results, &rows)
+        }));
+        regressed.extend(
+            report::regressed_metrics(&rows)
+                .into_iter()
+                .map(|m| format!("{m} in {}", path.display())),
+        );
     }
     if regressed.is_empty() {
         Ok(())
     } else {
-        anyhow::bail!(Regressed { metrics: regressed })
+        Err(Regressed { metrics: regressed }.into())
     }
 }
 
@@ -98,27 +99,23 @@ pub(super) fn compare(args: CompareArgs) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
-    fn fixture() -> Results {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/smoke-results.json");
-        Results::load(&path).unwrap()
-    }
+    use crate::results::tests::fixture;
 
     #[test]
     fn a_run_against_itself_has_only_b_boots_on_both_sides() {
         let r = fixture();
         let merged = b_against_b(&r, &r);
-        assert_eq!(merged.protocol.boots, [Variant::A, Variant::B]);
+        assert_eq!(merged.protocol.boots, ["A", "B"]);
         assert_eq!(merged.boots[0].samples, merged.boots[1].samples);
         // Identical samples: nothing can have regressed.
-        let spec = workload::spec_for(&merged.workload);
+        let spec = workload::spec_for_kind(&merged.workload.kind);
         fail_on_regression(&report::rows(&merged, spec.as_ref())).unwrap();
     }
 
     #[test]
     fn the_terminal_table_has_a_row_per_metric_and_a_verdict() {
         let r = fixture();
-        let text = report::terminal(&r, workload::spec_for(&r.workload).as_ref());
+        let text = report::terminal(&r, workload::spec_for_kind(&r.workload.kind).as_ref());
         assert!(text.starts_with("accelerator: TCG"), "{text}");
         assert!(text.contains("pageout_cpu_ns"), "{text}");
         assert!(text.contains("inconclusive"), "{text}");

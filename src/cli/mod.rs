@@ -3,14 +3,17 @@
 //! library so that tests can check command lines (such as the CI
 //! workflows') against the real parser.
 
+use std::fmt::Write;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
-use crate::config::{self, AccelChoice, Campaign, Overrides, TreeSource};
-use crate::events::Sink;
-use crate::{campaign, ui};
+use crate::campaign;
+use crate::events::{Event, Sink};
+pub use args::default_cache_dir;
+use args::{AccelArg, CampaignArgs, cache_dir, load_plan, tree_override};
 
+mod args;
 mod boot;
 mod build;
 mod compare;
@@ -52,7 +55,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  patchbench build                          # the smoke campaign's kernels\n  patchbench build --series patches/zswap-counter\n  CCACHE_DISABLE=1 patchbench build --fresh --series patches/zswap-counter   # time a full build\n\nA second identical run reuses both kernels and says so."
     )]
-    Build(BuildArgs),
+    Build(build::BuildArgs),
     /// Boot one kernel with the guest agent and run one command in it (no
     /// shell; busybox applets by name). Its output and the console go to
     /// stdout; a failing command, a panic or a hang fail the boot. With
@@ -91,20 +94,22 @@ pub enum Command {
 }
 
 impl Cli {
-    /// Run the chosen subcommand.
-    pub async fn run(self) -> anyhow::Result<()> {
+    /// Run the chosen subcommand. Its output and its progress go to `sink`
+    /// as events: nothing here prints.
+    pub async fn run(self, sink: std::sync::Arc<dyn Sink>) -> anyhow::Result<()> {
+        let events = sink.as_ref();
         match self.command {
-            Command::Run(args) => run(args).await,
-            Command::Apply(args) => apply(args).await,
-            Command::Build(args) => build::build(args).await,
-            Command::Boot(args) => boot::boot(args).await,
-            Command::Compare(args) => compare::compare(args),
-            Command::Plan(args) => plan::plan(args),
-            Command::Publish(args) => publish::publish(args).await,
+            Command::Run(args) => run(args, events).await,
+            Command::Apply(args) => apply(args, events).await,
+            Command::Build(args) => build::build(args, events).await,
+            Command::Boot(args) => boot::boot(args, events).await,
+            Command::Compare(args) => compare::compare(args, events),
+            Command::Plan(args) => plan::plan(args, events),
+            Command::Publish(args) => publish::publish(args, sink.clone()).await,
             Command::Doctor { cache_dir } => {
                 let dir = cache_dir.unwrap_or_else(default_cache_dir);
                 let (text, ready) = doctor::render(&doctor::checks(&dir).await);
-                print!("{text}");
+                events.emit(Event::Output(text));
                 if ready {
                     Ok(())
                 } else {
@@ -136,42 +141,6 @@ pub struct ApplyArgs {
     cache_dir: Option<PathBuf>,
 }
 
-/// Where the kernels come from: shared by `run` and `build`.
-#[derive(clap::Args)]
-pub struct CampaignArgs {
-    /// The campaign file (YAML). Without one, the built-in smoke campaign runs.
-    campaign: Option<PathBuf>,
-    #[command(flatten)]
-    sources: SourceArgs,
-    /// Imported trees and kernel build directories, kept between runs
-    /// [default: $XDG_CACHE_HOME/patchbench or ~/.cache/patchbench].
-    #[arg(long, value_name = "DIR", env = "PATCHBENCH_CACHE")]
-    cache_dir: Option<PathBuf>,
-}
-
-/// The tree and series flags that override a campaign's (`run`, `build`,
-/// `plan`).
-#[derive(clap::Args, Clone, Default)]
-pub struct SourceArgs {
-    /// The base kernel tree: a source tarball (.tar.xz/.tar.gz), a local git
-    /// repository, or a git URL (fetched shallow). Overrides the campaign's `tree`.
-    #[arg(long, value_name = "PATH|URL")]
-    tree: Option<PathBuf>,
-    /// With --tree pointing at a git repository: the base commit or ref
-    /// (default: its HEAD).
-    #[arg(long, value_name = "REV", requires = "tree")]
-    rev: Option<String>,
-    /// The patch series for variant B: a directory of `git format-patch`
-    /// files (ordered by its `series` file if it has one), an mbox, one patch
-    /// file, `lore:<message-id>`, or `none` (an A/A self-check: B is the
-    /// base). Overrides the campaign's `series`.
-    #[arg(long, value_name = "PATH|lore:ID")]
-    series: Option<String>,
-    /// The public-inbox archive for `lore:` series.
-    #[arg(long, value_name = "URL", env = "PATCHBENCH_LORE_URL")]
-    lore_url: Option<String>,
-}
-
 #[derive(clap::Args)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -185,121 +154,7 @@ pub struct RunArgs {
     out: Option<PathBuf>,
 }
 
-#[derive(clap::Args)]
-pub struct BuildArgs {
-    #[command(flatten)]
-    campaign: CampaignArgs,
-    /// Ignore cached builds: build A from nothing, then B incrementally from
-    /// it (for timing a full build; ccache still applies unless
-    /// CCACHE_DISABLE=1 is set).
-    #[arg(long)]
-    fresh: bool,
-    /// Write the kernels' manifest (`kernels.json`) into this directory.
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum AccelArg {
-    Auto,
-    Kvm,
-    Tcg,
-}
-
-impl From<AccelArg> for AccelChoice {
-    fn from(a: AccelArg) -> Self {
-        match a {
-            AccelArg::Auto => AccelChoice::Auto,
-            AccelArg::Kvm => AccelChoice::Kvm,
-            AccelArg::Tcg => AccelChoice::Tcg,
-        }
-    }
-}
-
-/// `$XDG_CACHE_HOME/patchbench`, else `~/.cache/patchbench`.
-pub fn default_cache_dir() -> PathBuf {
-    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(xdg).join("patchbench");
-    }
-    match std::env::var_os("HOME") {
-        Some(home) => PathBuf::from(home).join(".cache/patchbench"),
-        None => PathBuf::from(".patchbench-cache"),
-    }
-}
-
-fn tree_override(path: PathBuf, rev: Option<String>) -> TreeSource {
-    let text = path.to_string_lossy();
-    if ["https://", "http://", "git://", "ssh://"]
-        .iter()
-        .any(|p| text.starts_with(p))
-    {
-        return TreeSource::Url {
-            url: text.into_owned(),
-            rev,
-        };
-    }
-    if path.is_dir() {
-        TreeSource::Git { path, rev }
-    } else {
-        TreeSource::Tarball(path)
-    }
-}
-
-/// Load the campaign (or the built-in one) and apply the flags to it.
-fn load_plan(args: &CampaignArgs, accel: Option<AccelChoice>) -> anyhow::Result<config::Plan> {
-    let s = &args.sources;
-    let overrides = Overrides {
-        tree: s.tree.clone().map(|t| tree_override(t, s.rev.clone())),
-        series: s.series.clone(),
-        accel,
-        lore_url: s.lore_url.clone(),
-    };
-    load_plan_with(args.campaign.as_deref(), overrides)
-}
-
-/// Load a campaign file (or the built-in one) with only `accel` overridden.
-fn load_plan_file(
-    campaign: Option<&std::path::Path>,
-    accel: Option<AccelChoice>,
-) -> anyhow::Result<config::Plan> {
-    let overrides = Overrides {
-        accel,
-        ..Overrides::default()
-    };
-    load_plan_with(campaign, overrides)
-}
-
-fn load_plan_with(
-    campaign: Option<&std::path::Path>,
-    overrides: Overrides,
-) -> anyhow::Result<config::Plan> {
-    let (campaign, origin, base_dir) = match campaign {
-        Some(path) => {
-            let campaign = Campaign::load(path)?;
-            let base = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(std::path::Path::new("."))
-                .to_owned();
-            (campaign, path.to_owned(), base)
-        }
-        None => {
-            let origin = PathBuf::from("(built-in smoke campaign)");
-            (
-                Campaign::parse(config::DEFAULT_CAMPAIGN, &origin)?,
-                origin,
-                config::default_campaign_dir(),
-            )
-        }
-    };
-    Ok(campaign.into_plan(&origin, &base_dir, overrides)?)
-}
-
-fn cache_dir(args: &CampaignArgs) -> PathBuf {
-    args.cache_dir.clone().unwrap_or_else(default_cache_dir)
-}
-
-async fn run(args: RunArgs) -> anyhow::Result<()> {
+async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let plan = load_plan(&args.campaign, args.accel.map(Into::into))?;
     let out_dir = args.out.unwrap_or_else(|| {
         let stamp = jiff::ZonedDateTime::now()
@@ -312,31 +167,32 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         cache_dir: cache_dir(&args.campaign),
         agent: crate::find_agent()?,
     };
-    let sink = ui::Ui::new();
-    let outcome = campaign::run(&plan, &opts, &sink).await?;
-    print!(
-        "{}",
-        crate::report::terminal_of(&outcome.results, &outcome.rows)
-    );
-    eprintln!(
-        "results: {}\nreport:  {}",
-        outcome.results_path.display(),
+    let outcome = campaign::run(&plan, &opts, sink).await?;
+    sink.emit(Event::Output(crate::report::terminal_of(
+        &outcome.results,
+        &outcome.rows,
+    )));
+    sink.emit(Event::Note(format!(
+        "results: {}",
+        outcome.results_path.display()
+    )));
+    sink.emit(Event::Note(format!(
+        "report:  {}",
         outcome.markdown_path.display()
-    );
+    )));
     compare::fail_on_regression(&outcome.rows)
 }
 
-async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
+async fn apply(args: ApplyArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let tree_source = tree_override(args.tree, args.rev);
     let source = crate::series::SeriesSource::parse(&args.series, std::path::Path::new(""));
     let cache = args.cache_dir.unwrap_or_else(default_cache_dir);
-    let sink = ui::Ui::new();
-    sink.emit(crate::events::Event::Note(format!("tree: {tree_source}")));
+    sink.emit(Event::Note(format!("tree: {tree_source}")));
     let tree = crate::tree::obtain(&tree_source, &cache).await?;
     let repo = tree.open()?;
     let applied =
         campaign::apply_series(&repo, &tree, &tree_source, &source, &args.lore_url).await?;
-    println!("{}", applied.summary());
+    let mut text = format!("{}\n", applied.summary());
     let total = applied.series.patches.len();
     for (i, (patch, how)) in applied
         .series
@@ -350,7 +206,8 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
         } else {
             ""
         };
-        println!(
+        let _ = writeln!(
+            text,
             "  {}/{total} {}  {}  [{}]{warning}\n      from {}",
             i + 1,
             &how.commit.to_string()[..12],
@@ -359,6 +216,7 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
             patch.origin
         );
     }
-    println!("B = {}", applied.head);
+    let _ = writeln!(text, "B = {}", applied.head);
+    sink.emit(Event::Output(text));
     Ok(())
 }

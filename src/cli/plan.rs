@@ -17,13 +17,14 @@
 //!
 //! `file` is empty for the built-in smoke campaign (plan given no file).
 
+use crate::events::{Event, Sink};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{CampaignArgs, SourceArgs, load_plan};
+use super::args::{CampaignArgs, SourceArgs, load_plan};
 use crate::config::{BaseConfig, Plan, TreeSource};
 use crate::series::SeriesSource;
 
@@ -73,17 +74,18 @@ Examples:
   patchbench plan --matrix --jobs build ci/smoke.yaml
   echo \"bench=$(patchbench plan --matrix --jobs bench ci/*.yaml)\" >> \"$GITHUB_OUTPUT\"";
 
-pub(super) fn plan(args: PlanArgs) -> anyhow::Result<()> {
+pub(super) fn plan(args: PlanArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let plans = load_all(&args)?;
-    if args.matrix {
+    let text = if args.matrix {
         let matrix = match args.jobs {
             PlanJobs::Build => build_matrix(&plans)?,
             PlanJobs::Bench => bench_matrix(&plans)?,
         };
-        println!("{matrix}");
+        format!("{matrix}\n")
     } else {
-        print!("{}", describe(&plans)?);
-    }
+        describe(&plans)?
+    };
+    sink.emit(Event::Output(text));
     Ok(())
 }
 
@@ -185,11 +187,8 @@ fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
-fn workload_kind(plan: &Plan) -> String {
-    serde_json::to_value(&plan.workload)
-        .ok()
-        .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
-        .unwrap_or_else(|| "unknown".into())
+fn workload_kind(plan: &Plan) -> &'static str {
+    plan.workload.kind()
 }
 
 /// One entry per distinct kernel pair, in the order campaigns first need them.
@@ -249,9 +248,9 @@ fn describe(plans: &[Planned]) -> anyhow::Result<String> {
             p.plan.fragments.len(),
             workload_kind(&p.plan),
             p.plan
-                .boots
+                .boot_names()
                 .iter()
-                .map(|v| format!("{v:?}"))
+                .map(|v| v.as_str())
                 .collect::<Vec<_>>()
                 .join("/"),
             p.plan.warmups,

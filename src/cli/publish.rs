@@ -14,13 +14,14 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use crate::events::{Event, Sink};
 use crate::github::{
     self, CommentAction, DEFAULT_API, DEFAULT_TOKEN_VAR, GithubClient, GithubError, Repo,
     StatusState,
 };
-use crate::html::{self, Run, Verdict};
+use crate::html::{self, Run};
+use crate::model::Verdict;
 use crate::results::Results;
-use crate::ui;
 
 #[derive(clap::Args)]
 pub struct PublishArgs {
@@ -87,7 +88,7 @@ struct Target {
     sha: String,
 }
 
-pub(super) async fn publish(args: PublishArgs) -> anyhow::Result<()> {
+pub(super) async fn publish(args: PublishArgs, sink: Arc<dyn Sink>) -> anyhow::Result<()> {
     let target = match (args.repo.clone(), args.pr, args.sha.clone()) {
         (Some(repo), Some(pr), Some(sha)) => {
             check_sha(&sha)?;
@@ -114,7 +115,7 @@ pub(super) async fn publish(args: PublishArgs) -> anyhow::Result<()> {
     }
     let specs: Vec<_> = loaded
         .iter()
-        .map(|(_, r)| crate::workload::spec_for(&r.workload))
+        .map(|(_, r)| crate::workload::spec_for_kind(&r.workload.kind))
         .collect();
     let runs: Vec<Run> = loaded
         .iter()
@@ -137,35 +138,36 @@ pub(super) async fn publish(args: PublishArgs) -> anyhow::Result<()> {
 
     // The token is checked before anything is written.
     let client = match &target {
-        Some(target) if !args.dry_run => {
-            let sink: Arc<dyn crate::events::Sink> = Arc::new(ui::Ui::new());
-            Some(
-                GithubClient::from_env(target.repo.clone(), &args.token_var, &args.api_url)?
-                    .with_events(sink),
-            )
-        }
+        Some(target) if !args.dry_run => Some(
+            GithubClient::from_env(target.repo.clone(), &args.token_var, &args.api_url)?
+                .with_events(sink.clone()),
+        ),
         _ => None,
     };
 
     if let Some(dir) = &args.pages {
         let site = html::write_site(dir, &runs)
             .with_context(|| format!("cannot write the pages into {}", dir.display()))?;
-        eprintln!(
+        sink.emit(Event::Note(format!(
             "pages: {} ({} files)",
             dir.join("index.html").display(),
             site.written.len()
-        );
+        )));
         for log in &site.missing_logs {
-            eprintln!(
+            sink.emit(Event::Note(format!(
                 "pages: console log {} not found; its link dangles",
                 log.display()
-            );
+            )));
         }
     }
 
     let report_url = args.report_url.as_deref();
     if args.dry_run {
-        print!("{}", dry_run_text(target.as_ref(), &items, report_url)?);
+        sink.emit(Event::Output(dry_run_text(
+            target.as_ref(),
+            &items,
+            report_url,
+        )?));
     } else if let (Some(target), Some(client)) = (&target, &client) {
         for item in &items {
             let outcome = client
@@ -182,7 +184,10 @@ pub(super) async fn publish(args: PublishArgs) -> anyhow::Result<()> {
                 CommentAction::Updated => "updated",
                 CommentAction::Unchanged => "unchanged",
             };
-            println!("comment {action}: {}", outcome.html_url);
+            sink.emit(Event::Output(format!(
+                "comment {action}: {}\n",
+                outcome.html_url
+            )));
             client
                 .set_status(
                     &target.sha,
@@ -195,12 +200,12 @@ pub(super) async fn publish(args: PublishArgs) -> anyhow::Result<()> {
                 .with_context(|| {
                     format!("cannot set the {} status on {}", item.campaign, target.sha)
                 })?;
-            println!(
-                "status patchbench/{} on {}: {}",
+            sink.emit(Event::Output(format!(
+                "status patchbench/{} on {}: {}\n",
                 item.campaign,
                 target.sha,
                 item.state.as_str()
-            );
+            )));
         }
     }
 
@@ -208,10 +213,10 @@ pub(super) async fn publish(args: PublishArgs) -> anyhow::Result<()> {
         if let Some(wrote) = github::append_step_summary_from_env(&item.markdown, report_url)?
             && wrote.truncated
         {
-            eprintln!(
+            sink.emit(Event::Note(format!(
                 "step summary: the {} report was cut to fit GitHub's limit",
                 item.campaign
-            );
+            )));
         }
     }
     Ok(())
@@ -243,8 +248,6 @@ fn check_sha(sha: &str) -> Result<(), GithubError> {
 
 /// The commit status for a run, from its rows' verdicts: failure when any
 /// metric regressed, error when no metric was measured, success otherwise.
-/// The verdicts come from `html::view::default_rows` (all "not judged" until
-/// the statistics land), so this needs no change when they do.
 fn status_for(run: &Run) -> (StatusState, String) {
     status_from_counts(&run.verdict_counts())
 }
@@ -259,7 +262,7 @@ fn status_from_counts(counts: &[(Verdict, usize)]) -> (StatusState, String) {
     }
     let regressed = counts
         .iter()
-        .find(|(v, _)| *v == Verdict::Regressed)
+        .find(|(v, _)| *v == Verdict::Regression)
         .map_or(0, |(_, n)| *n);
     let state = if regressed > 0 {
         StatusState::Failure
@@ -319,18 +322,27 @@ mod tests {
 
     #[test]
     fn a_regressed_metric_fails_the_status() {
-        let (state, text) = status_from_counts(&[(Verdict::Regressed, 2), (Verdict::NoChange, 4)]);
+        let (state, text) =
+            status_from_counts(&[(Verdict::Regression, 2), (Verdict::NoClearDifference, 4)]);
         assert_eq!(state, StatusState::Failure);
-        assert_eq!(text, "6 metric(s) compared: 2 regressed, 4 no change");
+        assert_eq!(
+            text,
+            "6 metric(s) compared: 2 regression, 4 no clear difference"
+        );
     }
 
     #[test]
-    fn unjudged_metrics_pass_and_say_so() {
-        let (state, text) = status_from_counts(&[(Verdict::NotJudged, 6)]);
+    fn anything_but_a_regression_passes() {
+        let (state, text) = status_from_counts(&[
+            (Verdict::Improvement, 1),
+            (Verdict::Changed, 1),
+            (Verdict::Inconclusive, 1),
+        ]);
         assert_eq!(state, StatusState::Success);
-        assert_eq!(text, "6 metric(s) compared: 6 not judged");
-        let (state, _) = status_from_counts(&[(Verdict::Improved, 1), (Verdict::Inconclusive, 1)]);
-        assert_eq!(state, StatusState::Success);
+        assert_eq!(
+            text,
+            "3 metric(s) compared: 1 improvement, 1 changed, 1 inconclusive"
+        );
     }
 
     #[test]

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use askama::Template;
 
 pub use plot::{PlotError, Svg};
-pub use view::{MetricRow, Run, Verdict, default_rows};
+pub use view::{MetricRow, Run, default_rows};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HtmlError {

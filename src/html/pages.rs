@@ -8,11 +8,10 @@ use std::path::{Component, Path};
 use askama::Template;
 
 use super::plot::{self, Svg, TrendPoint, display_unit};
-use super::view::{MetricRow, Run, Verdict, samples_by_boot};
+use super::view::{MetricRow, Run, samples_by_boot};
+use crate::model::{Direction, Verdict};
 use crate::report::format_value;
-use crate::results::Results;
-use crate::vm::accel::Accel;
-use crate::workload::Better;
+use crate::results::{Accel, Results};
 
 /// Links from a page to the rest of the site; empty for a page on its own.
 #[derive(Debug, Clone, Default)]
@@ -180,10 +179,10 @@ fn row_view(row: &MetricRow, anchor: String) -> RowView {
         anchor,
         name: row.name.clone(),
         unit,
-        better: match row.better {
-            Some(Better::Lower) => "lower",
-            Some(Better::Higher) => "higher",
-            Some(Better::None) | None => "",
+        better: match row.direction {
+            Some(Direction::LowerIsBetter) => "lower",
+            Some(Direction::HigherIsBetter) => "higher",
+            Some(Direction::Neither) | None => "",
         },
         a_mean: format_value(row.a_mean, row.unit),
         b_mean: format_value(row.b_mean, row.unit),
@@ -230,15 +229,12 @@ fn percent_encode(segment: &str) -> String {
     out
 }
 
-fn method(results: &Results, judged: bool) -> String {
+fn method(results: &Results) -> String {
     let order: Vec<String> = (0..results.protocol.boots.len())
-        .map(|i| crate::results::boot_label(&results.protocol.boots, i))
+        .map(|i| crate::model::boot_label(&results.protocol.boots, i))
         .collect();
-    let stats = if judged {
-        "Intervals, p-values and verdicts come from the statistics over the pooled samples."
-    } else {
-        "No statistics were run on this page's rows: no intervals, p-values or verdicts."
-    };
+    let stats =
+        "Intervals, p-values and verdicts come from the statistics over the pooled samples.";
     format!(
         "Fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; \
          warm-ups are discarded and A pools every A boot. B vs A is B's mean against A's pooled mean. {} \
@@ -262,7 +258,7 @@ fn facts_table(results: &Results) -> FactsTable {
     let boots: Vec<String> = results.boots.iter().map(|b| b.label.clone()).collect();
     let dash = || "\u{2014}".to_string();
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
-    let mut fact = |name: &str, get: &dyn Fn(&patchbench_agent::GuestFacts) -> String| {
+    let mut fact = |name: &str, get: &dyn Fn(&crate::results::Facts) -> String| {
         let cells = results
             .boots
             .iter()
@@ -305,7 +301,6 @@ fn anchor(i: usize) -> String {
 
 pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::PlotError> {
     let r = run.results;
-    let judged = run.rows.iter().any(|row| row.verdict != Verdict::NotJudged);
     let plots = run
         .rows
         .iter()
@@ -364,7 +359,7 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         accel_reason: &r.host.accel_reason,
         tables,
         plots,
-        method: method(r, judged),
+        method: method(r),
         tree: &r.tree,
         series_source: &r.series.source,
         series_sha256: &r.series.sha256,
@@ -386,23 +381,23 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
             })
             .collect(),
         kernels: r
-            .kernels
+            .variants
             .iter()
-            .map(|k| KernelView {
-                variant: format!("{:?}", k.variant),
-                commit: &k.artifact.commit,
-                compiler: &k.artifact.compiler,
-                bzimage_sha256: &k.artifact.bzimage_sha256,
-                config_sha256: &k.artifact.config_sha256,
-                build: if k.artifact.reused {
+            .map(|v| KernelView {
+                variant: v.name.clone(),
+                commit: &v.kernel.commit,
+                compiler: &v.kernel.compiler,
+                bzimage_sha256: &v.kernel.bzimage_sha256,
+                config_sha256: &v.kernel.config_sha256,
+                build: if v.kernel.reused {
                     "reused".into()
-                } else if k.artifact.incremental {
+                } else if v.kernel.incremental {
                     format!(
                         "incremental, {} objects rebuilt, {:.1} s",
-                        k.artifact.objects_rebuilt, k.artifact.build_seconds
+                        v.kernel.objects_rebuilt, v.kernel.build_seconds
                     )
                 } else {
-                    format!("full, {:.1} s", k.artifact.build_seconds)
+                    format!("full, {:.1} s", v.kernel.build_seconds)
                 },
             })
             .collect(),
@@ -411,7 +406,7 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
             .iter()
             .map(|b| BootView {
                 label: &b.label,
-                variant: format!("{:?}", b.variant),
+                variant: b.variant.clone(),
                 samples: b.samples.len(),
                 complete: b.complete,
                 hello: seconds(b.hello_seconds),
@@ -471,7 +466,7 @@ pub fn trend_page(
                         label: run.results.started_at.strftime("%m-%d").to_string(),
                         change_pct: row.and_then(|r| r.change_pct),
                         change_ci: row.and_then(|r| r.change_ci),
-                        verdict: row.map_or(Verdict::NotJudged, |r| r.verdict),
+                        verdict: row.map(|r| r.verdict),
                     }
                 })
                 .collect();

@@ -13,9 +13,8 @@ use std::fmt;
 
 use plotters::prelude::*;
 
-use super::view::{MetricRow, Verdict};
-use crate::config::Variant;
-use crate::workload::Unit;
+use super::view::MetricRow;
+use crate::model::{Unit, Verdict};
 
 /// An SVG document this module drew. Only this module makes one, so a
 /// template may embed it unescaped.
@@ -46,27 +45,38 @@ pub struct PlotError {
 pub const A_COLOUR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 /// Variant B's colour (orange), as in the page's legend.
 pub const B_COLOUR: RGBColor = RGBColor(0xd9, 0x5f, 0x02);
+/// The colours of further variants, in order (Tableau 10's next ones).
+const MORE_COLOURS: [RGBColor; 4] = [
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+];
 
 const SAMPLES_SIZE: (u32, u32) = (640, 280);
 const TREND_SIZE: (u32, u32) = (640, 260);
 // plotters-svg writes text at size / 1.24: 16 becomes about 13 px.
 const FONT: (&str, u32) = ("sans-serif", 16);
 
-fn colour(variant: Variant) -> RGBColor {
-    match variant {
-        Variant::A => A_COLOUR,
-        Variant::B => B_COLOUR,
+/// The colour of the variant at `index` in the results (0: the baseline).
+fn colour(index: usize) -> RGBColor {
+    match index {
+        0 => A_COLOUR,
+        1 => B_COLOUR,
+        i => MORE_COLOURS[(i - 2) % MORE_COLOURS.len()],
     }
 }
 
-fn verdict_colour(verdict: Verdict) -> RGBColor {
+/// A run's point on a trend plot: its verdict's colour, or blue when the
+/// run did not measure the metric.
+fn verdict_colour(verdict: Option<Verdict>) -> RGBColor {
     match verdict {
-        Verdict::Improved => RGBColor(0x1a, 0x7f, 0x37),
-        Verdict::Regressed => RGBColor(0xcf, 0x22, 0x2e),
-        Verdict::NoChange => RGBColor(0x6e, 0x77, 0x81),
-        Verdict::Inconclusive => RGBColor(0xbf, 0x87, 0x00),
-        Verdict::Changed => RGBColor(0x09, 0x69, 0xda),
-        Verdict::NotJudged => RGBColor(0x1f, 0x77, 0xb4),
+        Some(Verdict::Improvement) => RGBColor(0x1a, 0x7f, 0x37),
+        Some(Verdict::Regression) => RGBColor(0xcf, 0x22, 0x2e),
+        Some(Verdict::NoClearDifference) => RGBColor(0x6e, 0x77, 0x81),
+        Some(Verdict::Inconclusive) => RGBColor(0xbf, 0x87, 0x00),
+        Some(Verdict::Changed) => RGBColor(0x09, 0x69, 0xda),
+        None => RGBColor(0x1f, 0x77, 0xb4),
     }
 }
 
@@ -172,10 +182,7 @@ fn err(metric: &str) -> impl Fn(Box<dyn std::error::Error + Send + Sync>) -> Plo
 /// interval, when the row has one, as a band.
 ///
 /// `boots` is [`super::view::samples_by_boot`]'s answer for `row.name`.
-pub fn samples_plot(
-    row: &MetricRow,
-    boots: &[(&str, Variant, Vec<f64>)],
-) -> Result<Svg, PlotError> {
+pub fn samples_plot(row: &MetricRow, boots: &[(&str, usize, Vec<f64>)]) -> Result<Svg, PlotError> {
     let (scale, unit) = display_unit(row.unit);
     let mut buf = String::new();
     draw_samples(&mut buf, row, boots, scale, unit).map_err(err(&row.name))?;
@@ -188,15 +195,12 @@ pub fn samples_plot(
 fn draw_samples(
     buf: &mut String,
     row: &MetricRow,
-    boots: &[(&str, Variant, Vec<f64>)],
+    boots: &[(&str, usize, Vec<f64>)],
     scale: f64,
     unit: &str,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let n = boots.len().max(1);
-    let means = [
-        (Variant::A, row.a_mean, row.a_ci),
-        (Variant::B, row.b_mean, row.b_ci),
-    ];
+    let means = [(0, row.a_mean, row.a_ci), (1, row.b_mean, row.b_ci)];
     let (y_lo, y_hi) = y_range(
         boots
             .iter()
@@ -271,7 +275,8 @@ pub struct TrendPoint {
     pub label: String,
     pub change_pct: Option<f64>,
     pub change_ci: Option<(f64, f64)>,
-    pub verdict: Verdict,
+    /// `None` when the run did not measure the metric.
+    pub verdict: Option<Verdict>,
 }
 
 /// B against A in percent for one metric across runs, oldest first, with
@@ -363,7 +368,7 @@ mod tests {
             condition: None,
             name: "pageout_cpu_ns".into(),
             unit: Some(Unit::Ns),
-            better: None,
+            direction: None,
             a_mean: 2.0e6,
             b_mean: 3.0e6,
             a_ci,
@@ -371,7 +376,7 @@ mod tests {
             change_pct: Some(50.0),
             change_ci: None,
             p_value: None,
-            verdict: Verdict::NotJudged,
+            verdict: Verdict::Inconclusive,
             note: String::new(),
         }
     }
@@ -410,8 +415,8 @@ mod tests {
     #[test]
     fn the_samples_plot_draws_every_sample_and_a_band_only_with_an_interval() {
         let boots = vec![
-            ("A", Variant::A, vec![1.0e6, 2.0e6, 3.0e6]),
-            ("B", Variant::B, vec![3.0e6, 3.0e6]),
+            ("A", 0, vec![1.0e6, 2.0e6, 3.0e6]),
+            ("B", 1, vec![3.0e6, 3.0e6]),
         ];
         let plain = samples_plot(&row(None), &boots).unwrap();
         assert!(plain.as_str().starts_with("<svg"));
@@ -423,7 +428,7 @@ mod tests {
 
     #[test]
     fn svg_text_is_escaped_once() {
-        let boots = vec![("<b>&\"'", Variant::A, vec![1.0])];
+        let boots = vec![("<b>&\"'", 0, vec![1.0])];
         let mut r = row(None);
         r.name = "<script>".into();
         let svg = samples_plot(&r, &boots).unwrap();
@@ -440,7 +445,7 @@ mod tests {
             label: "11-30".into(),
             change_pct: c,
             change_ci: ci,
-            verdict: Verdict::Regressed,
+            verdict: Some(Verdict::Regression),
         };
         let svg = trend_plot(
             "m",

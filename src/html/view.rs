@@ -1,68 +1,13 @@
 //! The view model of the HTML pages: one [`MetricRow`] per metric and one
-//! [`Run`] per results document. Rows are built apart from rendering, so the
-//! source of verdicts and intervals is one function: [`default_rows`] today,
-//! the statistics module once the integrator wires it in.
+//! [`Run`] per results document, built from the report's comparisons
+//! ([`default_rows`]) apart from rendering.
 
 use std::path::Path;
 
-use crate::config::Variant;
+use crate::model::{Direction, Unit, Verdict};
 use crate::report;
 use crate::results::Results;
-use crate::workload::{Better, Unit, WorkloadSpec};
-
-/// What the statistics concluded about one metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Verdict {
-    /// B is better than A, beyond noise.
-    Improved,
-    /// B is worse than A, beyond noise.
-    Regressed,
-    /// No difference beyond noise, and the interval is tight enough to say so.
-    NoChange,
-    /// Too noisy, or too few samples, to tell.
-    Inconclusive,
-    /// A counter with no better direction changed beyond noise.
-    Changed,
-    /// Nobody has judged this metric (no statistics, or a counter with no
-    /// better direction).
-    NotJudged,
-}
-
-impl Verdict {
-    /// Every verdict, in the order the index page counts them.
-    pub const ALL: [Verdict; 6] = [
-        Verdict::Regressed,
-        Verdict::Improved,
-        Verdict::Changed,
-        Verdict::NoChange,
-        Verdict::Inconclusive,
-        Verdict::NotJudged,
-    ];
-
-    /// The words on the badge.
-    pub fn label(self) -> &'static str {
-        match self {
-            Verdict::Improved => "improved",
-            Verdict::Regressed => "regressed",
-            Verdict::NoChange => "no change",
-            Verdict::Inconclusive => "inconclusive",
-            Verdict::Changed => "changed",
-            Verdict::NotJudged => "not judged",
-        }
-    }
-
-    /// The CSS class of the badge (a fixed identifier, never user text).
-    pub fn css_class(self) -> &'static str {
-        match self {
-            Verdict::Improved => "v-improved",
-            Verdict::Regressed => "v-regressed",
-            Verdict::NoChange => "v-nochange",
-            Verdict::Inconclusive => "v-inconclusive",
-            Verdict::Changed => "v-changed",
-            Verdict::NotJudged => "v-notjudged",
-        }
-    }
-}
+use crate::workload::WorkloadSpec;
 
 /// One metric's comparison, as the pages show it. Values are in the
 /// metric's raw unit (nanoseconds for times); pages convert for display.
@@ -73,7 +18,7 @@ pub struct MetricRow {
     pub name: String,
     pub unit: Option<Unit>,
     /// From the workload spec; `None` when the spec does not list the metric.
-    pub better: Option<Better>,
+    pub direction: Option<Direction>,
     pub a_mean: f64,
     pub b_mean: f64,
     /// Confidence interval of A's mean, in the raw unit.
@@ -93,7 +38,6 @@ pub struct MetricRow {
 /// Rows from the report's comparisons: means with their 95% intervals,
 /// the change with its bootstrap interval, Welch's p and the verdict.
 pub fn default_rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<MetricRow> {
-    use crate::stats::VerdictKind;
     report::rows(results, spec)
         .into_iter()
         .map(|row| {
@@ -114,7 +58,7 @@ pub fn default_rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Metri
             MetricRow {
                 condition: row.condition.clone(),
                 unit: row.unit,
-                better: row.better,
+                direction: row.direction,
                 a_mean: c.a.mean,
                 b_mean: c.b.mean,
                 a_ci: interval(c.a.mean_ci),
@@ -122,13 +66,7 @@ pub fn default_rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Metri
                 change_pct: row.change_pct(),
                 change_ci: interval(c.mean_change.as_ref().and_then(|m| m.ci)),
                 p_value: c.welch.as_ref().map(|w| w.p),
-                verdict: match c.verdict.kind {
-                    VerdictKind::Improvement => Verdict::Improved,
-                    VerdictKind::Regression => Verdict::Regressed,
-                    VerdictKind::NoClearDifference => Verdict::NoChange,
-                    VerdictKind::Changed => Verdict::Changed,
-                    VerdictKind::Inconclusive => Verdict::Inconclusive,
-                },
+                verdict: c.verdict.kind,
                 note: notes.join("; "),
                 name: row.metric,
             }
@@ -210,13 +148,14 @@ pub fn slugify(text: &str) -> String {
 
 /// The values of `metric` in one condition (`None`: the main workload) in
 /// each complete boot's measured samples, in boot order, with the boot's
-/// label and variant: the samples the means pool
-/// (`Results::samples_by_boot`). Boots without the metric are left out.
+/// label and its variant's index in the results (0: the baseline): the
+/// samples the means pool (`Results::samples_by_boot`). Boots without the
+/// metric are left out.
 pub fn samples_by_boot<'r>(
     results: &'r Results,
     condition: Option<&str>,
     metric: &str,
-) -> Vec<(&'r str, Variant, Vec<f64>)> {
+) -> Vec<(&'r str, usize, Vec<f64>)> {
     results
         .boots
         .iter()
@@ -227,7 +166,12 @@ pub fn samples_by_boot<'r>(
                 .into_iter()
                 .filter_map(|s| s.metrics.get(metric).map(|v| *v as f64))
                 .collect::<Vec<_>>();
-            (b.label.as_str(), b.variant, values)
+            let variant = results
+                .variants
+                .iter()
+                .position(|v| v.name == b.variant)
+                .unwrap_or(usize::MAX);
+            (b.label.as_str(), variant, values)
         })
         .filter(|(_, _, v)| !v.is_empty())
         .collect()
@@ -244,16 +188,5 @@ mod tests {
         assert_eq!(slugify("Zswap Pageout, 4K"), "zswap-pageout-4k");
         assert_eq!(slugify("\"><"), "run");
         assert!(slugify(&"a".repeat(100)).len() <= 40);
-    }
-
-    #[test]
-    fn verdict_badges_use_fixed_classes() {
-        for v in Verdict::ALL {
-            assert!(
-                v.css_class()
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-')
-            );
-        }
     }
 }

@@ -3,8 +3,9 @@
 //! give the same interval.
 
 use rand_chacha::ChaCha8Rng;
-use rand_core::{Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
+use rand_core::SeedableRng;
+
+pub use crate::model::draw::uniform_below;
 
 use super::describe::{
     CONFIDENCE, Interval, mean, median_of_sorted, pct_change, quantile_of_sorted,
@@ -24,28 +25,8 @@ pub const DEFAULT_RESAMPLES: usize = 10_000;
 /// interval rest on fewer than 50 resamples each.
 pub const MIN_RESAMPLES: usize = 2_000;
 
-/// A uniform integer in `0..n`, without modulo bias: Lemire's
-/// multiply-shift ("Fast Random Integer Generation in an Interval", 2019),
-/// rejecting the `2^64 mod n` low products that would favour some results.
-///
-/// # Panics
-///
-/// If `n` is 0.
-pub fn uniform_below<R: Rng + ?Sized>(rng: &mut R, n: u64) -> u64 {
-    assert!(n > 0, "uniform_below needs a non-empty range");
-    let mut product = u128::from(rng.next_u64()) * u128::from(n);
-    if (product as u64) < n {
-        // 2^64 mod n, computed in 64 bits as (2^64 − n) mod n.
-        let threshold = n.wrapping_neg() % n;
-        while (product as u64) < threshold {
-            product = u128::from(rng.next_u64()) * u128::from(n);
-        }
-    }
-    (product >> 64) as u64
-}
-
 /// B's change against A in percent, with its bootstrap interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Change {
     /// `(B − A) / |A|` in percent, of the statistic on all the samples.
     pub pct: f64,
@@ -55,7 +36,7 @@ pub struct Change {
 }
 
 /// The % changes of the mean and of the median, each with its interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BootstrapChanges {
     /// `None` when A's mean is 0.
     pub mean: Option<Change>,

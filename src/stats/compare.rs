@@ -2,86 +2,18 @@
 //! [`Comparison`] with every statistic and the verdict out. Also the
 //! geometric-mean summary over a workload's comparisons.
 
-use serde::{Deserialize, Serialize};
-
-use super::StatsError;
-use super::bootstrap::{Change, DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_RESAMPLES, bootstrap_changes};
+use super::bootstrap::{Change, bootstrap_changes};
 use super::describe::{Separation, Summary, drift_pct, separation};
+use super::error::{Side, StatsError};
 use super::hypothesis::{MannWhitney, WelchTest, mann_whitney_u, welch_t_test};
-use super::verdict::{Direction, Evidence, Verdict, decide};
-use crate::config::Variant;
-
-/// The knobs of a comparison. [`Default`] gives the documented defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CompareOptions {
-    /// Fewer samples than this in A or in B make the verdict inconclusive.
-    /// At least 2; default 3 (lkp's minimum).
-    pub min_samples: usize,
-    /// The significance level of Welch's test; default 0.05.
-    pub alpha: f64,
-    /// Changes inside ±`noise_pct` percent are not called, and an A return
-    /// drift beyond it makes a verdict inconclusive; default 2, as
-    /// criterion's noise threshold.
-    pub noise_pct: f64,
-    /// Bootstrap resamples per interval; at least
-    /// [`MIN_RESAMPLES`], default [`DEFAULT_RESAMPLES`].
-    pub resamples: usize,
-    /// The bootstrap's ChaCha8 seed; default [`DEFAULT_SEED`].
-    pub seed: u64,
-    /// The metric's negligible level, from its spec (`negligible:` in
-    /// `workloads/*.yaml`): when every A and B sample is within ±this, the
-    /// verdict is "no clear difference" (rule 3). Default `None`: no level.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub negligible: Option<f64>,
-}
-
-impl Default for CompareOptions {
-    fn default() -> CompareOptions {
-        CompareOptions {
-            min_samples: 3,
-            alpha: 0.05,
-            noise_pct: 2.0,
-            resamples: DEFAULT_RESAMPLES,
-            seed: DEFAULT_SEED,
-            negligible: None,
-        }
-    }
-}
-
-impl CompareOptions {
-    /// Check every knob is in range.
-    pub fn validate(&self) -> Result<(), StatsError> {
-        if self.min_samples < 2 {
-            return Err(StatsError::MinSamplesTooLow {
-                min_samples: self.min_samples,
-            });
-        }
-        if !(self.alpha > 0.0 && self.alpha < 1.0) {
-            return Err(StatsError::AlphaOutOfRange { alpha: self.alpha });
-        }
-        if !(self.noise_pct >= 0.0 && self.noise_pct.is_finite()) {
-            return Err(StatsError::NoiseBandInvalid {
-                noise_pct: self.noise_pct,
-            });
-        }
-        if let Some(level) = self.negligible.filter(|l| !(*l >= 0.0 && l.is_finite())) {
-            return Err(StatsError::NegligibleInvalid { negligible: level });
-        }
-        if self.resamples < MIN_RESAMPLES {
-            return Err(StatsError::TooFewResamples {
-                resamples: self.resamples,
-                min: MIN_RESAMPLES,
-            });
-        }
-        Ok(())
-    }
-}
+use super::options::CompareOptions;
+use super::verdict::{Evidence, Judgement, decide};
+use crate::model::Direction;
 
 /// Everything the statistics say about one metric, B against A. This is
 /// the documented contract stored in results and rendered by reports; see
 /// docs/statistics.md.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
     pub direction: Direction,
     /// All A samples, pooled over boots.
@@ -109,7 +41,7 @@ pub struct Comparison {
     pub mann_whitney: MannWhitney,
     /// Whether every B sample lies below, or above, every A boot.
     pub separation: Separation,
-    pub verdict: Verdict,
+    pub verdict: Judgement,
     /// The options the comparison ran with, so that it can be reproduced.
     pub options: CompareOptions,
 }
@@ -138,8 +70,8 @@ pub fn compare<S: AsRef<[f64]>>(
     options: &CompareOptions,
 ) -> Result<Comparison, StatsError> {
     options.validate()?;
-    let a = pooled(a_boots, Variant::A)?;
-    let b = pooled(b_boots, Variant::B)?;
+    let a = pooled(a_boots, Side::A)?;
+    let b = pooled(b_boots, Side::B)?;
     let a_summary = Summary::of(&a).expect("pooled() returns finite, non-empty samples");
     let b_summary = Summary::of(&b).expect("pooled() returns finite, non-empty samples");
     let per_boot = |boots: &[S]| -> Vec<Option<Summary>> {
@@ -190,13 +122,13 @@ pub fn compare<S: AsRef<[f64]>>(
 
 /// A variant's samples over all its boots; an error when there are none
 /// or one is not finite.
-fn pooled<S: AsRef<[f64]>>(boots: &[S], variant: Variant) -> Result<Vec<f64>, StatsError> {
+fn pooled<S: AsRef<[f64]>>(boots: &[S], side: Side) -> Result<Vec<f64>, StatsError> {
     let mut all = Vec::new();
     for (boot, samples) in boots.iter().enumerate() {
         for (index, &value) in samples.as_ref().iter().enumerate() {
             if !value.is_finite() {
                 return Err(StatsError::NotFinite {
-                    variant,
+                    side,
                     boot,
                     index,
                     value,
@@ -206,13 +138,13 @@ fn pooled<S: AsRef<[f64]>>(boots: &[S], variant: Variant) -> Result<Vec<f64>, St
         }
     }
     if all.is_empty() {
-        return Err(StatsError::NoSamples { variant });
+        return Err(StatsError::NoSamples { side });
     }
     Ok(all)
 }
 
 /// The geometric mean of B/A over a workload's metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GeomeanChange {
     /// How many metrics went in.
     pub metrics: usize,

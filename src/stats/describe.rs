@@ -2,14 +2,13 @@
 //! whole groups that need no model: % change, return drift and whether B
 //! lies entirely beyond A.
 
-use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// The confidence level of every interval this module reports.
 pub const CONFIDENCE: f64 = 0.95;
 
 /// A closed interval `[lo, hi]`, such as a 95% confidence interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Interval {
     pub lo: f64,
     pub hi: f64,
@@ -34,7 +33,7 @@ impl Interval {
 }
 
 /// Summary of one group of samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
     pub n: usize,
     pub mean: f64,
@@ -155,8 +154,7 @@ pub fn drift_pct(a_boots: &[Summary]) -> Option<f64> {
 }
 
 /// Where the B samples lie relative to every A sample (all A boots).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Separation {
     /// Every B sample is below the smallest sample of every A boot.
     AllBelow,

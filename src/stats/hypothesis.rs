@@ -1,13 +1,12 @@
 //! Two-sided tests of "A and B come from the same distribution": Welch's t
 //! test on the means and the Mann-Whitney U rank test.
 
-use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 use super::describe::mean;
 
 /// Welch's unequal-variances t test of B's mean against A's.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WelchTest {
     /// `(mean B − mean A) / sqrt(var A / n A + var B / n B)`: positive when
     /// B's mean is larger. scipy's `ttest_ind(b, a, equal_var=False)`.
@@ -46,8 +45,7 @@ pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<WelchTest> {
 }
 
 /// How a Mann-Whitney p-value was computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MannWhitneyMethod {
     /// The exact null distribution of U (no ties, a small group).
     Exact,
@@ -56,7 +54,7 @@ pub enum MannWhitneyMethod {
 }
 
 /// The Mann-Whitney U rank test of A against B.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MannWhitney {
     /// U of A: the number of (a, b) pairs with a > b, plus half the pairs
     /// with a = b. scipy's `mannwhitneyu(a, b).statistic`. `n A · n B`

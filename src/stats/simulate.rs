@@ -5,10 +5,11 @@
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
-use super::StatsError;
-use super::compare::{CompareOptions, compare};
+use super::compare::compare;
+use super::error::StatsError;
 use super::hypothesis::welch_t_test;
-use super::verdict::{Direction, VerdictKind};
+use super::options::CompareOptions;
+use crate::model::{Direction, Verdict};
 
 /// The shape of a simulated A/A campaign.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,10 +85,7 @@ fn simulate(
             }
         }
         let verdict = compare(&a, &b, Direction::LowerIsBetter, options)?.verdict;
-        if matches!(
-            verdict.kind,
-            VerdictKind::Improvement | VerdictKind::Regression
-        ) {
+        if matches!(verdict.kind, Verdict::Improvement | Verdict::Regression) {
             false_calls += 1;
         }
     }

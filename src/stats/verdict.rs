@@ -3,66 +3,23 @@
 //! "inconclusive", each with a one-line reason. docs/statistics.md states
 //! the same rules for readers of the report.
 
-use serde::{Deserialize, Serialize};
-
 use super::bootstrap::Change;
-use super::compare::CompareOptions;
 use super::describe::{Interval, Summary};
 use super::hypothesis::WelchTest;
-
-/// Which way a metric is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Times and costs.
-    LowerIsBetter,
-    /// Rates and throughputs.
-    HigherIsBetter,
-    /// A counter that explains a result rather than being one: it can be
-    /// [`VerdictKind::Changed`], never better or worse.
-    Neither,
-}
-
-impl From<crate::workload::Better> for Direction {
-    fn from(better: crate::workload::Better) -> Direction {
-        match better {
-            crate::workload::Better::Lower => Direction::LowerIsBetter,
-            crate::workload::Better::Higher => Direction::HigherIsBetter,
-            crate::workload::Better::None => Direction::Neither,
-        }
-    }
-}
-
-/// The kinds of verdict, from the rules in [`decide`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VerdictKind {
-    /// B is better than A by more than the noise band, significantly.
-    Improvement,
-    /// B is worse than A by more than the noise band, significantly.
-    Regression,
-    /// B differs from A by more than the noise band, significantly, for a
-    /// metric with no better direction.
-    Changed,
-    /// No change beyond the noise band was found, and the data were good
-    /// enough to have found one of about that size.
-    NoClearDifference,
-    /// The data cannot support any of the above: too few samples, a
-    /// baseline that drifted between boots, or too much noise.
-    Inconclusive,
-}
+use super::options::CompareOptions;
+use crate::model::{Direction, Verdict};
 
 /// A verdict and the one-line reason for it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Verdict {
-    pub kind: VerdictKind,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    pub kind: Verdict,
     /// For people: what decided the verdict, with the numbers that did.
     pub reason: String,
 }
 
-impl Verdict {
-    fn new(kind: VerdictKind, reason: String) -> Verdict {
-        Verdict { kind, reason }
+impl Judgement {
+    fn new(kind: Verdict, reason: String) -> Judgement {
+        Judgement { kind, reason }
     }
 }
 
@@ -104,11 +61,11 @@ pub(crate) struct Evidence<'a> {
 ///    4 · CV · sqrt(1/n_A + 1/n_B)).
 /// 8. Otherwise: **no clear difference**, either because p ≥ `alpha` or
 ///    because a significant change is smaller than the noise band.
-pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
-    use VerdictKind::*;
+pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Judgement {
+    use Verdict::*;
     let noise = options.noise_pct;
     if e.a.n < options.min_samples || e.b.n < options.min_samples {
-        return Verdict::new(
+        return Judgement::new(
             Inconclusive,
             format!(
                 "too few samples: A has {}, B has {}; at least {} each are needed",
@@ -118,14 +75,14 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
     }
     let constant = e.a.sd == 0.0 && e.b.sd == 0.0;
     if constant && e.a.mean == e.b.mean {
-        return Verdict::new(
+        return Judgement::new(
             NoClearDifference,
             format!("every A and B sample is {}", e.a.mean),
         );
     }
     if let Some(level) = options.negligible {
         if both_negligible(e.a, e.b, level) {
-            return Verdict::new(
+            return Judgement::new(
                 NoClearDifference,
                 format!(
                     "negligible on both sides: every A and B sample is within ±{} (the metric's negligible level); A's mean is {}, B's {}",
@@ -137,7 +94,7 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
         }
     }
     let Some(change) = e.mean_change else {
-        return Verdict::new(
+        return Judgement::new(
             Inconclusive,
             "A's mean is 0, so B's change has no percentage".into(),
         );
@@ -156,7 +113,7 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
             (Direction::LowerIsBetter, true) | (Direction::HigherIsBetter, false) => Improvement,
             _ => Regression,
         };
-        return Verdict::new(
+        return Judgement::new(
             kind,
             format!(
                 "{:+.2}% (95% CI {ci_text}), Welch p = {}, clears the ±{band:.2}% band",
@@ -166,7 +123,7 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
         );
     }
     if let Some(drift) = e.drift_pct.filter(|d| d.abs() > noise) {
-        return Verdict::new(
+        return Judgement::new(
             Inconclusive,
             format!(
                 "A drifted {drift:+.2}% between boots, beyond the ±{noise:.2}% noise band, and B's {:+.2}% (95% CI {ci_text}) does not clear that drift",
@@ -176,7 +133,7 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
     }
     match change.ci {
         None => {
-            return Verdict::new(
+            return Judgement::new(
                 Inconclusive,
                 format!(
                     "{:+.2}% has no bootstrap interval: some resamples of A have a mean of 0",
@@ -188,7 +145,7 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
             let cv =
                 e.a.cv_pct
                     .map_or_else(|| "n/a".into(), |cv| format!("{cv:.2}%"));
-            return Verdict::new(
+            return Judgement::new(
                 Inconclusive,
                 format!(
                     "too noisy: the 95% CI of the change, {ci_text}, reaches past ±{noise:.2}% on both sides (A's CV {cv})"
@@ -205,7 +162,7 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Verdict {
     } else {
         format!("not significant (Welch p = {})", fmt_p(p))
     };
-    Verdict::new(
+    Judgement::new(
         NoClearDifference,
         format!("{:+.2}% (95% CI {ci_text}) is {why}", change.pct),
     )

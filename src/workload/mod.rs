@@ -1,17 +1,22 @@
 //! Workloads on the host: the campaign's `workload:` section
-//! ([`WorkloadConfig`]), validated against the VM into the agent's
-//! [`Workload`], and the specs of each guest workload, read from
-//! `workloads/<name>.yaml`. The report takes metric names, units and
-//! directions from the specs, so the documentation and the tables cannot
-//! drift.
+//! ([`WorkloadConfig`]), validated against the guest's shape into a
+//! [`Planned`] workload, made ready to run by preparation into a
+//! [`Prepared`] one (which is what the guest agent gets), and the specs of
+//! each guest workload, read from `workloads/<name>.yaml`. The report takes
+//! metric names, units and directions from the specs, so the documentation
+//! and the tables cannot drift.
 
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use bytesize::ByteSize;
-use patchbench_agent::{BuildDriver, Fault, Limit, SwapBackend, Workload};
+use patchbench_agent::{BuildDriver, Fault, SwapBackend, Workload};
 use serde::{Deserialize, Deserializer};
 
-use crate::config::VmConfig;
+use crate::model::guest::size_text;
+pub use crate::model::{Direction, Unit};
+use crate::model::{GuestShape, Limit};
 
 const ZSWAP_PAGEOUT: &str = include_str!("../../workloads/zswap-pageout.yaml");
 const RSTAT_FLUSH: &str = include_str!("../../workloads/rstat-flush.yaml");
@@ -26,8 +31,9 @@ pub enum WorkloadConfig {
     ZswapPageout {
         #[serde(deserialize_with = "workers", default = "one")]
         workers: u32,
+        /// Written as a whole number of MiB (the key names the unit).
         #[serde(deserialize_with = "mib_per_worker")]
-        mib_per_worker: u64,
+        mib_per_worker: ByteSize,
         #[serde(deserialize_with = "random_percent", default)]
         random_percent: u8,
         #[serde(deserialize_with = "zswap_max")]
@@ -59,7 +65,7 @@ pub enum WorkloadConfig {
     },
     KernelBuild {
         #[serde(deserialize_with = "config", default = "defconfig")]
-        config: String,
+        config: BuildConfig,
         #[serde(deserialize_with = "driver", default = "kbuild")]
         driver: BuildDriver,
         #[serde(deserialize_with = "targets", default = "vmlinux")]
@@ -90,7 +96,7 @@ macro_rules! named {
 
 named! {
     workers: u32 = u32::deserialize;
-    mib_per_worker: u64 = u64::deserialize;
+    mib_per_worker: ByteSize = |d| u64::deserialize(d).map(ByteSize::mib);
     random_percent: u8 = u8::deserialize;
     zswap_max: Limit = limit;
     memory_max: Limit = limit;
@@ -102,7 +108,7 @@ named! {
     reads: u32 = u32::deserialize;
     file_size: ByteSize = ByteSize::deserialize;
     swap: SwapBackend = SwapBackend::deserialize;
-    config: String = String::deserialize;
+    config: BuildConfig = BuildConfig::deserialize;
     driver: BuildDriver = BuildDriver::deserialize;
     targets: Vec<String> = Vec::<String>::deserialize;
     jobs: Option<u32> = Option::<u32>::deserialize;
@@ -197,8 +203,8 @@ fn default_file_size() -> ByteSize {
     ByteSize::mib(50)
 }
 
-fn defconfig() -> String {
-    "defconfig".into()
+fn defconfig() -> BuildConfig {
+    BuildConfig::Defconfig
 }
 
 fn kbuild() -> BuildDriver {
@@ -210,11 +216,28 @@ fn vmlinux() -> Vec<String> {
 }
 
 fn quarter_gib() -> Limit {
-    Limit::Bytes(256 << 20)
+    Limit::Size(ByteSize::mib(256))
 }
 
-/// The configurations the kernel-build workload's tree may be made with.
-const BUILD_CONFIGS: [&str; 3] = ["defconfig", "tinyconfig", "allnoconfig"];
+/// The configuration the kernel-build workload's tree is made with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BuildConfig {
+    Defconfig,
+    Tinyconfig,
+    Allnoconfig,
+}
+
+impl BuildConfig {
+    /// The make target that configures the tree.
+    pub fn make_target(self) -> &'static str {
+        match self {
+            BuildConfig::Defconfig => "defconfig",
+            BuildConfig::Tinyconfig => "tinyconfig",
+            BuildConfig::Allnoconfig => "allnoconfig",
+        }
+    }
+}
 
 fn zram() -> SwapBackend {
     SwapBackend::Zram
@@ -222,18 +245,25 @@ fn zram() -> SwapBackend {
 
 /// A cgroup limit written as a byte size (`64 MiB`) or `max`.
 fn limit<'de, D: Deserializer<'de>>(d: D) -> Result<Limit, D::Error> {
-    let text = String::deserialize(d)?;
-    crate::config::parse_limit(&text).map_err(serde::de::Error::custom)
+    Limit::deserialize(d)
+}
+
+/// A limit as the guest protocol carries it.
+fn wire_limit(limit: Limit) -> patchbench_agent::Limit {
+    match limit.bytes() {
+        Some(b) => patchbench_agent::Limit::Bytes(b),
+        None => patchbench_agent::Limit::Max,
+    }
 }
 
 /// The most cgroups a workload may ask for: each is a process in the guest.
 const MAX_CGROUPS: u32 = 4096;
 
 impl WorkloadConfig {
-    /// Checks the parameters against the VM and resolves per-CPU counts.
-    pub fn into_workload(self, vm: &VmConfig) -> Result<Workload, WorkloadError> {
-        let online = vm.cpus.online;
-        let memory = vm.memory;
+    /// Checks the parameters against the guest and resolves per-CPU counts.
+    pub fn into_workload(self, guest: &GuestShape) -> Result<Planned, WorkloadError> {
+        let online = guest.cpus.online();
+        let memory = guest.memory;
         let half = ByteSize::b(memory.as_u64() / 2);
         let iec = |b: ByteSize| b.display().iec().to_string();
         let cgroup_count = |count: CgroupCount| {
@@ -249,7 +279,8 @@ impl WorkloadConfig {
             }
             Ok(n)
         };
-        Ok(match self {
+        let ready = |w| Ok(Planned::Ready(Prepared(w)));
+        match self {
             WorkloadConfig::ZswapPageout {
                 workers,
                 mib_per_worker,
@@ -268,12 +299,13 @@ impl WorkloadConfig {
                         ),
                     });
                 }
-                let total = mib_per_worker.saturating_mul(u64::from(workers));
+                let mib = mib_per_worker.as_u64() >> 20;
+                let total = mib.saturating_mul(u64::from(workers));
                 // Leave room for the kernel and the initramfs.
-                if mib_per_worker == 0 || total.saturating_mul(2 << 20) > memory.as_u64() {
+                if mib == 0 || total.saturating_mul(2 << 20) > memory.as_u64() {
                     return Err(WorkloadError {
                         param: "mib_per_worker",
-                        value: mib_per_worker.to_string(),
+                        value: mib.to_string(),
                         problem: format!(
                             "must be at least 1, and {workers} worker(s) of it at most half of vm.memory ({})",
                             iec(memory)
@@ -287,15 +319,15 @@ impl WorkloadConfig {
                         problem: "is a share of each page, from 0 to 100".into(),
                     });
                 }
-                Workload::ZswapPageout {
+                ready(Workload::ZswapPageout {
                     workers,
-                    mib_per_worker,
+                    mib_per_worker: mib,
                     random_percent,
-                    zswap_max,
-                    memory_max,
-                    swap_max,
+                    zswap_max: wire_limit(zswap_max),
+                    memory_max: wire_limit(memory_max),
+                    swap_max: wire_limit(swap_max),
                     count_flushes,
-                }
+                })
             }
             WorkloadConfig::RstatFlush {
                 cgroups,
@@ -323,12 +355,12 @@ impl WorkloadConfig {
                         problem: "must be at least 1".into(),
                     });
                 }
-                Workload::RstatFlush {
+                ready(Workload::RstatFlush {
                     cgroups,
                     dirty_kib: dirty_size.as_u64().div_ceil(1024),
                     dirty_pause,
                     reads,
-                }
+                })
             }
             WorkloadConfig::ReclaimRefault {
                 cgroups,
@@ -357,11 +389,11 @@ impl WorkloadConfig {
                         ),
                     });
                 }
-                Workload::ReclaimRefault {
+                ready(Workload::ReclaimRefault {
                     cgroups,
                     file_mib: file_size.as_u64() / mib,
                     swap,
-                }
+                })
             }
             WorkloadConfig::KernelBuild {
                 config,
@@ -371,13 +403,6 @@ impl WorkloadConfig {
                 memory_max,
                 zswap_max,
             } => {
-                if !BUILD_CONFIGS.contains(&config.as_str()) {
-                    return Err(WorkloadError {
-                        param: "config",
-                        value: config,
-                        problem: format!("must be one of {}", BUILD_CONFIGS.join(", ")),
-                    });
-                }
                 check_targets(&targets)?;
                 let jobs = jobs.unwrap_or(online);
                 if jobs == 0 || jobs > online.saturating_mul(4) {
@@ -390,12 +415,12 @@ impl WorkloadConfig {
                         ),
                     });
                 }
-                match memory_max {
-                    Limit::Bytes(b) if b >= 16 << 20 && b <= memory.as_u64() => {}
+                match memory_max.bytes() {
+                    Some(b) if b >= 16 << 20 && b <= memory.as_u64() => {}
                     _ => {
                         return Err(WorkloadError {
                             param: "memory_max",
-                            value: memory_max.cgroup_value(),
+                            value: memory_max.to_string(),
                             problem: format!(
                                 "must be a size between 16 MiB and vm.memory ({}): the build's cgroup limit, below its peak",
                                 iec(memory)
@@ -403,20 +428,204 @@ impl WorkloadConfig {
                         });
                     }
                 }
-                Workload::KernelBuild {
+                Ok(Planned::KernelBuild(KernelBuildPlan {
                     config,
                     driver,
-                    // Filled in by crate::kbuild::prepare before the first boot.
-                    src: String::new(),
-                    build: String::new(),
                     targets,
                     jobs,
                     memory_max,
                     zswap_max,
-                }
+                }))
             }
-            WorkloadConfig::GuestFault { fault } => Workload::GuestFault { fault },
+            WorkloadConfig::GuestFault { fault } => ready(Workload::GuestFault { fault }),
+        }
+    }
+}
+
+/// A validated workload. Every kind is ready to run as it is, except a
+/// kernel build, whose tree the host must prepare first
+/// ([`KernelBuildPlan::prepared`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Planned {
+    Ready(Prepared),
+    KernelBuild(KernelBuildPlan),
+}
+
+impl Planned {
+    /// The kind, as campaign files and specs name it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Planned::Ready(p) => p.kind(),
+            Planned::KernelBuild(_) => "kernel-build",
+        }
+    }
+
+    /// Whether the workload runs host programs (host-root mode).
+    pub fn needs_host_root(&self) -> bool {
+        match self {
+            Planned::Ready(p) => p.wire().needs_host_root(),
+            Planned::KernelBuild(_) => true,
+        }
+    }
+
+    /// The swap device it needs (set up once per boot).
+    pub fn swap_backend(&self) -> SwapBackend {
+        match self {
+            Planned::Ready(p) => p.wire().swap_backend(),
+            Planned::KernelBuild(_) => SwapBackend::Disk,
+        }
+    }
+
+    /// The kernel functions the profiler counts for it (set up once per
+    /// boot); empty when none.
+    pub fn profile_candidates(&self) -> &'static [&'static str] {
+        match self {
+            Planned::Ready(p) => p.wire().profile_candidates(),
+            Planned::KernelBuild(_) => &[],
+        }
+    }
+}
+
+/// A kernel build before its tree is prepared: everything but where the
+/// tree is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelBuildPlan {
+    pub config: BuildConfig,
+    pub driver: BuildDriver,
+    pub targets: Vec<String>,
+    pub jobs: u32,
+    pub memory_max: Limit,
+    pub zswap_max: Limit,
+}
+
+impl KernelBuildPlan {
+    /// The workload once the host prepared its source tree `src` and its
+    /// configured build directory `build` (see `crate::kbuild`).
+    pub fn prepared(&self, src: &Path, build: &Path) -> Prepared {
+        Prepared(Workload::KernelBuild {
+            config: self.config.make_target().into(),
+            driver: self.driver,
+            src: src.display().to_string(),
+            build: build.display().to_string(),
+            targets: self.targets.clone(),
+            jobs: self.jobs,
+            memory_max: wire_limit(self.memory_max),
+            zswap_max: wire_limit(self.zswap_max),
         })
+    }
+}
+
+/// A workload ready to run: the guest agent's [`Workload`], complete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared(Workload);
+
+impl Prepared {
+    /// A workload given directly in the guest protocol's terms
+    /// (`patchbench boot -- CMD`).
+    pub fn exec(argv: Vec<String>) -> Prepared {
+        Prepared(Workload::Exec { argv })
+    }
+
+    pub fn wire(&self) -> &Workload {
+        &self.0
+    }
+
+    /// The kind, as campaign files and specs name it.
+    pub fn kind(&self) -> &'static str {
+        match &self.0 {
+            Workload::ZswapPageout { .. } => "zswap-pageout",
+            Workload::RstatFlush { .. } => "rstat-flush",
+            Workload::ReclaimRefault { .. } => "reclaim-refault",
+            Workload::KernelBuild { .. } => "kernel-build",
+            Workload::GuestFault { .. } => "guest-fault",
+            Workload::Exec { .. } => "exec",
+        }
+    }
+
+    /// Every parameter as people write it, for the results document.
+    pub fn params(&self) -> BTreeMap<String, String> {
+        let limit = |l: &patchbench_agent::Limit| match l {
+            patchbench_agent::Limit::Bytes(b) => size_text(ByteSize::b(*b)),
+            patchbench_agent::Limit::Max => "max".into(),
+        };
+        let pairs: Vec<(&str, String)> = match &self.0 {
+            Workload::ZswapPageout {
+                workers,
+                mib_per_worker,
+                random_percent,
+                zswap_max,
+                memory_max,
+                swap_max,
+                count_flushes,
+            } => vec![
+                ("workers", workers.to_string()),
+                ("mib_per_worker", mib_per_worker.to_string()),
+                ("random_percent", random_percent.to_string()),
+                ("zswap_max", limit(zswap_max)),
+                ("memory_max", limit(memory_max)),
+                ("swap_max", limit(swap_max)),
+                ("count_flushes", count_flushes.to_string()),
+            ],
+            Workload::RstatFlush {
+                cgroups,
+                dirty_kib,
+                dirty_pause,
+                reads,
+            } => vec![
+                ("cgroups", cgroups.to_string()),
+                ("dirty_size", size_text(ByteSize::kib(*dirty_kib))),
+                (
+                    "dirty_pause",
+                    humantime::format_duration(*dirty_pause).to_string(),
+                ),
+                ("reads", reads.to_string()),
+            ],
+            Workload::ReclaimRefault {
+                cgroups,
+                file_mib,
+                swap,
+            } => vec![
+                ("cgroups", cgroups.to_string()),
+                ("file_size", size_text(ByteSize::mib(*file_mib))),
+                (
+                    "swap",
+                    match swap {
+                        SwapBackend::Disk => "disk",
+                        SwapBackend::Zram => "zram",
+                    }
+                    .into(),
+                ),
+            ],
+            Workload::KernelBuild {
+                config,
+                driver,
+                src,
+                build,
+                targets,
+                jobs,
+                memory_max,
+                zswap_max,
+            } => vec![
+                ("config", config.clone()),
+                (
+                    "driver",
+                    match driver {
+                        BuildDriver::Kbuild => "kbuild",
+                        BuildDriver::Recorded => "recorded",
+                    }
+                    .into(),
+                ),
+                ("src", src.clone()),
+                ("build", build.clone()),
+                ("targets", targets.join(" ")),
+                ("jobs", jobs.to_string()),
+                ("memory_max", limit(memory_max)),
+                ("zswap_max", limit(zswap_max)),
+            ],
+            Workload::GuestFault { fault } => vec![("fault", format!("{fault:?}"))],
+            Workload::Exec { argv } => vec![("argv", argv.join(" "))],
+        };
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 }
 
@@ -471,7 +680,7 @@ pub struct ParamSpec {
 pub struct MetricSpec {
     pub name: String,
     pub unit: Unit,
-    pub better: Better,
+    pub better: Direction,
     /// Values within ±this (in the metric's unit) are negligible: when every
     /// A and B sample is, the verdict is "no clear difference" (rule 3 of
     /// docs/statistics.md). Absent: no such level.
@@ -480,36 +689,15 @@ pub struct MetricSpec {
     pub description: String,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Unit {
-    Ns,
-    Pages,
-    Count,
-    /// Events per second (a rate).
-    #[serde(rename = "per-second")]
-    PerSecond,
-    /// Bytes, shown in MiB.
-    Bytes,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Better {
-    Lower,
-    Higher,
-    /// A counter that explains a result rather than being one.
-    None,
-}
-
-/// The spec of a workload of the agent protocol.
-pub fn spec_for(workload: &Workload) -> Option<WorkloadSpec> {
-    let text = match workload {
-        Workload::ZswapPageout { .. } => ZSWAP_PAGEOUT,
-        Workload::RstatFlush { .. } => RSTAT_FLUSH,
-        Workload::ReclaimRefault { .. } => RECLAIM_REFAULT,
-        Workload::KernelBuild { .. } => KERNEL_BUILD,
-        Workload::GuestFault { .. } | Workload::Exec { .. } => return None,
+/// The spec of a workload kind (`zswap-pageout`...); `None` for a kind
+/// that measures nothing.
+pub fn spec_for_kind(kind: &str) -> Option<WorkloadSpec> {
+    let text = match kind {
+        "zswap-pageout" => ZSWAP_PAGEOUT,
+        "rstat-flush" => RSTAT_FLUSH,
+        "reclaim-refault" => RECLAIM_REFAULT,
+        "kernel-build" => KERNEL_BUILD,
+        _ => return None,
     };
     Some(yaml_serde::from_str(text).expect("workloads/*.yaml are valid (tested)"))
 }

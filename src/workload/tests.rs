@@ -1,7 +1,8 @@
 //! Tests of the workload parameters and specs.
 
 use super::*;
-use crate::config::{Campaign, DEFAULT_CAMPAIGN};
+use crate::config::{Campaign, DEFAULT_CAMPAIGN, Overrides, default_campaign_dir};
+use crate::model::CpuShape;
 use std::path::Path;
 
 fn names(spec: &WorkloadSpec) -> Vec<&str> {
@@ -84,7 +85,7 @@ fn spec_for_covers_every_measuring_workload() {
         "kind: kernel-build",
     ] {
         let workload = parse(text).unwrap().into_workload(&vm).unwrap();
-        let spec = spec_for(&workload).unwrap();
+        let spec = spec_for_kind(workload.kind()).unwrap();
         assert_eq!(
             Some(spec.name.as_str()),
             text.strip_prefix("kind: ")
@@ -92,7 +93,7 @@ fn spec_for_covers_every_measuring_workload() {
         );
     }
     let fault = parse("kind: guest-fault\nfault: hang").unwrap();
-    assert!(spec_for(&fault.into_workload(&vm).unwrap()).is_none());
+    assert!(spec_for_kind(fault.into_workload(&vm).unwrap().kind()).is_none());
 }
 
 /// The workload section of the smoke campaign replaced by `workload`,
@@ -107,6 +108,13 @@ fn campaign_error(workload: &str) -> String {
         &DEFAULT_CAMPAIGN[end..]
     );
     Campaign::parse(&text, Path::new("x.yaml"))
+        .and_then(|c| {
+            c.into_plan(
+                Path::new("x.yaml"),
+                &default_campaign_dir(),
+                Overrides::default(),
+            )
+        })
         .unwrap_err()
         .to_string()
 }
@@ -115,11 +123,11 @@ fn parse(text: &str) -> Result<WorkloadConfig, String> {
     yaml_serde::from_str(text).map_err(|e| e.to_string())
 }
 
-fn vm(memory: &str, online: u32) -> VmConfig {
-    yaml_serde::from_str(&format!(
-        "memory: {memory}\ncpus: {{possible: {online}, online: {online}}}\nboot_timeout: 1m\nrun_timeout: 1m\nswap_size: 1 GiB"
-    ))
-    .unwrap()
+fn vm(memory: &str, online: u32) -> GuestShape {
+    GuestShape {
+        memory: memory.parse().unwrap(),
+        cpus: CpuShape::new(online, online).unwrap(),
+    }
 }
 
 #[test]
@@ -166,7 +174,7 @@ fn a_wrong_unit_is_named() {
     ] {
         let err = campaign_error(workload);
         assert!(
-            err.contains(&format!("workload.{param}")),
+            err.contains(&format!("workload: workload.{param}:")),
             "{workload}: {err}"
         );
     }
@@ -217,7 +225,7 @@ fn defaults_scale_with_the_online_cpus() {
         .unwrap()
         .into_workload(&vm("4 GiB", 4));
     assert_eq!(
-        workload,
+        workload.map(|w| wire(&w)),
         Ok(Workload::ReclaimRefault {
             cgroups: 8,
             file_mib: 50,
@@ -228,7 +236,7 @@ fn defaults_scale_with_the_online_cpus() {
         .unwrap()
         .into_workload(&vm("1 GiB", 2));
     assert_eq!(
-        workload,
+        workload.map(|w| wire(&w)),
         Ok(Workload::RstatFlush {
             cgroups: 3,
             dirty_kib: 256,
@@ -248,6 +256,7 @@ fn zswap_pageout_counts_flushes_unless_told_not_to() {
     ))
     .unwrap()
     .into_workload(&vm)
+    .map(|w| wire(&w))
     .unwrap()
     {
         Workload::ZswapPageout { count_flushes, .. } => count_flushes,
@@ -261,11 +270,6 @@ fn zswap_pageout_counts_flushes_unless_told_not_to() {
 fn kernel_build_parameters_are_checked_before_boot() {
     let vm = vm("1 GiB", 2);
     for (workload, param) in [
-        (
-            "kind: kernel-build
-config: allyesconfig",
-            "config",
-        ),
         (
             "kind: kernel-build
 targets: []",
@@ -323,6 +327,11 @@ driver: ninja",
         ),
         (
             "kind: kernel-build
+config: allyesconfig",
+            "config",
+        ),
+        (
+            "kind: kernel-build
 memory_max: lots",
             "memory_max",
         ),
@@ -343,18 +352,47 @@ fn kernel_build_defaults_build_vmlinux_with_kbuild() {
         .unwrap()
         .into_workload(&vm("1 GiB", 2))
         .unwrap();
+    assert!(workload.needs_host_root());
+    let Planned::KernelBuild(plan) = &workload else {
+        panic!("{workload:?}")
+    };
     assert_eq!(
-        workload,
+        plan.prepared(Path::new("/src"), Path::new("/build"))
+            .wire()
+            .clone(),
         Workload::KernelBuild {
             config: "defconfig".into(),
             driver: BuildDriver::Kbuild,
-            src: String::new(),
-            build: String::new(),
+            src: "/src".into(),
+            build: "/build".into(),
             targets: vec!["vmlinux".into()],
             jobs: 2,
-            memory_max: Limit::Bytes(256 << 20),
-            zswap_max: Limit::Max,
+            memory_max: patchbench_agent::Limit::Bytes(256 << 20),
+            zswap_max: patchbench_agent::Limit::Max,
         }
     );
-    assert!(workload.needs_host_root());
+}
+
+/// The guest protocol's workload of a ready one.
+fn wire(planned: &Planned) -> Workload {
+    match planned {
+        Planned::Ready(p) => p.wire().clone(),
+        Planned::KernelBuild(plan) => panic!("not prepared: {plan:?}"),
+    }
+}
+
+#[test]
+fn a_prepared_workload_lists_its_parameters_as_people_write_them() {
+    let workload = parse("kind: rstat-flush\ncgroups: 3\ndirty_pause: 1ms")
+        .unwrap()
+        .into_workload(&vm("1 GiB", 2))
+        .unwrap();
+    let Planned::Ready(prepared) = workload else {
+        panic!()
+    };
+    let params = prepared.params();
+    assert_eq!(params["cgroups"], "3");
+    assert_eq!(params["dirty_size"], "256 KiB");
+    assert_eq!(params["dirty_pause"], "1ms");
+    assert_eq!(prepared.kind(), "rstat-flush");
 }

@@ -1,0 +1,144 @@
+//! The flags `run`, `build`, `boot` and `plan` share, and turning them
+//! into a validated plan.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+
+use crate::config::{self, AccelChoice, Campaign, Overrides, TreeSource};
+
+/// Where the kernels come from: shared by `run` and `build`.
+#[derive(clap::Args)]
+pub struct CampaignArgs {
+    /// The campaign file (YAML). Without one, the built-in smoke campaign runs.
+    pub campaign: Option<PathBuf>,
+    #[command(flatten)]
+    pub sources: SourceArgs,
+    /// Imported trees and kernel build directories, kept between runs
+    /// [default: $XDG_CACHE_HOME/patchbench or ~/.cache/patchbench].
+    #[arg(long, value_name = "DIR", env = "PATCHBENCH_CACHE")]
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// The tree and series flags that override a campaign's (`run`, `build`,
+/// `plan`).
+#[derive(clap::Args, Clone, Default)]
+pub struct SourceArgs {
+    /// The base kernel tree: a source tarball (.tar.xz/.tar.gz), a local git
+    /// repository, or a git URL (fetched shallow). Overrides the campaign's `tree`.
+    #[arg(long, value_name = "PATH|URL")]
+    pub tree: Option<PathBuf>,
+    /// With --tree pointing at a git repository: the base commit or ref
+    /// (default: its HEAD).
+    #[arg(long, value_name = "REV", requires = "tree")]
+    pub rev: Option<String>,
+    /// The patch series for variant B: a directory of `git format-patch`
+    /// files (ordered by its `series` file if it has one), an mbox, one patch
+    /// file, `lore:<message-id>`, or `none` (an A/A self-check: B is the
+    /// base). Overrides the campaign's `series`.
+    #[arg(long, value_name = "PATH|lore:ID")]
+    pub series: Option<String>,
+    /// The public-inbox archive for `lore:` series.
+    #[arg(long, value_name = "URL", env = "PATCHBENCH_LORE_URL")]
+    pub lore_url: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum AccelArg {
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+impl From<AccelArg> for AccelChoice {
+    fn from(a: AccelArg) -> Self {
+        match a {
+            AccelArg::Auto => AccelChoice::Auto,
+            AccelArg::Kvm => AccelChoice::Kvm,
+            AccelArg::Tcg => AccelChoice::Tcg,
+        }
+    }
+}
+
+/// `$XDG_CACHE_HOME/patchbench`, else `~/.cache/patchbench`.
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("patchbench");
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".cache/patchbench"),
+        None => PathBuf::from(".patchbench-cache"),
+    }
+}
+
+pub fn tree_override(path: PathBuf, rev: Option<String>) -> TreeSource {
+    let text = path.to_string_lossy();
+    if ["https://", "http://", "git://", "ssh://"]
+        .iter()
+        .any(|p| text.starts_with(p))
+    {
+        return TreeSource::Url {
+            url: text.into_owned(),
+            rev,
+        };
+    }
+    if path.is_dir() {
+        TreeSource::Git { path, rev }
+    } else {
+        TreeSource::Tarball(path)
+    }
+}
+
+/// Load the campaign (or the built-in one) and apply the flags to it.
+pub fn load_plan(args: &CampaignArgs, accel: Option<AccelChoice>) -> anyhow::Result<config::Plan> {
+    let s = &args.sources;
+    let overrides = Overrides {
+        tree: s.tree.clone().map(|t| tree_override(t, s.rev.clone())),
+        series: s.series.clone(),
+        accel,
+        lore_url: s.lore_url.clone(),
+    };
+    load_plan_with(args.campaign.as_deref(), overrides)
+}
+
+/// Load a campaign file (or the built-in one) with only `accel` overridden.
+pub fn load_plan_file(
+    campaign: Option<&std::path::Path>,
+    accel: Option<AccelChoice>,
+) -> anyhow::Result<config::Plan> {
+    let overrides = Overrides {
+        accel,
+        ..Overrides::default()
+    };
+    load_plan_with(campaign, overrides)
+}
+
+fn load_plan_with(
+    campaign: Option<&std::path::Path>,
+    overrides: Overrides,
+) -> anyhow::Result<config::Plan> {
+    let (campaign, origin, base_dir) = match campaign {
+        Some(path) => {
+            let campaign = Campaign::load(path)?;
+            let base = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."))
+                .to_owned();
+            (campaign, path.to_owned(), base)
+        }
+        None => {
+            let origin = PathBuf::from("(built-in smoke campaign)");
+            (
+                Campaign::parse(config::DEFAULT_CAMPAIGN, &origin)?,
+                origin,
+                config::default_campaign_dir(),
+            )
+        }
+    };
+    Ok(campaign.into_plan(&origin, &base_dir, overrides)?)
+}
+
+pub fn cache_dir(args: &CampaignArgs) -> PathBuf {
+    args.cache_dir.clone().unwrap_or_else(default_cache_dir)
+}

@@ -1,0 +1,47 @@
+//! What a metric measures and which way is better, as the workload specs
+//! (`workloads/*.yaml`) declare it and every report reads it.
+
+use serde::Deserialize;
+
+/// A metric's unit. Times are nanoseconds, shown in milliseconds.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    Ns,
+    Pages,
+    Count,
+    /// Events per second (a rate).
+    #[serde(rename = "per-second")]
+    PerSecond,
+    /// Bytes, shown in MiB.
+    Bytes,
+}
+
+impl Unit {
+    /// The unit as a table shows it (after [`Unit`]'s conversions).
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::Ns => "ms",
+            Unit::Pages => "pages",
+            Unit::Count => "count",
+            Unit::PerSecond => "per s",
+            Unit::Bytes => "MiB",
+        }
+    }
+}
+
+/// Which way a metric is better. Specs write it `better: lower`, `higher`
+/// or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Direction {
+    /// Times and costs.
+    #[serde(rename = "lower")]
+    LowerIsBetter,
+    /// Rates and throughputs.
+    #[serde(rename = "higher")]
+    HigherIsBetter,
+    /// A counter that explains a result rather than being one: it can be
+    /// [`crate::model::Verdict::Changed`], never better or worse.
+    #[serde(rename = "none")]
+    Neither,
+}

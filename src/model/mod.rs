@@ -1,0 +1,18 @@
+//! The vocabulary every stage speaks: variant names, boot orders, CPU
+//! shapes, cgroup limits, metric units and directions, and the one verdict
+//! enum. These modules import nothing of the crate (a test checks it), so
+//! every other module can depend on them without a cycle: config, controls,
+//! workload, stats, results, report and html all sit above this layer.
+
+pub mod draw;
+pub mod guest;
+pub mod metric;
+pub mod order;
+pub mod variant;
+pub mod verdict;
+
+pub use guest::{CpuShape, GuestShape, Limit};
+pub use metric::{Direction, Unit};
+pub use order::BootOrder;
+pub use variant::{NameError, VariantName, boot_label, valid_name};
+pub use verdict::Verdict;

@@ -1,0 +1,130 @@
+//! The document itself: [`Results`], its parts (in [`super::record`] and
+//! [`super::comparison`]), and what can be asked of it. Reading it from
+//! disk, in any schema, is the parent module's.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::comparison::ComparisonRecord;
+use super::record::*;
+
+/// 3: types of the format's own; `variants` (name, description, kernel)
+/// replace `kernels`; `workload` is `{kind, params}`; samples lose
+/// `warmup` (the list says it); comparisons are flat records naming the
+/// baseline and the variant. Schemas 1 and 2 still load.
+pub const SCHEMA_VERSION: u32 = 3;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Results {
+    pub schema_version: u32,
+    pub patchbench_version: String,
+    pub campaign: String,
+    /// The campaign file, absent for the built-in default.
+    pub campaign_file: Option<PathBuf>,
+    pub started_at: jiff::Timestamp,
+    pub host: Host,
+    pub tree: TreeInfo,
+    pub series: SeriesInfo,
+    /// Every variant, the baseline first.
+    pub variants: Vec<VariantRecord>,
+    pub workload: WorkloadRecord,
+    /// Control conditions, run in every boot after the main workload; their
+    /// samples carry their name as `condition`. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controls: Vec<ControlRecord>,
+    pub protocol: Protocol,
+    pub boots: Vec<Boot>,
+    /// Wall time of every stage, in the order they ran.
+    pub timings: Vec<Timing>,
+    /// Every metric's comparison, written when the last boot is done; empty
+    /// until then. Reports recompute them from the samples, so this is a
+    /// record, not an input.
+    #[serde(default)]
+    pub comparisons: Vec<ComparisonRecord>,
+}
+
+impl Results {
+    /// The baseline's name (the first variant).
+    pub fn baseline(&self) -> &str {
+        self.variants.first().map_or("A", |v| v.name.as_str())
+    }
+
+    /// The variants compared with the baseline, in order.
+    pub fn candidates(&self) -> &[VariantRecord] {
+        self.variants.get(1..).unwrap_or_default()
+    }
+
+    /// Whether `earlier` is a previous, interrupted run of the same
+    /// campaign on the same kernels, whose complete boots can be kept.
+    pub fn can_resume_from(&self, earlier: &Results) -> bool {
+        let kernels = |r: &Results| {
+            r.variants
+                .iter()
+                .map(|v| (v.name.clone(), v.kernel.bzimage_sha256.clone()))
+                .collect::<Vec<_>>()
+        };
+        earlier.schema_version == self.schema_version
+            && earlier.campaign == self.campaign
+            && earlier.protocol == self.protocol
+            && earlier.workload == self.workload
+            && earlier.controls == self.controls
+            && earlier.host.accel == self.host.accel
+            && earlier.host.icount == self.host.icount
+            && kernels(earlier) == kernels(self)
+    }
+
+    /// The boots of `earlier` to keep: the complete ones from the start of
+    /// the boot order (a boot after an incomplete one runs again, so the
+    /// order stays the protocol's).
+    pub fn completed_prefix(earlier: &Results) -> Vec<Boot> {
+        earlier
+            .boots
+            .iter()
+            .take_while(|b| b.complete)
+            .cloned()
+            .collect()
+    }
+
+    /// Write the document atomically.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let mut text = serde_json::to_string_pretty(self).expect("results serialize");
+        text.push('\n');
+        crate::fsutil::write_atomic(path, text.as_bytes())
+    }
+
+    /// The measured samples of one condition (`None`: the main workload,
+    /// else a control's name) in every complete boot of a variant, by boot.
+    pub fn samples_by_boot(
+        &self,
+        variant: &str,
+        condition: Option<&str>,
+    ) -> Vec<(&Boot, Vec<&SampleRecord>)> {
+        self.boots
+            .iter()
+            .filter(|b| b.variant == variant && b.complete)
+            .map(|b| (b, b.samples_of(condition)))
+            .collect()
+    }
+
+    /// Every condition: the main workload (`None`), then each control.
+    pub fn conditions(&self) -> Vec<Option<&ControlRecord>> {
+        std::iter::once(None)
+            .chain(self.controls.iter().map(Some))
+            .collect()
+    }
+}
+
+/// The host's CPU model from /proc/cpuinfo.
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}

@@ -1,0 +1,314 @@
+//! The records `results.json` is made of, other than the comparisons: the
+//! host, the tree and series, the variants and their kernels, the
+//! workload, the protocol, and every boot with its facts and samples.
+//! Each is a type of the published format's own (documented in
+//! docs/results-schema.md), converted from the build's, the guest
+//! protocol's and the workload's types here, at the edge.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::build::KernelArtifact;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    pub cpu_model: String,
+    pub cores: usize,
+    pub accel: Accel,
+    /// Why this accelerator: "KVM is usable", or why it fell back to TCG.
+    pub accel_reason: String,
+    /// TCG ran with `-icount` (a deterministic guest clock).
+    #[serde(default)]
+    pub icount: bool,
+}
+
+/// The accelerator every boot used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    Kvm,
+    Tcg,
+}
+
+impl std::fmt::Display for Accel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        })
+    }
+}
+
+impl From<crate::vm::accel::Accel> for Accel {
+    fn from(a: crate::vm::accel::Accel) -> Self {
+        match a {
+            crate::vm::accel::Accel::Kvm => Accel::Kvm,
+            crate::vm::accel::Accel::Tcg => Accel::Tcg,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TreeInfo {
+    pub origin: String,
+    pub base_commit: String,
+    /// How the base was chosen: the campaign's ref, the series'
+    /// `base-commit:` trailer, or the tree's HEAD (and why).
+    pub base_choice: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeriesInfo {
+    /// A path or `lore:<message-id>`.
+    pub source: String,
+    pub sha256: String,
+    pub patches: Vec<PatchInfo>,
+    /// The commit with the whole series applied.
+    pub head_commit: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatchInfo {
+    pub subject: String,
+    pub author: String,
+    /// The patch's file, or its place in an mbox or a lore thread.
+    pub origin: String,
+    pub message_id: Option<String>,
+    /// The commit this patch became.
+    pub commit: String,
+    /// `exact`, `3-way merge ...`, or `fuzzy (...)` with offsets and fuzz.
+    pub applied: String,
+    /// Context lines were ignored to apply it: the report warns.
+    pub fuzz: bool,
+}
+
+/// A variant: a name, what it is, and the kernel it boots. The first
+/// variant of a document is the baseline the others are compared with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantRecord {
+    /// `A`, `B`, or the campaign's name for it.
+    pub name: String,
+    /// What it is, for people: "the base", "the base + 1 patch".
+    pub description: String,
+    pub kernel: KernelRecord,
+}
+
+/// How a variant's kernel was built (the build cache's manifest, as the
+/// results file publishes it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelRecord {
+    pub commit: String,
+    /// The build's cache entry.
+    pub build_dir: PathBuf,
+    pub bzimage: PathBuf,
+    pub bzimage_sha256: String,
+    pub config_sha256: String,
+    pub compiler: String,
+    /// The build cache key.
+    pub key: String,
+    /// The hash of the series applied on the base (absent for the base).
+    pub series_sha256: Option<String>,
+    /// Seconds spent in `make` (0 for a reused build).
+    pub build_seconds: f64,
+    /// Started from another build's objects rather than from nothing.
+    pub incremental: bool,
+    /// The cache key of the build it started from.
+    pub started_from: Option<String>,
+    /// Reused as it was, with no `make` run.
+    pub reused: bool,
+    /// Object files written by this build.
+    pub objects_rebuilt: usize,
+    /// For an incremental build, every object written and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rebuilt: Vec<RebuiltRecord>,
+}
+
+/// One object an incremental build wrote, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RebuiltRecord {
+    pub object: String,
+    /// `series`, `link` or `unexpected`.
+    pub reason: String,
+}
+
+impl From<&KernelArtifact> for KernelRecord {
+    fn from(k: &KernelArtifact) -> Self {
+        use crate::build::objects::Reason;
+        KernelRecord {
+            commit: k.commit.clone(),
+            build_dir: k.build_dir.clone(),
+            bzimage: k.bzimage.clone(),
+            bzimage_sha256: k.bzimage_sha256.clone(),
+            config_sha256: k.config_sha256.clone(),
+            compiler: k.compiler.clone(),
+            key: k.key.clone(),
+            series_sha256: k.series_sha256.clone(),
+            build_seconds: k.build_seconds,
+            incremental: k.incremental,
+            started_from: k.started_from.clone(),
+            reused: k.reused,
+            objects_rebuilt: k.objects_rebuilt,
+            rebuilt: k
+                .rebuilt
+                .iter()
+                .map(|r| RebuiltRecord {
+                    object: r.object.clone(),
+                    reason: match r.reason {
+                        Reason::Series => "series",
+                        Reason::Link => "link",
+                        Reason::Unexpected => "unexpected",
+                    }
+                    .into(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A workload as it ran: its kind and every parameter, as text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadRecord {
+    /// `zswap-pageout`, `rstat-flush`, `reclaim-refault`, `kernel-build`...
+    pub kind: String,
+    /// Parameter → value, as people write them (`64 MiB`, `max`, `1ms`).
+    pub params: BTreeMap<String, String>,
+}
+
+/// A control condition: its name, its overrides as the campaign wrote
+/// them, and the workload it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlRecord {
+    pub name: String,
+    /// Parameter → value as the campaign wrote it.
+    pub set: BTreeMap<String, String>,
+    pub workload: WorkloadRecord,
+}
+
+impl ControlRecord {
+    /// `zswap_max: max, workers: 2`: what the control changes.
+    pub fn describe_set(&self) -> String {
+        self.set
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Protocol {
+    /// The variant of each boot, in boot order.
+    pub boots: Vec<String>,
+    /// The seed that shuffled `boots` (order `random`), else absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
+    pub warmups: u32,
+    pub samples: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Boot {
+    /// Position in the boot order, from 0.
+    pub index: usize,
+    /// `A`, `B`, `A'`...
+    pub label: String,
+    /// The variant's name.
+    pub variant: String,
+    pub initramfs_sha256: String,
+    pub console_log: PathBuf,
+    pub facts: Option<Facts>,
+    /// Warm-up samples, kept for inspection; statistics ignore them.
+    pub warmups: Vec<SampleRecord>,
+    pub samples: Vec<SampleRecord>,
+    /// Seconds from QEMU's start to the agent's hello.
+    pub hello_seconds: Option<f64>,
+    /// Seconds from QEMU's start to its exit.
+    pub total_seconds: Option<f64>,
+    pub complete: bool,
+}
+
+impl Boot {
+    /// The measured samples of one condition (`None`: the main workload).
+    pub fn samples_of(&self, condition: Option<&str>) -> Vec<&SampleRecord> {
+        self.samples
+            .iter()
+            .filter(|s| s.condition.as_deref() == condition)
+            .collect()
+    }
+}
+
+/// What the guest looked like, read back after its setup.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Facts {
+    pub kernel_release: String,
+    pub kernel_version: String,
+    pub possible_cpus: String,
+    pub online_cpus: String,
+    pub mem_total_kib: u64,
+    pub zswap: BTreeMap<String, String>,
+    pub thp: String,
+    pub swaps: Vec<String>,
+    /// The kernel function the function profiler counted, if any.
+    #[serde(default)]
+    pub profiled_symbol: Option<String>,
+}
+
+impl From<&patchbench_agent::GuestFacts> for Facts {
+    fn from(f: &patchbench_agent::GuestFacts) -> Self {
+        Facts {
+            kernel_release: f.kernel_release.clone(),
+            kernel_version: f.kernel_version.clone(),
+            possible_cpus: f.possible_cpus.clone(),
+            online_cpus: f.online_cpus.clone(),
+            mem_total_kib: f.mem_total_kib,
+            zswap: f.zswap.clone(),
+            thp: f.thp.clone(),
+            swaps: f.swaps.clone(),
+            profiled_symbol: f.profiled_symbol.clone(),
+        }
+    }
+}
+
+/// One sample: its place in its condition and its metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SampleRecord {
+    /// 0-based within its condition, warm-ups first.
+    pub index: u32,
+    /// The control's name; absent for the main workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    /// Metric name → value (nanoseconds for times; see the spec).
+    pub metrics: BTreeMap<String, u64>,
+}
+
+impl From<&patchbench_agent::Sample> for SampleRecord {
+    fn from(s: &patchbench_agent::Sample) -> Self {
+        SampleRecord {
+            index: s.index,
+            condition: s.condition.clone(),
+            metrics: s.metrics.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    pub stage: String,
+    pub seconds: f64,
+}

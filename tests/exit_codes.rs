@@ -1,0 +1,157 @@
+//! Every exit code of `patchbench`, through the real binary: what a CI job
+//! branches on. 0 and 1 come from `compare` on stored results, 2 from bad
+//! usage, 3 from a missing piece of the host, 4 from a series that does not
+//! apply. 5 (a guest failure) needs a booted kernel: tests/e2e.rs pins it
+//! with a panicking guest, a hang and a failing workload.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use patchbench::exit;
+use patchbench::results::Results;
+
+fn patchbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(args)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap()
+}
+
+fn code(output: &Output) -> Option<i32> {
+    output.status.code()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-results.json")
+}
+
+#[test]
+fn a_run_without_a_regression_exits_0() {
+    let output = patchbench(&["compare", fixture().to_str().unwrap()]);
+    assert_eq!(code(&output), Some(exit::OK), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("pageout_cpu_ns"));
+}
+
+#[test]
+fn a_regressed_metric_exits_1_and_is_named_once() {
+    let mut results = Results::load(&fixture()).unwrap();
+    // B's PAGEOUT three times as slow, with a little spread.
+    for boot in results.boots.iter_mut().filter(|b| b.variant == "B") {
+        for s in &mut boot.samples {
+            let v = s.metrics.get_mut("pageout_cpu_ns").unwrap();
+            *v = *v * 3 + u64::from(s.index) * 1000;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.json");
+    results.save(&path).unwrap();
+    let output = patchbench(&["compare", path.to_str().unwrap()]);
+    let err = stderr(&output);
+    assert_eq!(code(&output), Some(exit::REGRESSION), "{err}");
+    assert!(
+        err.contains("the patch regressed: pageout_cpu_ns in"),
+        "{err}"
+    );
+    assert_eq!(err.matches("regressed").count(), 1, "{err}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("regression"));
+}
+
+#[test]
+fn bad_usage_exits_2_and_names_the_culprit() {
+    let output = patchbench(&["run", "--no-such-flag"]);
+    assert_eq!(code(&output), Some(exit::USAGE), "{}", stderr(&output));
+    let dir = tempfile::tempdir().unwrap();
+    let campaign = dir.path().join("typo.yaml");
+    let text = patchbench::config::DEFAULT_CAMPAIGN.replace("protocol:", "protocl:");
+    std::fs::write(&campaign, text).unwrap();
+    let output = patchbench(&["plan", campaign.to_str().unwrap()]);
+    let err = stderr(&output);
+    assert_eq!(code(&output), Some(exit::USAGE), "{err}");
+    assert!(
+        err.contains("typo.yaml") && err.contains("protocl"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_piece_of_the_host_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(["run", "--out"])
+        .arg(dir.path().join("out"))
+        .env("PATCHBENCH_AGENT", dir.path().join("no-agent"))
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert_eq!(code(&output), Some(exit::INFRASTRUCTURE), "{err}");
+    assert!(err.contains("PATCHBENCH_AGENT"), "{err}");
+}
+
+/// A one-commit repository holding `mm/file.c`.
+fn tiny_tree(dir: &Path) -> PathBuf {
+    let path = dir.join("linux");
+    let repo = git2::Repository::init(&path).unwrap();
+    std::fs::create_dir_all(path.join("mm")).unwrap();
+    std::fs::write(
+        path.join("mm/file.c"),
+        "int a = 1;\nint b = 2;\nint c = 3;\n",
+    )
+    .unwrap();
+    let mut index = repo.index().unwrap();
+    index.add_path(Path::new("mm/file.c")).unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = git2::Signature::now("T", "t@example.org").unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "base", &tree, &[])
+        .unwrap();
+    path
+}
+
+#[test]
+fn a_series_that_does_not_apply_exits_4_naming_the_patch() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = tiny_tree(dir.path());
+    let patch = dir.path().join("0001-change-x.patch");
+    std::fs::write(
+        &patch,
+        "From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n\
+         From: A Developer <dev@example.org>\n\
+         Date: Tue, 1 Dec 2026 00:00:00 +0000\n\
+         Subject: [PATCH] mm: change x\n\
+         \n\
+         ---\n \
+         mm/file.c | 2 +-\n \
+         1 file changed, 1 insertion(+), 1 deletion(-)\n\
+         \n\
+         diff --git a/mm/file.c b/mm/file.c\n\
+         --- a/mm/file.c\n\
+         +++ b/mm/file.c\n\
+         @@ -1,3 +1,3 @@\n \
+         int x = 1;\n\
+         -int y = 2;\n\
+         +int y = 5;\n \
+         int z = 3;\n\
+         -- \n2.39.0\n",
+    )
+    .unwrap();
+    let cache = dir.path().join("cache");
+    let output = patchbench(&[
+        "apply",
+        "--tree",
+        tree.to_str().unwrap(),
+        "--series",
+        patch.to_str().unwrap(),
+        "--cache-dir",
+        cache.to_str().unwrap(),
+    ]);
+    let err = stderr(&output);
+    assert_eq!(code(&output), Some(exit::PATCH), "{err}");
+    assert!(
+        err.contains("mm: change x") && err.contains("mm/file.c"),
+        "{err}"
+    );
+}
