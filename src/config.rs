@@ -15,8 +15,9 @@ use serde::Deserialize;
 use crate::controls::{Control, ControlError};
 pub use crate::model::CpuShape;
 use crate::model::order::{DEFAULT_BOOTS_PER_VARIANT, DEFAULT_ORDER_SEED};
-use crate::model::{BootOrder, GuestShape, VariantName};
+use crate::model::{BootOrder, GuestShape};
 use crate::series::SeriesSource;
+use crate::variants::{VariantError, VariantSet};
 use crate::workload::{Planned, WorkloadConfig, WorkloadError};
 
 /// The campaign `patchbench run` uses when given no file: the CI smoke run.
@@ -35,9 +36,23 @@ pub struct Campaign {
     /// Written as a one-key map: `tarball: PATH` or `git: {path: ..., rev: ...}`.
     #[serde(with = "yaml_serde::with::singleton_map")]
     pub tree: TreeSource,
-    /// The series that makes variant B; A is the untouched base. A path (a
-    /// directory of patches, an mbox, one patch) or `lore:<message-id>`.
+    /// The series: a path (a directory of patches, an mbox, one patch),
+    /// `lore:<message-id>`, or `none` (the default). Without `variants:`
+    /// it makes variant B, and A is the untouched base.
+    #[serde(default = "no_series")]
     pub series: String,
+    /// The variants, each the base plus a prefix of the series, kconfig
+    /// fragments, command-line words or runtime settings. Absent: A (the
+    /// base) and B (the base + the series).
+    #[serde(default)]
+    pub variants: Option<Vec<crate::variants::VariantConfig>>,
+    /// The variant the others are compared with [default: the first].
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// One variant per prefix of the series (the base, + patch 1, ...,
+    /// + the whole series), to see what each patch does.
+    #[serde(default)]
+    pub per_patch: bool,
     /// The public-inbox archive `lore:` series are fetched from.
     #[serde(default = "default_lore_url")]
     pub lore_url: String,
@@ -106,6 +121,11 @@ pub struct KernelConfig {
     pub base: BaseConfig,
     /// Fragments merged in order onto the base; later ones win.
     pub fragments: Vec<PathBuf>,
+    /// Words added to every variant's kernel command line
+    /// (`zswap.enabled=0`); patchbench's own (console, panic, maxcpus...)
+    /// cannot be changed.
+    #[serde(default)]
+    pub cmdline: Vec<String>,
 }
 
 /// What the fragments are merged onto.
@@ -245,14 +265,8 @@ impl TryFrom<ProtocolConfig> for Protocol {
     }
 }
 
-/// A variant of the plan: its name and whether its kernel carries the
-/// series.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VariantPlan {
-    pub name: VariantName,
-    /// What it is, for people: "the base", "the base + the series".
-    pub description: String,
-    pub with_series: bool,
+fn no_series() -> String {
+    "none".into()
 }
 
 fn default_lore_url() -> String {
@@ -284,13 +298,38 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("campaign file {}: {message}", path.display())]
     Invalid { path: PathBuf, message: String },
-    #[error("campaign file {}: {source}", path.display())]
+    #[error("campaign file {}", path.display())]
     Workload {
         path: PathBuf,
+        #[source]
         source: WorkloadError,
     },
-    #[error("campaign file {}: {source}", path.display())]
-    Control { path: PathBuf, source: ControlError },
+    #[error("campaign file {}", path.display())]
+    Control {
+        path: PathBuf,
+        #[source]
+        source: ControlError,
+    },
+    #[error("campaign file {}", path.display())]
+    Variant {
+        path: PathBuf,
+        #[source]
+        source: VariantError,
+    },
+}
+
+impl ConfigError {
+    /// The message and every cause, as the top level prints them.
+    pub fn chain(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            text.push_str(": ");
+            text.push_str(&c.to_string());
+            cause = c.source();
+        }
+        text
+    }
 }
 
 /// What the command line may override in a campaign.
@@ -301,6 +340,8 @@ pub struct Overrides {
     pub series: Option<String>,
     pub accel: Option<AccelChoice>,
     pub lore_url: Option<String>,
+    /// `--per-patch`: one variant per prefix of the series.
+    pub per_patch: bool,
 }
 
 /// A validated campaign with absolute paths.
@@ -314,33 +355,23 @@ pub struct Plan {
     pub lore_url: String,
     pub base_config: BaseConfig,
     pub fragments: Vec<PathBuf>,
+    /// Words added to every variant's kernel command line.
+    pub cmdline: Vec<String>,
     pub vm: VmConfig,
     pub zswap: ZswapSetup,
     pub thp: ThpMode,
     pub workload: Planned,
     /// Control conditions, run in every boot after the main workload.
     pub controls: Vec<Control>,
-    /// The variants, the baseline first.
-    pub variants: Vec<VariantPlan>,
+    /// The variants, the baseline first; resolved against the series once
+    /// it is loaded.
+    pub variants: VariantSet,
     pub order: BootOrder,
     pub warmups: u32,
     pub samples: u32,
 }
 
 impl Plan {
-    /// The boots, in order, as indexes into [`Plan::variants`].
-    pub fn boots(&self) -> Vec<usize> {
-        self.order.boots(self.variants.len())
-    }
-
-    /// The variant names of the boots, in order.
-    pub fn boot_names(&self) -> Vec<&VariantName> {
-        self.boots()
-            .into_iter()
-            .map(|i| &self.variants[i].name)
-            .collect()
-    }
-
     /// What the workload can count on in the guest.
     pub fn guest(&self) -> GuestShape {
         self.vm.guest()
@@ -444,7 +475,20 @@ impl Campaign {
             path: origin.to_owned(),
             source,
         })?;
-        let self_check = matches!(series, SeriesSource::None);
+        let variant_error = |source| ConfigError::Variant {
+            path: origin.to_owned(),
+            source,
+        };
+        for word in &self.kernel.cmdline {
+            crate::variants::check_cmdline_word("kernel", word).map_err(variant_error)?;
+        }
+        let variants = crate::variants::plan(
+            self.variants,
+            self.baseline,
+            self.per_patch || overrides.per_patch,
+            base_dir,
+        )
+        .map_err(variant_error)?;
         Ok(Plan {
             name: self.name,
             source: Some(origin.to_owned()).filter(|p| p.exists()),
@@ -453,27 +497,13 @@ impl Campaign {
             lore_url: overrides.lore_url.unwrap_or(self.lore_url),
             base_config,
             fragments,
+            cmdline: self.kernel.cmdline,
             vm,
             zswap: self.zswap,
             thp: self.thp,
             workload,
             controls,
-            variants: vec![
-                VariantPlan {
-                    name: VariantName::a(),
-                    description: "the base".into(),
-                    with_series: false,
-                },
-                VariantPlan {
-                    name: VariantName::b(),
-                    description: if self_check {
-                        "the base again (A/A self-check)".into()
-                    } else {
-                        "the base + the series".into()
-                    },
-                    with_series: true,
-                },
-            ],
+            variants,
             order: self.protocol.order,
             warmups: self.protocol.warmups,
             samples: self.protocol.samples,
@@ -506,9 +536,12 @@ mod tests {
                 Overrides::default(),
             )
             .unwrap();
-        assert_eq!(plan.boots(), [0, 1, 0]);
-        let names: Vec<&str> = plan.boot_names().iter().map(|n| n.as_str()).collect();
-        assert_eq!(names, ["A", "B", "A"]);
+        assert_eq!(plan.order.boots(2), [0, 1, 0]);
+        let VariantSet::Listed(variants) = &plan.variants else {
+            panic!("{:?}", plan.variants)
+        };
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["A", "B"]);
         assert!(plan.fragments.iter().all(|p| p.is_absolute()));
         let Planned::Ready(workload) = &plan.workload else {
             panic!("{:?}", plan.workload)
@@ -539,7 +572,7 @@ mod tests {
                 &DEFAULT_CAMPAIGN[..start]
             ))
         };
-        let order = |protocol: &str| with(protocol).map(|p| p.order).map_err(|e| e.to_string());
+        let order = |protocol: &str| with(protocol).map(|p| p.order).map_err(|e| e.chain());
         assert_eq!(
             order("  order: ABAB\n  boots_per_variant: 3\n  warmups: 0\n  samples: 1"),
             Ok(BootOrder::Abab { boots: 3 })
@@ -574,7 +607,7 @@ mod tests {
     #[test]
     fn online_cpus_must_fit_the_possible_ones() {
         let text = DEFAULT_CAMPAIGN.replace("{possible: 2, online: 2}", "{possible: 2, online: 3}");
-        let err = plan_of(&text).unwrap_err().to_string();
+        let err = plan_of(&text).unwrap_err().chain();
         assert!(
             err.contains("online (3) must be between 1 and possible (2)"),
             "{err}"
@@ -584,8 +617,8 @@ mod tests {
     #[test]
     fn more_workers_than_online_cpus_is_an_error_before_boot() {
         let text = DEFAULT_CAMPAIGN.replace("workers: 1", "workers: 9");
-        let err = plan_of(&text).unwrap_err();
-        assert!(err.to_string().contains("workload.workers (9)"), "{err}");
+        let err = plan_of(&text).unwrap_err().chain();
+        assert!(err.contains("workload.workers (9)"), "{err}");
     }
 
     #[test]

@@ -180,7 +180,7 @@ mod tests {
                     Overrides::default(),
                 )
             })
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.chain())
     }
 
     #[test]

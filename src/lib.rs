@@ -28,6 +28,7 @@ pub mod series;
 pub mod stats;
 pub mod tree;
 pub mod ui;
+pub mod variants;
 pub mod vm;
 pub mod workload;
 

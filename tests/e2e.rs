@@ -220,6 +220,79 @@ fn a_failing_workload_reports_its_message() {
     assert!(stderr.contains("console log:"), "{stderr}");
 }
 
+/// The smoke campaign's `series:` line, as `smoke_variant` rewrites it.
+fn smoke_series_line() -> String {
+    format!(
+        "series: {}/patches/swapin-margin\n",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// Two variants that differ only in a runtime setting: one kernel (the
+/// smoke campaign's base, already built), the setting written and read
+/// back in every boot and recorded in the guest facts.
+#[test]
+fn knob_variants_share_a_kernel_and_read_their_setting_back() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let knob = "/sys/module/zswap/parameters/shrinker_enabled";
+    let variants = format!(
+        "variants:\n  - {{name: off, settings: {{{knob}: N}}}}\n  - {{name: on, settings: {{{knob}: 1}}}}\nprotocol:"
+    );
+    let (code, stderr, out) = run_edited(
+        "knobs",
+        &[
+            (&smoke_series_line(), ""),
+            ("protocol:", &variants),
+            ("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 1"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let results = patchbench::results::Results::load(&out.join("results.json")).unwrap();
+    let names: Vec<_> = results.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["off", "on"]);
+    assert_eq!(
+        results.variants[0].kernel.bzimage_sha256, results.variants[1].kernel.bzimage_sha256,
+        "variants that differ at run time share a kernel"
+    );
+    let builds = results
+        .timings
+        .iter()
+        .filter(|t| t.stage.starts_with("build "))
+        .count();
+    assert_eq!(builds, 1, "{:?}", results.timings);
+    for boot in &results.boots {
+        let read = boot.facts.as_ref().unwrap().settings.get(knob).cloned();
+        let want = if boot.variant == "off" { "N" } else { "Y" };
+        assert_eq!(read.as_deref(), Some(want), "boot {}", boot.label);
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("`on` against `off`"), "{report}");
+}
+
+/// A value the kernel does not keep fails the boot before any sample,
+/// naming the file, what was written and what it read back.
+#[test]
+fn a_setting_that_does_not_read_back_fails_the_boot() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let variants = "variants:\n  - {name: base}\n  - {name: odd, settings: {/proc/sys/vm/overcommit_ratio: '050'}}\nprotocol:";
+    let (code, stderr, _) = run_edited(
+        "odd-setting",
+        &[
+            (&smoke_series_line(), ""),
+            ("protocol:", variants),
+            ("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 1"),
+        ],
+    );
+    assert_eq!(code, Some(patchbench::exit::GUEST), "{stderr}");
+    assert!(
+        stderr.contains("boot odd")
+            && stderr.contains(
+                "setting /proc/sys/vm/overcommit_ratio: wrote \"050\", reads back \"50\""
+            ),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_workload_killed_by_the_oom_killer_fails_the_boot() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

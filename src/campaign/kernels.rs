@@ -1,6 +1,8 @@
-//! The kernel half of a campaign: obtain the tree, apply the series, and
-//! build A and B (B incrementally from A). `patchbench build` runs this
-//! alone; `patchbench run` goes on to boot what it produced.
+//! The kernel half of a campaign: obtain the tree, apply the series,
+//! resolve the variants against it, and build each distinct kernel once
+//! (a prefix of the series incrementally from its nearest built ancestor).
+//! `patchbench build` runs this alone; `patchbench run` goes on to boot
+//! what it produced.
 
 use std::path::Path;
 
@@ -11,17 +13,22 @@ use crate::build::{self, BuildSpec, KernelArtifact};
 use crate::config::{Plan, TreeSource};
 use crate::events::{Event, Sink};
 use crate::results::Timing;
+use crate::variants::Variant;
 use crate::{series, tree};
 
-/// The tree, the applied series and both kernels.
+/// The tree, the applied series, the variants and their kernels.
 pub(crate) struct Kernels {
     pub tree: tree::Tree,
     pub applied: AppliedSeries,
-    pub a: KernelArtifact,
-    pub b: KernelArtifact,
+    /// Every variant, the baseline first.
+    pub variants: Vec<Variant>,
+    /// Each variant's kernel, by variant index (variants that differ only
+    /// at run time share one).
+    pub kernels: Vec<KernelArtifact>,
 }
 
-/// Import (or reuse) the tree, apply the series and build both kernels.
+/// Import (or reuse) the tree, apply the series, resolve the variants and
+/// build their kernels.
 pub(crate) async fn prepare(
     stages: &mut Stages<'_>,
     plan: &Plan,
@@ -61,12 +68,22 @@ pub(crate) async fn prepare(
             )));
         }
     }
-    let (a, b) = build_both(stages, plan, cache_dir, &tree, &repo, &applied, fresh).await?;
+    let subjects: Vec<String> = applied
+        .series
+        .patches
+        .iter()
+        .map(|p| p.subject().to_string())
+        .collect();
+    let variants = plan.variants.resolve(&subjects)?;
+    let kernels = build_all(
+        stages, plan, cache_dir, &tree, &repo, &applied, &variants, fresh,
+    )
+    .await?;
     Ok(Kernels {
         tree,
         applied,
-        a,
-        b,
+        variants,
+        kernels,
     })
 }
 
@@ -99,16 +116,15 @@ pub async fn build_only(
     };
     let prepared = prepare(&mut stages, plan, cache_dir, fresh).await?;
     Ok(BuildOutcome {
-        kernels: vec![
-            KernelManifest {
-                variant: plan.variants[0].name.to_string(),
-                artifact: prepared.a,
-            },
-            KernelManifest {
-                variant: plan.variants[1].name.to_string(),
-                artifact: prepared.b,
-            },
-        ],
+        kernels: prepared
+            .variants
+            .iter()
+            .zip(prepared.kernels)
+            .map(|(v, artifact)| KernelManifest {
+                variant: v.name.to_string(),
+                artifact,
+            })
+            .collect(),
         timings: stages.timings,
     })
 }
@@ -120,7 +136,7 @@ pub struct AppliedSeries {
     pub base: git2::Oid,
     /// Which base was chosen and why.
     pub base_choice: String,
-    /// The commit of the last patch: variant B.
+    /// The commit of the last patch (the base for an empty series).
     pub head: git2::Oid,
     /// How each patch applied, in order.
     pub patches: Vec<series::PatchApplied>,
@@ -169,16 +185,21 @@ pub async fn apply_series(
     })
 }
 
-/// Build A from the base and B incrementally from A's build.
-async fn build_both(
+/// Build each distinct kernel of `variants` once, in order of the series
+/// prefix it carries, each from the nearest built kernel of the same
+/// configuration with fewer patches (the base from nothing). Returns each
+/// variant's kernel.
+#[allow(clippy::too_many_arguments)]
+async fn build_all(
     stages: &mut Stages<'_>,
     plan: &Plan,
     cache_dir: &Path,
     tree: &tree::Tree,
     repo: &git2::Repository,
     applied: &AppliedSeries,
+    variants: &[Variant],
     fresh: bool,
-) -> anyhow::Result<(KernelArtifact, KernelArtifact)> {
+) -> anyhow::Result<Vec<KernelArtifact>> {
     let src = repo
         .workdir()
         .context("the cached tree has no working directory")?
@@ -191,24 +212,68 @@ async fn build_both(
     );
     std::fs::create_dir_all(&builds_dir)
         .with_context(|| format!("cannot create {}", builds_dir.display()))?;
-    let spec_for = |commit, seed_from, series_sha256| BuildSpec {
-        src: src.clone(),
-        commit,
-        base_config: plan.base_config.clone(),
-        fragments: plan.fragments.clone(),
-        builds_dir: builds_dir.clone(),
-        seed_from,
-        series_sha256,
-        fresh,
-    };
-    let a = build_variant(stages, "build A", &spec_for(applied.base, None, None), repo).await?;
-    let b_spec = spec_for(
-        applied.head,
-        Some(a.build_dir.clone()),
-        Some(applied.series.sha256.clone()),
-    );
-    let b = build_variant(stages, "build B", &b_spec, repo).await?;
-    Ok((a, b))
+    let mut built: Vec<((usize, Vec<std::path::PathBuf>), KernelArtifact)> = Vec::new();
+    for (key, stage) in build_order(variants) {
+        let (patches, fragments) = &key;
+        let seed_from = built
+            .iter()
+            .filter(|((p, f), _)| f == fragments && p < patches)
+            .max_by_key(|((p, _), _)| *p)
+            .map(|(_, k)| k.build_dir.clone());
+        let commit = match patches {
+            0 => applied.base,
+            k => applied.patches[k - 1].commit,
+        };
+        let spec = BuildSpec {
+            src: src.clone(),
+            commit,
+            base_config: plan.base_config.clone(),
+            fragments: plan.fragments.iter().chain(fragments).cloned().collect(),
+            builds_dir: builds_dir.clone(),
+            fresh,
+            seed_from,
+            series_sha256: (*patches > 0).then(|| applied.series.prefix_sha256(*patches)),
+        };
+        let artifact = build_variant(stages, &stage, &spec, repo).await?;
+        built.push((key, artifact));
+    }
+    Ok(variants
+        .iter()
+        .map(|v| {
+            let key = (v.patches, v.fragments.clone());
+            built
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, a)| a.clone())
+                .expect("every variant's kernel was built")
+        })
+        .collect())
+}
+
+/// The distinct kernels of `variants`, in build order (by configuration,
+/// then by series prefix), each with its stage name: `build A` for the
+/// kernel of a variant named A, else the names of the variants that boot
+/// it (`build p1`, `build on+off`).
+fn build_order(variants: &[Variant]) -> Vec<((usize, Vec<std::path::PathBuf>), String)> {
+    let mut keys: Vec<(usize, Vec<std::path::PathBuf>)> = Vec::new();
+    for v in variants {
+        let key = (v.patches, v.fragments.clone());
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
+    keys.into_iter()
+        .map(|key| {
+            let names: Vec<&str> = variants
+                .iter()
+                .filter(|v| v.patches == key.0 && v.fragments == key.1)
+                .map(|v| v.name.as_str())
+                .collect();
+            let stage = format!("build {}", names.join("+"));
+            (key, stage)
+        })
+        .collect()
 }
 
 async fn build_variant(

@@ -18,6 +18,7 @@ use crate::results::{
     self, Boot, ComparisonRecord, ControlRecord, Host, PatchInfo, Results, SeriesInfo, TreeInfo,
     VariantRecord, WorkloadRecord,
 };
+use crate::variants::Variant;
 use crate::vm::{self, BootSpec, accel};
 use crate::workload::{Planned, Prepared};
 
@@ -72,7 +73,8 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     let boots = Boots {
         plan,
         lane: &lane,
-        kernels: [&kernels.a, &kernels.b],
+        variants: &kernels.variants,
+        kernels: &kernels.kernels,
         workloads: &workloads,
         base_entries: &base_entries,
         out_dir: &opts.out_dir,
@@ -224,13 +226,25 @@ fn new_results(
                 .collect(),
             head_commit: applied.head.to_string(),
         },
-        variants: plan
+        variants: kernels
             .variants
             .iter()
-            .zip([&kernels.a, &kernels.b])
+            .zip(&kernels.kernels)
             .map(|(v, kernel)| VariantRecord {
                 name: v.name.to_string(),
                 description: v.description.clone(),
+                patches: v.patches,
+                fragments: v
+                    .fragments
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect(),
+                cmdline: v.cmdline.clone(),
+                settings: v
+                    .settings
+                    .iter()
+                    .map(|s| (s.path.clone(), s.value.clone()))
+                    .collect(),
                 kernel: kernel.into(),
             })
             .collect(),
@@ -245,7 +259,12 @@ fn new_results(
             })
             .collect(),
         protocol: results::Protocol {
-            boots: plan.boot_names().iter().map(|n| n.to_string()).collect(),
+            boots: plan
+                .order
+                .boots(kernels.variants.len())
+                .into_iter()
+                .map(|v| kernels.variants[v].name.to_string())
+                .collect(),
             order_seed: plan.order.seed(),
             warmups: plan.warmups,
             samples: plan.samples,
@@ -302,8 +321,10 @@ fn resume(results: &mut Results, path: &Path, stages: &mut Stages<'_>) -> anyhow
 struct Boots<'a> {
     plan: &'a Plan,
     lane: &'a Lane,
+    /// Every variant, the baseline first.
+    variants: &'a [Variant],
     /// Each variant's kernel, by variant index.
-    kernels: [&'a KernelArtifact; 2],
+    kernels: &'a [KernelArtifact],
     workloads: &'a Workloads,
     base_entries: &'a image::Entries,
     out_dir: &'a Path,
@@ -314,8 +335,12 @@ impl Boots<'_> {
     /// Every boot of the protocol not already complete, in order; the
     /// document is saved after each sample and each boot.
     async fn run_all(&self, results: &mut Results, stages: &mut Stages<'_>) -> anyhow::Result<()> {
-        let names = self.plan.boot_names();
-        for (index, variant) in self.plan.boots().into_iter().enumerate() {
+        let order = self.plan.order.boots(self.variants.len());
+        let names: Vec<&str> = order
+            .iter()
+            .map(|&v| self.variants[v].name.as_str())
+            .collect();
+        for (index, variant) in order.into_iter().enumerate() {
             if index < results.boots.len() {
                 continue;
             }
@@ -341,21 +366,30 @@ impl Boots<'_> {
             .out_dir
             .join("boots")
             .join(format!("{index}-{}", label.replace('\'', "p")));
-        let (spec, initramfs_sha256) = prepare_boot(
-            plan,
+        let this = &self.variants[variant];
+        let job = BootJob {
             label,
-            &self.kernels[variant].bzimage,
-            &boot_dir,
-            self.lane.decision.accel,
-            self.base_entries,
-            self.workloads.main.wire().clone(),
-            self.workloads.jobs(),
-            false,
-        )?;
+            kernel: &self.kernels[variant].bzimage,
+            dir: &boot_dir,
+            accel: self.lane.decision.accel,
+            workload: self.workloads.main.wire().clone(),
+            controls: self.workloads.jobs(),
+            host_root: false,
+            settings: this
+                .settings
+                .iter()
+                .map(|s| patchbench_agent::Setting {
+                    path: s.path.clone(),
+                    value: s.value.clone(),
+                })
+                .collect(),
+            cmdline: this.cmdline.clone(),
+        };
+        let (spec, initramfs_sha256) = prepare_boot(plan, job, self.base_entries)?;
         results.boots.push(Boot {
             index,
             label: label.to_string(),
-            variant: plan.variants[variant].name.to_string(),
+            variant: this.name.to_string(),
             initramfs_sha256,
             console_log: spec.console_log(),
             facts: None,
@@ -374,11 +408,7 @@ impl Boots<'_> {
         let outcome = stages
             .time(
                 &stage,
-                &format!(
-                    "kernel {}, {} runs",
-                    plan.variants[variant].name,
-                    total * conditions
-                ),
+                &format!("variant {}, {} runs", this.name, total * conditions),
                 async {
                     vm::boot(&spec, |message| {
                         record(results, path, message, sink, &stage, total)
@@ -401,19 +431,16 @@ impl Boots<'_> {
 fn finish(mut results: Results, results_path: PathBuf, out_dir: &Path) -> anyhow::Result<Outcome> {
     let spec = crate::workload::spec_for_kind(&results.workload.kind);
     let rows = crate::report::rows(&results, spec.as_ref());
-    let baseline = results.baseline().to_string();
-    let variant = results
-        .candidates()
-        .first()
-        .map_or_else(String::new, |v| v.name.clone());
+    let steps = crate::report::steps(&results, spec.as_ref());
     results.comparisons = rows
         .iter()
+        .chain(&steps)
         .map(|r| {
             ComparisonRecord::new(
                 r.condition.as_deref(),
                 &r.metric,
-                &baseline,
-                &variant,
+                &r.baseline,
+                &r.variant,
                 &r.comparison,
             )
         })
@@ -447,29 +474,42 @@ pub struct ResumeError {
     pub path: PathBuf,
 }
 
+/// What one boot runs: which kernel, where its files go, and what the
+/// guest is asked to do.
+pub struct BootJob<'a> {
+    /// `A`, `B`, `A'`...
+    pub label: &'a str,
+    pub kernel: &'a Path,
+    /// Where the job's initramfs, the console log and QEMU's stderr go.
+    pub dir: &'a Path,
+    pub accel: accel::Accel,
+    pub workload: patchbench_agent::Workload,
+    pub controls: Vec<patchbench_agent::Control>,
+    /// Export the host's `/` even if no workload needs it.
+    pub host_root: bool,
+    /// The variant's runtime settings, written by the guest.
+    pub settings: Vec<patchbench_agent::Setting>,
+    /// Words added to the kernel command line.
+    pub cmdline: Vec<String>,
+}
+
 /// Write a boot's job into its initramfs and describe the boot: the
-/// campaign's guest (memory, CPUs, swap, zswap, THP) running `workload`,
-/// then `controls`, in host-root mode if `host_root` or a workload needs it.
-#[allow(clippy::too_many_arguments)]
+/// campaign's guest (memory, CPUs, swap, zswap, THP) running the job's
+/// workload, then its controls, in host-root mode if asked or if a
+/// workload needs it.
 pub fn prepare_boot(
     plan: &Plan,
-    label: &str,
-    kernel: &Path,
-    boot_dir: &Path,
-    accel: accel::Accel,
+    job: BootJob<'_>,
     base_entries: &image::Entries,
-    workload: patchbench_agent::Workload,
-    controls: Vec<patchbench_agent::Control>,
-    host_root: bool,
 ) -> anyhow::Result<(BootSpec, String)> {
-    let host_root = host_root
-        || workload.needs_host_root()
-        || controls.iter().any(|c| c.workload.needs_host_root());
-    std::fs::create_dir_all(boot_dir)
-        .with_context(|| format!("cannot create {}", boot_dir.display()))?;
-    let job = Job {
+    let host_root = job.host_root
+        || job.workload.needs_host_root()
+        || job.controls.iter().any(|c| c.workload.needs_host_root());
+    std::fs::create_dir_all(job.dir)
+        .with_context(|| format!("cannot create {}", job.dir.display()))?;
+    let wire = Job {
         protocol: PROTOCOL_VERSION,
-        boot_label: label.to_string(),
+        boot_label: job.label.to_string(),
         swap: SwapSetup {
             device: "/dev/vda".into(),
         },
@@ -478,25 +518,27 @@ pub fn prepare_boot(
         warmups: plan.warmups,
         samples: plan.samples,
         host_root,
-        workload,
-        controls,
+        workload: job.workload,
+        controls: job.controls,
+        settings: job.settings,
     };
-    let initrd = boot_dir.join("initramfs.cpio");
-    let job_json = serde_json::to_vec(&job).expect("job serializes");
+    let initrd = job.dir.join("initramfs.cpio");
+    let job_json = serde_json::to_vec(&wire).expect("job serializes");
     let initramfs_sha256 = image::build(base_entries, &job_json, &initrd)?;
     let spec = BootSpec {
-        label: label.to_string(),
-        kernel: kernel.to_owned(),
+        label: job.label.to_string(),
+        kernel: job.kernel.to_owned(),
         initrd,
-        dir: boot_dir.to_owned(),
-        accel,
-        icount: uses_icount(plan, accel),
+        dir: job.dir.to_owned(),
+        accel: job.accel,
+        icount: uses_icount(plan, job.accel),
         memory_mib: plan.vm.memory.as_u64() >> 20,
         cpus: plan.vm.cpus,
         swap_bytes: plan.vm.swap_size.as_u64(),
         boot_timeout: plan.vm.boot_timeout,
         run_timeout: plan.vm.run_timeout,
         host_root,
+        extra_cmdline: [plan.cmdline.clone(), job.cmdline].concat(),
     };
     Ok((spec, initramfs_sha256))
 }

@@ -41,6 +41,11 @@ pub struct SourceArgs {
     /// The public-inbox archive for `lore:` series.
     #[arg(long, value_name = "URL", env = "PATCHBENCH_LORE_URL")]
     pub lore_url: Option<String>,
+    /// One variant per prefix of the series: the base, the base + patch 1,
+    /// ..., the base + the whole series. The report adds a waterfall of
+    /// what each patch did. (A campaign's `per_patch: true` does the same.)
+    #[arg(long)]
+    pub per_patch: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -97,6 +102,7 @@ pub fn load_plan(args: &CampaignArgs, accel: Option<AccelChoice>) -> anyhow::Res
         series: s.series.clone(),
         accel,
         lore_url: s.lore_url.clone(),
+        per_patch: s.per_patch,
     };
     load_plan_with(args.campaign.as_deref(), overrides)
 }

@@ -85,17 +85,19 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
     let (mut hellos, mut totals) = (Vec::new(), Vec::new());
     for i in 0..args.repeat {
         let label = format!("boot{}", i + 1);
-        let (spec, _) = campaign::prepare_boot(
-            &plan,
-            &label,
-            &args.kernel,
-            &out.join(&label),
-            decision.accel,
-            &base_entries,
-            patchbench_agent::Workload::Exec { argv: argv.clone() },
-            Vec::new(),
-            args.host_root,
-        )?;
+        let dir = out.join(&label);
+        let job = campaign::BootJob {
+            label: &label,
+            kernel: &args.kernel,
+            dir: &dir,
+            accel: decision.accel,
+            workload: patchbench_agent::Workload::Exec { argv: argv.clone() },
+            controls: Vec::new(),
+            host_root: args.host_root,
+            settings: Vec::new(),
+            cmdline: Vec::new(),
+        };
+        let (spec, _) = campaign::prepare_boot(&plan, job, &base_entries)?;
         sink.emit(Event::Started {
             stage: label.clone(),
             detail: format!("{} {argv:?}", args.kernel.display()),

@@ -18,6 +18,7 @@
 //! `file` is empty for the built-in smoke campaign (plan given no file).
 
 use crate::events::{Event, Sink};
+use crate::variants::{Patches, VariantSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -131,8 +132,10 @@ fn file_field(file: Option<&Path>) -> String {
     file.map_or(String::new(), |f| f.display().to_string())
 }
 
-/// The build key of a plan: what decides the kernels A and B. Files are
-/// hashed by content, so the key does not depend on where they are.
+/// The build key of a plan: what decides its kernels (the tree, the
+/// series, the configuration, and which prefix and fragments each variant
+/// builds with). Files are hashed by content, so the key does not depend
+/// on where they are.
 pub(super) fn build_key(plan: &Plan) -> anyhow::Result<String> {
     let mut h = Sha256::new();
     let mut field = |name: &str, value: &[u8]| {
@@ -157,13 +160,10 @@ pub(super) fn build_key(plan: &Plan) -> anyhow::Result<String> {
             field("lore-url", plan.lore_url.as_bytes());
         }
         SeriesSource::Path(path) if path.is_dir() => {
-            let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-                .with_context(|| format!("cannot list series {}", path.display()))?
-                .map(|e| e.map(|e| e.path()))
-                .collect::<Result<_, _>>()
+            // The patches the series is made of, in order, wherever its
+            // `series` file finds them.
+            let entries = crate::series::directory_files(path)
                 .with_context(|| format!("cannot list series {}", path.display()))?;
-            entries.retain(|p| p.is_file());
-            entries.sort();
             for entry in entries {
                 let name = entry.file_name().unwrap_or_default().to_string_lossy();
                 field("series-file", name.as_bytes());
@@ -179,6 +179,22 @@ pub(super) fn build_key(plan: &Plan) -> anyhow::Result<String> {
     }
     for fragment in &plan.fragments {
         field("fragment", &read(fragment)?);
+    }
+    match &plan.variants {
+        VariantSet::PerPatch => field("per-patch", b""),
+        VariantSet::Listed(variants) => {
+            for v in variants {
+                let patches = match v.patches {
+                    Patches::None => "none".to_string(),
+                    Patches::All => "all".to_string(),
+                    Patches::First(n) => n.to_string(),
+                };
+                field("variant-patches", patches.as_bytes());
+                for fragment in &v.fragments {
+                    field("variant-fragment", &read(fragment)?);
+                }
+            }
+        }
     }
     Ok(hex::encode(h.finalize())[..16].to_string())
 }
@@ -247,12 +263,7 @@ fn describe(plans: &[Planned]) -> anyhow::Result<String> {
             p.plan.base_config,
             p.plan.fragments.len(),
             workload_kind(&p.plan),
-            p.plan
-                .boot_names()
-                .iter()
-                .map(|v| v.as_str())
-                .collect::<Vec<_>>()
-                .join("/"),
+            p.plan.variants.describe_boots(p.plan.order),
             p.plan.warmups,
             p.plan.samples,
             p.plan

@@ -31,9 +31,20 @@ pub struct RunPage<'a> {
     pub accel: String,
     pub tcg: bool,
     pub accel_reason: &'a str,
+    /// More than two variants: tables get a variant column, and the key
+    /// lists every variant.
+    pub multi: bool,
+    /// The baseline's name.
+    pub baseline: String,
+    /// `p1, p2, p3 against base`: what a multi-variant page compares.
+    pub headline: String,
+    /// Every variant, the baseline first, with its colour on the plots.
+    pub variant_keys: Vec<VariantKey>,
     /// The main workload's table, then each control's.
     pub tables: Vec<TableView>,
     pub plots: Vec<PlotView>,
+    /// A per-patch campaign's waterfalls, one per metric; empty otherwise.
+    pub waterfalls: Vec<PlotView>,
     pub method: String,
     pub tree: &'a crate::results::TreeInfo,
     pub series_source: &'a str,
@@ -58,6 +69,8 @@ pub struct RowView {
     /// The anchor of the metric's plot.
     pub anchor: String,
     pub name: String,
+    /// The variant compared with the baseline.
+    pub variant: String,
     pub unit: &'static str,
     pub better: &'static str,
     pub a_mean: String,
@@ -67,6 +80,14 @@ pub struct RowView {
     pub p: String,
     pub verdict: Verdict,
     pub note: String,
+}
+
+/// A variant in the plots' key.
+pub struct VariantKey {
+    pub name: String,
+    /// `v0`, `v1`...: the CSS class of its colour (never user text).
+    pub class: String,
+    pub description: String,
 }
 
 pub struct PlotView {
@@ -178,6 +199,7 @@ fn row_view(row: &MetricRow, anchor: String) -> RowView {
     RowView {
         anchor,
         name: row.name.clone(),
+        variant: row.variant.clone(),
         unit,
         better: match row.direction {
             Some(Direction::LowerIsBetter) => "lower",
@@ -235,6 +257,26 @@ fn method(results: &Results) -> String {
         .collect();
     let stats =
         "Intervals, p-values and verdicts come from the statistics over the pooled samples.";
+    if results.candidates().len() > 1 {
+        return format!(
+            "Fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; \
+             warm-ups are discarded and each variant pools its boots. Each variant's mean is compared with {}'s. {} \
+             Accelerator: {}, on a {}-core {} host. Base {} ({}), chosen from {}; the series has {} patch(es), sha256 {}.",
+            order.join("/"),
+            results.protocol.warmups,
+            results.protocol.samples,
+            results.baseline(),
+            stats,
+            results.host.accel,
+            results.host.cores,
+            results.host.cpu_model,
+            short(&results.tree.base_commit),
+            results.tree.origin,
+            results.tree.base_choice,
+            results.series.patches.len(),
+            short(&results.series.sha256),
+        );
+    }
     format!(
         "Fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; \
          warm-ups are discarded and A pools every A boot. B vs A is B's mean against A's pooled mean. {} \
@@ -283,6 +325,17 @@ fn facts_table(results: &Results) -> FactsTable {
             f.zswap.get(key).cloned().unwrap_or_else(dash)
         });
     }
+    let setting_paths: std::collections::BTreeSet<&String> = results
+        .boots
+        .iter()
+        .filter_map(|b| b.facts.as_ref())
+        .flat_map(|f| f.settings.keys())
+        .collect();
+    for path in setting_paths {
+        fact(&format!("setting {path}"), &|f| {
+            f.settings.get(path).cloned().unwrap_or_else(dash)
+        });
+    }
     fact("swaps", &|f| {
         f.swaps
             .iter()
@@ -299,15 +352,86 @@ fn anchor(i: usize) -> String {
     format!("m-{i}")
 }
 
-pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::PlotError> {
-    let r = run.results;
-    let plots = run
-        .rows
+/// The first row of each metric in each condition (one samples plot
+/// each), with the index of that row.
+fn plotted_rows<'r>(run: &'r Run) -> Vec<(usize, &'r MetricRow)> {
+    let mut seen: Vec<String> = Vec::new();
+    run.rows
         .iter()
         .enumerate()
+        .filter(|(_, row)| {
+            let key = row.plot_key();
+            let new = !seen.contains(&key);
+            if new {
+                seen.push(key);
+            }
+            new
+        })
+        .collect()
+}
+
+/// Every variant's mean of the metric `row` is about, for its plot.
+fn means_of(run: &Run, row: &MetricRow) -> Vec<plot::Mean> {
+    let index = |name: &str| {
+        run.results
+            .variants
+            .iter()
+            .position(|v| v.name == name)
+            .unwrap_or(usize::MAX)
+    };
+    std::iter::once((0, row.a_mean, row.a_ci))
+        .chain(
+            run.rows
+                .iter()
+                .filter(|r| r.plot_key() == row.plot_key())
+                .map(|r| (index(&r.variant), r.b_mean, r.b_ci)),
+        )
+        .collect()
+}
+
+/// A per-patch campaign's waterfall of each main-workload metric.
+fn waterfalls(run: &Run) -> Result<Vec<PlotView>, plot::PlotError> {
+    if run.steps.is_empty() {
+        return Ok(Vec::new());
+    }
+    crate::report::waterfall::metrics(run.results, &run.steps, &run.report_rows)
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let steps: Vec<plot::WaterfallStep> = m
+                .steps
+                .iter()
+                .map(|s| plot::WaterfallStep {
+                    label: s.variant.to_string(),
+                    points: s.points,
+                    verdict: Some(s.row.comparison.verdict.kind),
+                })
+                .collect();
+            let whole = plot::WaterfallStep {
+                label: "whole".into(),
+                points: m.whole.and_then(|w| w.change_pct()),
+                verdict: m.whole.map(|w| w.comparison.verdict.kind),
+            };
+            Ok(PlotView {
+                name: m.metric.to_string(),
+                anchor: format!("w-{i}"),
+                svg: plot::waterfall_plot(m.metric, &steps, &whole)?,
+                caption: format!(
+                    "{}: each patch's step against the one before, in points of the base's mean, coloured by its verdict; then the whole series against the base.",
+                    m.metric
+                ),
+            })
+        })
+        .collect()
+}
+
+pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::PlotError> {
+    let r = run.results;
+    let plots = plotted_rows(run)
+        .into_iter()
         .map(|(i, row)| {
             let boots = samples_by_boot(r, row.condition.as_deref(), &row.name);
-            let svg = plot::samples_plot(row, &boots)?;
+            let svg = plot::samples_plot(row, &boots, &means_of(run, row))?;
             let (_, unit) = display_unit(row.unit);
             let band = if row.a_ci.is_some() || row.b_ci.is_some() {
                 ", bands their confidence intervals"
@@ -315,12 +439,12 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
                 ""
             };
             Ok(PlotView {
-                name: row.label(),
+                name: row.plot_key(),
                 anchor: anchor(i),
                 svg,
                 caption: format!(
                     "{} ({unit}): every measured sample by boot; lines are each variant's mean{band}.",
-                    row.label()
+                    row.plot_key()
                 ),
             })
         })
@@ -343,7 +467,15 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
                     .iter()
                     .enumerate()
                     .filter(|(_, row)| row.condition.as_deref() == name)
-                    .map(|(i, row)| row_view(row, anchor(i)))
+                    .map(|(i, row)| {
+                        // Every variant's row links to its metric's one plot.
+                        let plot = run
+                            .rows
+                            .iter()
+                            .position(|p| p.plot_key() == row.plot_key())
+                            .unwrap_or(i);
+                        row_view(row, anchor(plot))
+                    })
                     .collect(),
             }
         })
@@ -357,8 +489,30 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         accel: r.host.accel.to_string().to_uppercase(),
         tcg: r.host.accel == Accel::Tcg,
         accel_reason: &r.host.accel_reason,
+        multi: run.multi(),
+        baseline: r.baseline().to_string(),
+        headline: format!(
+            "{} against {}",
+            r.candidates()
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            r.baseline()
+        ),
+        variant_keys: r
+            .variants
+            .iter()
+            .enumerate()
+            .map(|(i, v)| VariantKey {
+                name: v.name.clone(),
+                class: format!("v{}", i.min(5)),
+                description: v.description.clone(),
+            })
+            .collect(),
         tables,
         plots,
+        waterfalls: waterfalls(run)?,
         method: method(r),
         tree: &r.tree,
         series_source: &r.series.source,
@@ -507,6 +661,25 @@ mod tests {
         assert_eq!(log_href(run, Path::new("/elsewhere/console.log")), None);
         assert_eq!(log_href(run, Path::new("/out/../etc/passwd")), None);
         assert_eq!(log_href(run, Path::new("/out")), None);
+    }
+
+    #[test]
+    fn a_per_patch_run_has_a_variant_column_a_plot_per_metric_and_waterfalls() {
+        let results = crate::results::tests::per_patch();
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+        let page = crate::html::render_run(&run).unwrap();
+        assert!(page.contains("p1, p2, p3 against base"), "{page}");
+        assert!(page.contains("<th>variant</th>"));
+        // 2 metrics x 3 variants in the table, one samples plot per metric,
+        // and a waterfall per metric.
+        assert_eq!(page.matches(r#"<tr class="metric-row">"#).count(), 6);
+        assert_eq!(page.matches(r#"<figure id="m-"#).count(), 2);
+        assert_eq!(page.matches(r#"<figure id="w-"#).count(), 2);
+        assert!(
+            page.contains(r#"<span class="dot v2"></span><code>p2</code>"#),
+            "{page}"
+        );
     }
 
     #[test]

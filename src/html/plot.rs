@@ -177,15 +177,28 @@ fn err(metric: &str) -> impl Fn(Box<dyn std::error::Error + Send + Sync>) -> Plo
     }
 }
 
+/// A variant's mean on a samples plot: its index in the results (its
+/// colour), the mean, and the mean's confidence interval when there is one.
+pub type Mean = (usize, f64, Option<(f64, f64)>);
+
+/// The means of an A/B row: A's and B's.
+pub fn row_means(row: &MetricRow) -> Vec<Mean> {
+    vec![(0, row.a_mean, row.a_ci), (1, row.b_mean, row.b_ci)]
+}
+
 /// Every measured sample of one metric by boot, coloured by variant, with
-/// each variant's mean as a line across the plot and its confidence
-/// interval, when the row has one, as a band.
+/// each variant's mean (`means`) as a line across the plot and its
+/// confidence interval, when it has one, as a band.
 ///
 /// `boots` is [`super::view::samples_by_boot`]'s answer for `row.name`.
-pub fn samples_plot(row: &MetricRow, boots: &[(&str, usize, Vec<f64>)]) -> Result<Svg, PlotError> {
+pub fn samples_plot(
+    row: &MetricRow,
+    boots: &[(&str, usize, Vec<f64>)],
+    means: &[Mean],
+) -> Result<Svg, PlotError> {
     let (scale, unit) = display_unit(row.unit);
     let mut buf = String::new();
-    draw_samples(&mut buf, row, boots, scale, unit).map_err(err(&row.name))?;
+    draw_samples(&mut buf, boots, means, scale, unit).map_err(err(&row.name))?;
     Ok(with_title(
         buf,
         &format!("{}: every sample by boot", row.name),
@@ -194,13 +207,12 @@ pub fn samples_plot(row: &MetricRow, boots: &[(&str, usize, Vec<f64>)]) -> Resul
 
 fn draw_samples(
     buf: &mut String,
-    row: &MetricRow,
     boots: &[(&str, usize, Vec<f64>)],
+    means: &[Mean],
     scale: f64,
     unit: &str,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let n = boots.len().max(1);
-    let means = [(0, row.a_mean, row.a_ci), (1, row.b_mean, row.b_ci)];
     let (y_lo, y_hi) = y_range(
         boots
             .iter()
@@ -241,7 +253,7 @@ fn draw_samples(
         .light_line_style(TRANSPARENT)
         .draw()?;
 
-    for (variant, mean, ci) in means {
+    for &(variant, mean, ci) in means {
         let c = colour(variant);
         if let Some((lo, hi)) = ci {
             chart.draw_series(std::iter::once(Rectangle::new(
@@ -359,6 +371,93 @@ fn draw_trend(
     Ok(())
 }
 
+/// One step of a waterfall: its label, its contribution (in points of the
+/// base's mean) and its verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaterfallStep {
+    pub label: String,
+    pub points: Option<f64>,
+    pub verdict: Option<Verdict>,
+}
+
+/// Each step's contribution as a bar from the running total before it to
+/// the total after it, coloured by the step's verdict; then the whole
+/// series' change as a bar from 0 (`whole`).
+pub fn waterfall_plot(
+    metric: &str,
+    steps: &[WaterfallStep],
+    whole: &WaterfallStep,
+) -> Result<Svg, PlotError> {
+    let mut buf = String::new();
+    draw_waterfall(&mut buf, steps, whole).map_err(err(metric))?;
+    Ok(with_title(
+        buf,
+        &format!("{metric}: what each patch did, in points of the base"),
+    ))
+}
+
+fn draw_waterfall(
+    buf: &mut String,
+    steps: &[WaterfallStep],
+    whole: &WaterfallStep,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let mut bars = Vec::new();
+    let mut total = 0.0;
+    for step in steps {
+        let p = step.points.unwrap_or(0.0);
+        bars.push((step.label.clone(), total, total + p, step.verdict));
+        total += p;
+    }
+    bars.push((
+        whole.label.clone(),
+        0.0,
+        whole.points.unwrap_or(total),
+        whole.verdict,
+    ));
+    let n = bars.len();
+    let (y_lo, y_hi) = y_range(bars.iter().flat_map(|(_, a, b, _)| [*a, *b, 0.0]));
+    let (x_lo, x_hi) = (-0.5, n as f64 - 0.5);
+    let root = SVGBackend::with_string(buf, TREND_SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .margin(12)
+        .x_label_area_size(28)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
+    let labels: Vec<String> = bars.iter().map(|(l, ..)| l.clone()).collect();
+    let label_of = |x: &f64| {
+        slot(*x)
+            .and_then(|i| labels.get(i))
+            .cloned()
+            .unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&label_of)
+        .y_labels(6)
+        .y_label_formatter(&tick)
+        .y_desc("points of the base, %")
+        .label_style(FONT)
+        .axis_desc_style(FONT)
+        .light_line_style(TRANSPARENT)
+        .draw()?;
+    chart.draw_series(LineSeries::new(
+        [(x_lo, 0.0), (x_hi, 0.0)],
+        RGBColor(0x99, 0x99, 0x99).stroke_width(1),
+    ))?;
+    chart.draw_series(bars.iter().enumerate().map(|(i, (_, from, to, verdict))| {
+        let x = i as f64;
+        Rectangle::new(
+            [(x - 0.3, from.min(*to)), (x + 0.3, from.max(*to))],
+            verdict_colour(*verdict).filled(),
+        )
+    }))?;
+    root.present()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,6 +468,8 @@ mod tests {
             name: "pageout_cpu_ns".into(),
             unit: Some(Unit::Ns),
             direction: None,
+            baseline: "A".into(),
+            variant: "B".into(),
             a_mean: 2.0e6,
             b_mean: 3.0e6,
             a_ci,
@@ -418,10 +519,11 @@ mod tests {
             ("A", 0, vec![1.0e6, 2.0e6, 3.0e6]),
             ("B", 1, vec![3.0e6, 3.0e6]),
         ];
-        let plain = samples_plot(&row(None), &boots).unwrap();
+        let plain = samples_plot(&row(None), &boots, &row_means(&row(None))).unwrap();
         assert!(plain.as_str().starts_with("<svg"));
         assert_eq!(plain.as_str().matches("<circle").count(), 5);
-        let banded = samples_plot(&row(Some((1.5e6, 2.5e6))), &boots).unwrap();
+        let banded_row = row(Some((1.5e6, 2.5e6)));
+        let banded = samples_plot(&banded_row, &boots, &row_means(&banded_row)).unwrap();
         assert!(banded.as_str().matches("<rect").count() > plain.as_str().matches("<rect").count());
         assert!(plain.as_str().contains(">ms<") || plain.as_str().contains("\nms\n"));
     }
@@ -431,12 +533,34 @@ mod tests {
         let boots = vec![("<b>&\"'", 0, vec![1.0])];
         let mut r = row(None);
         r.name = "<script>".into();
-        let svg = samples_plot(&r, &boots).unwrap();
+        let svg = samples_plot(&r, &boots, &row_means(&r)).unwrap();
         let s = svg.as_str();
         assert!(!s.contains("<b>") && !s.contains("<script"));
         assert!(s.contains("&lt;b&gt;&amp;&quot;&apos;"), "{s}");
         assert!(s.contains("<title>&lt;script&gt;: every sample by boot</title>"));
         assert!(!s.contains("&amp;lt;"));
+    }
+
+    #[test]
+    fn the_waterfall_draws_a_bar_per_step_and_one_for_the_whole() {
+        let step = |label: &str, points, verdict| WaterfallStep {
+            label: label.into(),
+            points,
+            verdict,
+        };
+        let svg = waterfall_plot(
+            "m",
+            &[
+                step("p1", Some(0.1), Some(Verdict::NoClearDifference)),
+                step("p2", Some(-17.9), Some(Verdict::Improvement)),
+            ],
+            &step("whole", Some(-17.8), Some(Verdict::Improvement)),
+        )
+        .unwrap();
+        let s = svg.as_str().to_ascii_lowercase();
+        // The improvement's green fills p2's bar and the whole's.
+        assert_eq!(s.matches("#1a7f37").count(), 2, "{s}");
+        assert!(s.contains("points of the base"));
     }
 
     #[test]

@@ -15,6 +15,10 @@ use crate::workload::WorkloadSpec;
 pub struct MetricRow {
     /// The control condition; `None` for the main workload.
     pub condition: Option<String>,
+    /// The variant compared against (the baseline).
+    pub baseline: String,
+    /// The variant compared.
+    pub variant: String,
     pub name: String,
     pub unit: Option<Unit>,
     /// From the workload spec; `None` when the spec does not list the metric.
@@ -38,8 +42,13 @@ pub struct MetricRow {
 /// Rows from the report's comparisons: means with their 95% intervals,
 /// the change with its bootstrap interval, Welch's p and the verdict.
 pub fn default_rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<MetricRow> {
-    report::rows(results, spec)
-        .into_iter()
+    metric_rows(&report::rows(results, spec))
+}
+
+/// The page rows of some report rows.
+pub fn metric_rows(rows: &[report::Row]) -> Vec<MetricRow> {
+    rows.iter()
+        .cloned()
         .map(|row| {
             let c = &row.comparison;
             let mut notes = vec![c.verdict.reason.clone()];
@@ -68,6 +77,8 @@ pub fn default_rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Metri
                 p_value: c.welch.as_ref().map(|w| w.p),
                 verdict: c.verdict.kind,
                 note: notes.join("; "),
+                baseline: row.baseline,
+                variant: row.variant,
                 name: row.metric,
             }
         })
@@ -80,13 +91,32 @@ pub fn default_rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Metri
 #[derive(Debug, Clone)]
 pub struct Run<'a> {
     pub results: &'a Results,
+    /// Every variant against the baseline.
     pub rows: Vec<MetricRow>,
+    /// The report's rows behind `rows`, and, for a per-patch campaign,
+    /// each step against the one before (the waterfall).
+    pub report_rows: Vec<report::Row>,
+    pub steps: Vec<report::Row>,
     pub run_dir: &'a Path,
 }
 
 impl MetricRow {
-    /// The metric, with its control's name when it is a control's.
+    /// The metric, with its control's name when it is a control's, and
+    /// the variant's when it is not the B of an A/B campaign.
     pub fn label(&self) -> String {
+        let mut label = self.name.clone();
+        if let Some(c) = &self.condition {
+            label.push_str(&format!(" (control {c})"));
+        }
+        if (self.baseline.as_str(), self.variant.as_str()) != ("A", "B") {
+            label.push_str(&format!(" ({} vs {})", self.variant, self.baseline));
+        }
+        label
+    }
+
+    /// The metric in its condition, whatever the variant: the key of its
+    /// samples plot.
+    pub fn plot_key(&self) -> String {
         match &self.condition {
             Some(c) => format!("{} (control {c})", self.name),
             None => self.name.clone(),
@@ -95,13 +125,29 @@ impl MetricRow {
 }
 
 impl<'a> Run<'a> {
-    /// A run with [`default_rows`].
+    /// A run with every variant compared with the baseline
+    /// ([`default_rows`]) and, for a per-patch campaign, its steps.
     pub fn new(results: &'a Results, spec: Option<&WorkloadSpec>, run_dir: &'a Path) -> Self {
+        let report_rows = report::rows(results, spec);
         Run {
             results,
-            rows: default_rows(results, spec),
+            rows: metric_rows(&report_rows),
+            steps: report::steps(results, spec),
+            report_rows,
             run_dir,
         }
+    }
+
+    /// Whether the run is other than an A/B campaign: more variants, or
+    /// variants of their own names; its tables then name the variant.
+    pub fn multi(&self) -> bool {
+        let names: Vec<&str> = self
+            .results
+            .variants
+            .iter()
+            .map(|v| v.name.as_str())
+            .collect();
+        names != ["A", "B"]
     }
 
     /// How many rows carry each verdict, in [`Verdict::ALL`]'s order,

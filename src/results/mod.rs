@@ -133,6 +133,80 @@ pub(crate) mod tests {
         results
     }
 
+    /// A per-patch run made from the stored smoke run: variants base, p1,
+    /// p2, p3 in boots base/p1/p2/p3/base', three samples each. p2 (the
+    /// counter) drops PAGEOUT CPU by 20% and the flushes to 0; p1 and p3
+    /// change nothing.
+    pub(crate) fn per_patch() -> Results {
+        let mut results = fixture();
+        let kernel = results.variants[0].kernel.clone();
+        let subjects = ["mm: first", "mm: memcg: the counter", "mm: third"];
+        results.series.patches = (0..3)
+            .map(|i| PatchInfo {
+                subject: subjects[i].into(),
+                ..results.series.patches[0].clone()
+            })
+            .collect();
+        results.variants = ["base", "p1", "p2", "p3"]
+            .iter()
+            .enumerate()
+            .map(|(i, name)| VariantRecord {
+                name: name.to_string(),
+                description: if i == 0 {
+                    "the base".into()
+                } else {
+                    format!("+ patch {i}/3: {}", subjects[i - 1])
+                },
+                patches: i,
+                fragments: Vec::new(),
+                cmdline: Vec::new(),
+                settings: Default::default(),
+                kernel: KernelRecord {
+                    bzimage_sha256: format!("{i}"),
+                    ..kernel.clone()
+                },
+            })
+            .collect();
+        let order = ["base", "p1", "p2", "p3", "base"];
+        let template = results.boots[0].clone();
+        results.boots = order
+            .iter()
+            .enumerate()
+            .map(|(index, variant)| {
+                let counter = matches!(*variant, "p2" | "p3");
+                let samples = (0..3u32)
+                    .map(|s| SampleRecord {
+                        index: s,
+                        condition: None,
+                        metrics: [
+                            (
+                                "pageout_cpu_ns".to_string(),
+                                if counter { 80_000_000 } else { 100_000_000 }
+                                    + u64::from(s) * 100_000
+                                    + index as u64 * 10_000,
+                            ),
+                            (
+                                "pageout_flushes".to_string(),
+                                if counter { 0 } else { 8192 + u64::from(s) },
+                            ),
+                        ]
+                        .into(),
+                    })
+                    .collect();
+                Boot {
+                    index,
+                    label: crate::model::boot_label(&order, index),
+                    variant: variant.to_string(),
+                    samples,
+                    warmups: Vec::new(),
+                    ..template.clone()
+                }
+            })
+            .collect();
+        results.protocol.boots = order.iter().map(|s| s.to_string()).collect();
+        results
+    }
+
     #[test]
     fn a_schema_2_document_loads_as_schema_3() {
         let results = fixture();

@@ -95,8 +95,21 @@ pub struct PatchInfo {
 pub struct VariantRecord {
     /// `A`, `B`, or the campaign's name for it.
     pub name: String,
-    /// What it is, for people: "the base", "the base + 1 patch".
+    /// What it is, for people: "the base", "the base + the series".
     pub description: String,
+    /// How many of the series' first patches it applies.
+    #[serde(default)]
+    pub patches: usize,
+    /// Kconfig fragments merged after the campaign's; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fragments: Vec<String>,
+    /// Words added to its kernel command line; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cmdline: Vec<String>,
+    /// Runtime settings written by the guest (path → value); absent when
+    /// none. What each read back is in the boots' `facts.settings`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
     pub kernel: KernelRecord,
 }
 
@@ -265,6 +278,10 @@ pub struct Facts {
     /// The kernel function the function profiler counted, if any.
     #[serde(default)]
     pub profiled_symbol: Option<String>,
+    /// The variant's runtime settings as read back, by path; absent when
+    /// none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
 }
 
 impl From<&patchbench_agent::GuestFacts> for Facts {
@@ -279,6 +296,7 @@ impl From<&patchbench_agent::GuestFacts> for Facts {
             thp: f.thp.clone(),
             swaps: f.swaps.clone(),
             profiled_symbol: f.profiled_symbol.clone(),
+            settings: f.settings.clone(),
         }
     }
 }

@@ -155,6 +155,7 @@ fn param_text(value: &serde_json::Value) -> String {
 
 impl From<ResultsV2> for Results {
     fn from(old: ResultsV2) -> Results {
+        let series_len = old.series.patches.len();
         let variants = old
             .kernels
             .into_iter()
@@ -163,6 +164,10 @@ impl From<ResultsV2> for Results {
                     "A" => "the base".to_string(),
                     _ => "the base + the series".to_string(),
                 },
+                patches: if k.variant == "A" { 0 } else { series_len },
+                fragments: Vec::new(),
+                cmdline: Vec::new(),
+                settings: BTreeMap::new(),
                 name: k.variant,
                 kernel: KernelRecord {
                     commit: k.commit,

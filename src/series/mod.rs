@@ -49,7 +49,7 @@ impl std::fmt::Display for SeriesSource {
         match self {
             SeriesSource::Path(p) => write!(f, "{}", p.display()),
             SeriesSource::Lore { message_id } => write!(f, "lore:{message_id}"),
-            SeriesSource::None => f.write_str("none (A/A self-check: B is the base)"),
+            SeriesSource::None => f.write_str("none"),
         }
     }
 }
@@ -62,6 +62,18 @@ pub struct Patch {
     pub mail: mail::Mail,
     /// The raw mail, which git2 parses for the diff.
     pub raw: Vec<u8>,
+}
+
+impl Series {
+    /// sha256 over the first `k` patches' bytes, in order: the hash of a
+    /// prefix of the series (the whole series' for `k` = its length).
+    pub fn prefix_sha256(&self, k: usize) -> String {
+        let mut hasher = Sha256::new();
+        for p in self.patches.iter().take(k) {
+            hasher.update(&p.raw);
+        }
+        hex::encode(hasher.finalize())
+    }
 }
 
 impl Patch {

@@ -45,6 +45,9 @@ pub struct BootSpec {
     pub run_timeout: Duration,
     /// Export the host's `/` read-only over 9p (host-root mode).
     pub host_root: bool,
+    /// Words added to the kernel command line (the campaign's and the
+    /// variant's), after patchbench's own.
+    pub extra_cmdline: Vec<String>,
 }
 
 impl BootSpec {
@@ -68,7 +71,7 @@ pub fn qemu_command(spec: &BootSpec, socket: &Path) -> Cmd {
         .args(args::boot_args(
             &spec.kernel,
             &spec.initrd,
-            &args::kernel_cmdline(spec.cpus),
+            &[args::kernel_cmdline(spec.cpus), spec.extra_cmdline.clone()].concat(),
         ))
         .args(args::console_args(&spec.console_log()))
         .args(args::channel_args(socket, PORT_NAME))
@@ -338,6 +341,7 @@ mod tests {
             boot_timeout: Duration::from_secs(60),
             run_timeout: Duration::from_secs(600),
             host_root: false,
+            extra_cmdline: vec!["zswap.enabled=0".into()],
         };
         let cmd = qemu_command(&spec, Path::new("/tmp/s/agent.sock")).to_string();
         assert!(!cmd.contains("9p"), "{cmd}");
@@ -353,6 +357,7 @@ mod tests {
             "-smp 4",
             "-kernel /k/bzImage -initrd /b/initramfs.cpio",
             "maxcpus=2",
+            "rdinit=/init zswap.enabled=0",
             "path=/b/console.log",
             "name=org.patchbench.agent",
             "/b/swap.img",

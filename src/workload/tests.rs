@@ -116,7 +116,7 @@ fn campaign_error(workload: &str) -> String {
             )
         })
         .unwrap_err()
-        .to_string()
+        .chain()
 }
 
 fn parse(text: &str) -> Result<WorkloadConfig, String> {

@@ -24,7 +24,9 @@ use serde::{Deserialize, Serialize};
 /// 3: control conditions in the same boot ([`Job::controls`] and
 /// [`Sample::condition`]), [`Job::host_root`], the `kernel-build`
 /// workload, and `random_percent` on `zswap-pageout`.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// 4: runtime settings ([`Job::settings`], read back into
+/// [`GuestFacts::settings`]).
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Where the host places the job description inside the initramfs.
 pub const JOB_PATH: &str = "/patchbench/job.json";
@@ -62,6 +64,37 @@ pub struct Job {
     /// changed (the host checks that). Absent: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub controls: Vec<Control>,
+    /// Files under `/sys` or `/proc/sys` and the values to write to them,
+    /// in order, after the swap, zswap and THP setup and before the
+    /// workload; each must read back ([`reads_back`]). Absent: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<Setting>,
+}
+
+/// A runtime setting: a file under `/sys` or `/proc/sys` (the host checks
+/// the path) and the text to write to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Setting {
+    pub path: String,
+    pub value: String,
+}
+
+/// Whether the text `read` back from a setting's file shows the value
+/// `written`: the same text; or, in a sysfs choice file, the value as the
+/// bracketed choice (`always [madvise] never`); or, for a boolean module
+/// parameter, the same truth (`Y` after `1`, `N` after `false`).
+pub fn reads_back(written: &str, read: &str) -> bool {
+    let (written, read) = (written.trim(), read.trim());
+    if written == read || read.split_whitespace().any(|w| w == format!("[{written}]")) {
+        return true;
+    }
+    let truth = |s: &str| match s.to_ascii_lowercase().as_str() {
+        "1" | "y" | "yes" | "true" | "on" => Some(true),
+        "0" | "n" | "no" | "false" | "off" => Some(false),
+        _ => None,
+    };
+    matches!((truth(written), truth(read)), (Some(a), Some(b)) if a == b)
 }
 
 /// A control condition: a named variant of the main workload.
@@ -353,6 +386,10 @@ pub struct GuestFacts {
     /// `available_filter_functions`); `None` when nothing is profiled.
     #[serde(default)]
     pub profiled_symbol: Option<String>,
+    /// Each of the job's [`Job::settings`] as read back after writing it,
+    /// by path. Absent: none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
 }
 
 /// One sample of a workload.

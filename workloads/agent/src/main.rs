@@ -123,6 +123,7 @@ fn run(port: &mut Port) -> Result<()> {
     .context("setting up swap")?;
     setup::zswap(&job.zswap).context("setting up zswap")?;
     setup::thp(job.thp).context("setting up THP")?;
+    let settings = setup::settings(&job.settings).context("writing the variant's settings")?;
     let candidates = job.workload.profile_candidates();
     let profiler = if candidates.is_empty() {
         None
@@ -131,6 +132,7 @@ fn run(port: &mut Port) -> Result<()> {
     };
     let mut facts = setup::facts().context("reading guest facts")?;
     facts.profiled_symbol = profiler.as_ref().map(|p| p.symbol().to_string());
+    facts.settings = settings;
     port.send(&Message::Facts(facts))?;
 
     // The main workload, then each control, in this same boot; the port tags

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use patchbench_agent::{GuestFacts, SwapSetup, ThpMode, ZswapSetup};
+use patchbench_agent::{GuestFacts, Setting, SwapSetup, ThpMode, ZswapSetup};
 
 use crate::console;
 use crate::error::{Context, Error, Result, bail};
@@ -167,6 +167,27 @@ pub fn thp(mode: ThpMode) -> Result<()> {
     Ok(())
 }
 
+/// Writes each runtime setting in order and reads it back; a value the
+/// kernel did not keep fails the boot, naming the file. Returns what each
+/// file read back, by path.
+pub fn settings(settings: &[Setting]) -> Result<BTreeMap<String, String>> {
+    let mut read = BTreeMap::new();
+    for setting in settings {
+        files::write(&setting.path, &setting.value)?;
+        let got = files::read_value(&setting.path)?;
+        if !patchbench_agent::reads_back(&setting.value, &got) {
+            bail!(
+                "setting {}: wrote {:?}, reads back {got:?}",
+                setting.path,
+                setting.value
+            );
+        }
+        console::say(format!("setting {} = {got}", setting.path));
+        read.insert(setting.path.clone(), got);
+    }
+    Ok(read)
+}
+
 /// The online CPUs, in order.
 pub fn online_cpus() -> Result<Vec<u32>> {
     let path = format!("{CPU_DIR}/online");
@@ -190,6 +211,7 @@ pub fn facts() -> Result<GuestFacts> {
         thp: files::read_value(THP_ENABLED)?,
         swaps: parse::swap_lines(&files::read("/proc/swaps")?),
         profiled_symbol: None,
+        settings: BTreeMap::new(),
     })
 }
 

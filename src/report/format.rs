@@ -1,0 +1,85 @@
+//! Formatting shared by the report's renderings: values in the units
+//! people read, signed percentages, intervals, p-values, and untrusted text
+//! made inert for Markdown.
+
+use crate::model::Unit;
+use crate::results::ControlRecord;
+use crate::stats::Comparison;
+
+/// `Control `unlimited` (zswap_max: max)`: a control's table title.
+pub fn control_title(control: &ControlRecord) -> String {
+    format!("Control `{}` ({})", control.name, control.describe_set())
+}
+
+/// The change with its interval, bold when a change was called.
+pub fn change_cell(c: &Comparison) -> String {
+    let Some(change) = &c.mean_change else {
+        return "n/a".into();
+    };
+    let called = c.verdict.kind.is_change();
+    let pct = signed_pct(Some(change.pct));
+    let pct = if called { format!("**{pct}**") } else { pct };
+    match &change.ci {
+        Some(ci) => format!(
+            "{pct} [{}, {}]",
+            signed_pct(Some(ci.lo)),
+            signed_pct(Some(ci.hi))
+        ),
+        None => pct,
+    }
+}
+
+pub fn p_cell(c: &Comparison) -> String {
+    match &c.welch {
+        Some(w) if w.p < 0.001 => "<0.001".into(),
+        Some(w) => format!("{:.3}", w.p),
+        None => "n/a".into(),
+    }
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A value in the unit people read: nanoseconds as milliseconds, bytes as
+/// MiB.
+pub fn format_value(v: f64, unit: Option<Unit>) -> String {
+    match unit {
+        Some(Unit::Ns) => format!("{:.3}", v / 1e6),
+        Some(Unit::Bytes) => format!("{:.1}", v / MIB),
+        _ if v.fract() == 0.0 => format!("{v:.0}"),
+        _ => format!("{v:.1}"),
+    }
+}
+
+pub fn unit_label(unit: Option<Unit>) -> &'static str {
+    unit.map_or("", Unit::label)
+}
+
+pub fn signed_pct(p: Option<f64>) -> String {
+    match p {
+        // U+2212 MINUS SIGN, as the mails write it.
+        Some(p) if p < 0.0 => format!("\u{2212}{:.2}%", -p),
+        Some(p) => format!("+{p:.2}%"),
+        None => "n/a".into(),
+    }
+}
+
+/// Untrusted text (a patch subject) for Markdown: a code span renders
+/// literally, so the text can carry no HTML, link, image or @mention into a
+/// PR comment. Backticks become quotes and control characters spaces, so
+/// the span cannot be closed early or broken across lines.
+pub fn code_span(text: &str) -> String {
+    let inner: String = text
+        .chars()
+        .map(|c| match c {
+            '`' => '\'',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect();
+    format!("`{inner}`")
+}
+
+/// The first 12 characters of a hash or commit id.
+pub fn short(id: &str) -> &str {
+    &id[..id.len().min(12)]
+}

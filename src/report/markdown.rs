@@ -1,0 +1,393 @@
+//! The Markdown report (report.md, the PR comment, the job summary): the
+//! seeds' table for an A/B campaign, one column per variant when there are
+//! more, and the waterfall of a per-patch campaign.
+
+use std::fmt::Write;
+
+use super::format::{
+    change_cell, code_span, control_title, format_value, p_cell, short, signed_pct, unit_label,
+};
+use super::rows::{Row, by_condition, rows, steps};
+use super::waterfall;
+use crate::model::{Direction, Verdict};
+use crate::results::{Accel, Results};
+use crate::stats::{self, CompareOptions};
+use crate::workload::WorkloadSpec;
+
+/// Markdown for a PR comment or a job summary.
+pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
+    markdown_of(results, spec, &rows(results, spec))
+}
+
+/// [`markdown`] from rows already compared (the bootstrap is not free):
+/// an A/B campaign reads as the seeds' mails do; more variants get one
+/// column each, and a per-patch campaign its waterfall.
+pub fn markdown_of(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -> String {
+    let names: Vec<&str> = results.variants.iter().map(|v| v.name.as_str()).collect();
+    if names == ["A", "B"] {
+        two_variants(results, spec, rows)
+    } else {
+        many_variants(results, spec, rows)
+    }
+}
+
+/// The TCG banner, when the boots ran under TCG.
+fn accelerator(out: &mut String, results: &Results) {
+    if results.host.accel == Accel::Tcg {
+        let _ = writeln!(
+            out,
+            "> **Accelerator: TCG{}** \u{2014} {}. Times are emulated CPU time: compare A with B, not with hardware.\n",
+            if results.host.icount {
+                " with icount (deterministic guest clock)"
+            } else {
+                ""
+            },
+            results.host.accel_reason
+        );
+    }
+}
+
+fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -> String {
+    let mut out = String::new();
+    let workload = spec.map_or("workload", |s| s.name.as_str());
+    let subject = results
+        .series
+        .patches
+        .first()
+        .map(|p| p.subject.as_str())
+        .unwrap_or("series");
+    let self_check = results.series.patches.is_empty();
+    if self_check {
+        let _ = writeln!(
+            out,
+            "### patchbench: {workload}, A/A self-check: A = B = the base\n"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "### patchbench: {workload}, A = base, B = base + {}\n",
+            code_span(subject)
+        );
+    }
+    accelerator(&mut out, results);
+    for (control, rows) in by_condition(results, rows) {
+        if let Some(control) = control {
+            let _ = writeln!(out, "\n#### {}\n", control_title(control));
+        }
+        condition_markdown(&mut out, &rows);
+    }
+    if self_check {
+        let _ = writeln!(out, "\n{}", self_check_line(results, rows));
+    }
+    let order: Vec<String> = (0..results.protocol.boots.len())
+        .map(|i| crate::model::boot_label(&results.protocol.boots, i))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; A pools every A boot. \
+         Drift is the last A boot's mean against the first's; max CV is the largest within-boot coefficient of variation. \
+         B vs A is the change of the mean with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}); p is Welch's t-test. \
+         A change is called only when p < {} and the whole interval lies outside \u{b1}{}% (widened to the A drift when that is larger); \
+         see docs/statistics.md.{} Accelerator: {}. Base {} ({}), chosen from {}; B adds {} patch(es), series sha256 {}.",
+        order.join("/"),
+        results.protocol.warmups,
+        results.protocol.samples,
+        CompareOptions::default().resamples,
+        CompareOptions::default().seed,
+        CompareOptions::default().alpha,
+        CompareOptions::default().noise_pct,
+        if results.controls.is_empty() {
+            ""
+        } else {
+            " Each control ran in the same boots, after the main workload, with as many warm-ups and samples, and is compared on its own."
+        },
+        results.host.accel,
+        short(&results.tree.base_commit),
+        results.tree.origin,
+        results.tree.base_choice,
+        results.series.patches.len(),
+        short(&results.series.sha256),
+    );
+    out
+}
+
+/// One condition's table, its geometric-mean line and the reason behind
+/// every verdict that is not "no clear difference".
+fn condition_markdown(out: &mut String, rows: &[&Row]) {
+    let _ = writeln!(
+        out,
+        "| metric | unit | A mean | B mean | B vs A [95% CI] | p | verdict | A drift | max CV |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---|---:|---:|");
+    for row in rows {
+        let c = &row.comparison;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            row.metric,
+            unit_label(row.unit),
+            format_value(c.a.mean, row.unit),
+            format_value(c.b.mean, row.unit),
+            change_cell(c),
+            p_cell(c),
+            c.verdict.kind.marked(),
+            signed_pct(c.drift_pct),
+            c.max_boot_cv_pct
+                .map_or("n/a".into(), |cv| format!("{cv:.2}%")),
+        );
+    }
+    if let Some(g) = stats::geomean_change(rows.iter().map(|r| &r.comparison)) {
+        let _ = writeln!(
+            out,
+            "\nGeometric mean of B/A over {} metric(s) with a direction (lower is better): {}.",
+            g.metrics,
+            signed_pct(Some(g.change_pct))
+        );
+    }
+    // Every verdict but "no clear difference" is explained, and so is one
+    // that only the metric's negligible level decided (its change may look
+    // large, or have no interval).
+    let mut reasons = rows
+        .iter()
+        .filter(|r| {
+            r.comparison.verdict.kind != Verdict::NoClearDifference || r.comparison.negligible()
+        })
+        .peekable();
+    if reasons.peek().is_some() {
+        let _ = writeln!(out);
+        for r in reasons {
+            let _ = writeln!(
+                out,
+                "- {}: {} \u{2014} {}",
+                r.metric,
+                r.comparison.verdict.kind.marked(),
+                r.comparison.verdict.reason
+            );
+        }
+    }
+}
+
+/// The A/A verdict: any improvement or regression is a false positive, set
+/// against the rate the rules imply for this protocol and noise.
+fn self_check_line(results: &Results, rows: &[Row]) -> String {
+    let false_calls: Vec<String> = rows
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.comparison.verdict.kind,
+                Verdict::Improvement | Verdict::Regression
+            )
+        })
+        .map(Row::label)
+        .collect();
+    let directed: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.comparison.direction != Direction::Neither)
+        .collect();
+    let cv = directed
+        .iter()
+        .filter_map(|r| r.comparison.a.cv_pct())
+        .fold(0.0_f64, f64::max);
+    let count = |v: &str| results.protocol.boots.iter().filter(|b| *b == v).count();
+    let scenario = stats::NullScenario {
+        a_boots: count(results.baseline()),
+        b_boots: results.candidates().first().map_or(0, |v| count(&v.name)),
+        per_boot: results.protocol.samples as usize,
+        cv_pct: cv.max(0.1),
+        simulations: 2000,
+        seed: stats::DEFAULT_SEED,
+    };
+    let rate = stats::aa_false_positive_rate(&scenario, &CompareOptions::default())
+        .map_or("n/a".to_string(), |r| format!("{:.1}%", r * 100.0));
+    let outcome = if false_calls.is_empty() {
+        format!(
+            "**A/A self-check passed**: none of {} metric(s) with a direction was called an improvement or a regression",
+            directed.len()
+        )
+    } else {
+        format!(
+            "**A/A self-check FAILED**: {} called a change between identical kernels",
+            false_calls.join(", ")
+        )
+    };
+    format!(
+        "{outcome}. The rules' false-positive rate per metric at this protocol ({} A and {} B boot(s) of {} sample(s), CV {cv:.1}%), simulated: {rate}.",
+        scenario.a_boots, scenario.b_boots, scenario.per_boot
+    )
+}
+
+/// Three or more variants: which each is, then one table per condition
+/// with a column per variant against the baseline, mmtests-style; the
+/// waterfall of a per-patch campaign; the method.
+fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -> String {
+    let mut out = String::new();
+    let workload = spec.map_or("workload", |s| s.name.as_str());
+    let baseline = results.baseline();
+    let candidates = results.candidates();
+    let _ = match candidates {
+        [one] => writeln!(
+            out,
+            "### patchbench: {workload}, {} against {}\n",
+            code_span(&one.name),
+            code_span(baseline)
+        ),
+        _ => writeln!(
+            out,
+            "### patchbench: {workload}, {} variants against {}\n",
+            candidates.len(),
+            code_span(baseline)
+        ),
+    };
+    accelerator(&mut out, results);
+    let _ = writeln!(out, "| variant | what it is | kernel |\n|---|---|---|");
+    for (i, v) in results.variants.iter().enumerate() {
+        let shared = results.variants[..i]
+            .iter()
+            .find(|w| w.kernel.bzimage_sha256 == v.kernel.bzimage_sha256);
+        let kernel = match shared {
+            Some(w) => format!("the same as {}", code_span(&w.name)),
+            None => format!(
+                "{}{}",
+                short(&v.kernel.commit),
+                if v.kernel.incremental {
+                    format!(", {} objects rebuilt", v.kernel.objects_rebuilt)
+                } else {
+                    String::new()
+                }
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "| {}{} | {} | {kernel} |",
+            code_span(&v.name),
+            if i == 0 { " (baseline)" } else { "" },
+            code_span(&v.description)
+        );
+    }
+    for (control, rows) in by_condition(results, rows) {
+        if let Some(control) = control {
+            let _ = writeln!(out, "\n#### {}", control_title(control));
+        }
+        columns_markdown(&mut out, results, &rows);
+    }
+    let steps = steps(results, spec);
+    if !steps.is_empty() {
+        out.push_str(&waterfall::markdown(results, &steps, rows));
+    }
+    let order: Vec<String> = (0..results.protocol.boots.len())
+        .map(|i| crate::model::boot_label(&results.protocol.boots, i))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; each variant pools its boots. \
+         Each column is that variant's mean and its change against {}'s with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}). \
+         A change is called only when Welch's p < {} and the whole interval lies outside \u{b1}{}% (widened to the baseline's drift when that is larger); \
+         see docs/statistics.md.{} Accelerator: {}. Base {} ({}), chosen from {}; the series has {} patch(es), sha256 {}.",
+        order.join("/"),
+        results.protocol.warmups,
+        results.protocol.samples,
+        baseline,
+        CompareOptions::default().resamples,
+        CompareOptions::default().seed,
+        CompareOptions::default().alpha,
+        CompareOptions::default().noise_pct,
+        if results.controls.is_empty() {
+            ""
+        } else {
+            " Each control ran in the same boots, after the main workload, with as many warm-ups and samples, and is compared on its own."
+        },
+        results.host.accel,
+        short(&results.tree.base_commit),
+        results.tree.origin,
+        results.tree.base_choice,
+        results.series.patches.len(),
+        short(&results.series.sha256),
+    );
+    out
+}
+
+/// One condition's table with a column per variant, then each variant's
+/// geometric mean and the reason behind every verdict that is not "no
+/// clear difference".
+fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
+    let baseline = results.baseline();
+    let candidates = results.candidates();
+    let _ = write!(out, "\n| metric | unit | {baseline} mean |");
+    for v in candidates {
+        let _ = write!(out, " {} vs {baseline} |", v.name);
+    }
+    let _ = write!(out, "\n|---|---|---:|");
+    for _ in candidates {
+        out.push_str("---:|");
+    }
+    out.push('\n');
+    let mut metrics: Vec<&str> = Vec::new();
+    for r in rows {
+        if !metrics.contains(&r.metric.as_str()) {
+            metrics.push(&r.metric);
+        }
+    }
+    for metric in &metrics {
+        let of: Vec<&&Row> = rows.iter().filter(|r| r.metric == *metric).collect();
+        let Some(first) = of.first() else { continue };
+        let _ = write!(
+            out,
+            "| {metric} | {} | {} |",
+            unit_label(first.unit),
+            format_value(first.comparison.a.mean, first.unit)
+        );
+        for v in candidates {
+            match of.iter().find(|r| r.variant == v.name) {
+                Some(r) => {
+                    let _ = write!(
+                        out,
+                        " {} ({}, {}) |",
+                        format_value(r.comparison.b.mean, r.unit),
+                        change_cell(&r.comparison),
+                        r.comparison.verdict.kind.marked()
+                    );
+                }
+                None => out.push_str(" n/a |"),
+            }
+        }
+        out.push('\n');
+    }
+    let geomeans: Vec<String> = candidates
+        .iter()
+        .filter_map(|v| {
+            let of = rows
+                .iter()
+                .filter(|r| r.variant == v.name)
+                .map(|r| &r.comparison);
+            stats::geomean_change(of)
+                .map(|g| format!("{} {}", v.name, signed_pct(Some(g.change_pct))))
+        })
+        .collect();
+    if !geomeans.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nGeometric mean against {baseline} over the metrics with a direction (lower is better): {}.",
+            geomeans.join(", ")
+        );
+    }
+    let reasons: Vec<&&Row> = rows
+        .iter()
+        .filter(|r| {
+            r.comparison.verdict.kind != Verdict::NoClearDifference || r.comparison.negligible()
+        })
+        .collect();
+    if !reasons.is_empty() {
+        out.push('\n');
+        for r in reasons {
+            let _ = writeln!(
+                out,
+                "- {}, {} vs {}: {} \u{2014} {}",
+                r.metric,
+                r.variant,
+                r.baseline,
+                r.comparison.verdict.kind.marked(),
+                r.comparison.verdict.reason,
+            );
+        }
+    }
+}

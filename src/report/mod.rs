@@ -1,0 +1,182 @@
+//! Renderings of a [`Results`] document. Pure functions from the model to
+//! text: the same document always renders the same report.
+//!
+//! - `rows`: the comparisons (every variant against the baseline, and the
+//!   steps of a per-patch campaign);
+//! - `markdown` and `terminal`: the two text renderings;
+//! - `waterfall`: what each patch of a series did;
+//! - `format`: values, percentages and untrusted text.
+
+mod format;
+mod markdown;
+mod rows;
+mod terminal;
+pub mod waterfall;
+
+pub use format::{code_span, control_title, format_value, signed_pct};
+pub use markdown::{markdown, markdown_of};
+pub use rows::{Row, condition_rows, is_prefix_chain, regressed_metrics, rows, steps};
+pub use terminal::{terminal, terminal_of};
+
+#[cfg(test)]
+mod tests {
+
+    #[test]
+    fn an_a_a_run_reports_its_self_check_and_false_positive_rate() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/smoke-results.json");
+        let mut results = Results::load(&path).unwrap();
+        results.series.patches.clear();
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        let text = markdown(&results, spec.as_ref());
+        assert!(text.contains("A/A self-check: A = B = the base"), "{text}");
+        assert!(text.contains("**A/A self-check passed**"), "{text}");
+        assert!(text.contains("simulated: "), "{text}");
+    }
+    use super::*;
+    use crate::model::Unit;
+    use crate::results::Results;
+
+    #[test]
+    fn each_condition_has_its_own_table_and_a_control_regression_counts() {
+        let results = crate::results::tests::with_control(Some(2_000_000_000));
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        let rows = rows(&results, spec.as_ref());
+        let main = condition_rows(&results, spec.as_ref(), None, "A", "B");
+        assert_eq!(rows.len(), 2 * main.len());
+        assert!(rows[..main.len()].iter().all(|r| r.condition.is_none()));
+        let text = markdown_of(&results, spec.as_ref(), &rows);
+        let heading = "#### Control `unlimited` (zswap_max: max)";
+        assert_eq!(text.matches("| metric | unit |").count(), 2, "{text}");
+        let (before, after) = text.split_once(heading).expect(&text);
+        // The main table first, as without controls; then the control's.
+        assert!(before.contains("| pageout_cpu_ns |"), "{text}");
+        assert!(after.contains("| pageout_cpu_ns |"), "{text}");
+        assert!(after.contains("- pageout_cpu_ns: regression"), "{text}");
+        assert!(!before.contains("regression"), "{text}");
+        assert!(
+            text.contains("Each control ran in the same boots"),
+            "{text}"
+        );
+        // The exit code sees the control's regression, named with it.
+        assert_eq!(
+            regressed_metrics(&rows),
+            ["pageout_cpu_ns (control unlimited)"]
+        );
+        let terminal = terminal_of(&results, &rows);
+        assert!(
+            terminal.contains("\nControl unlimited (zswap_max: max)\nmetric"),
+            "{terminal}"
+        );
+        assert_eq!(terminal.matches("pageout_cpu_ns").count(), 2, "{terminal}");
+    }
+
+    #[test]
+    fn a_verdict_of_the_negligible_level_is_explained() {
+        let mut results = crate::results::tests::with_control(None);
+        // Background flushes in the control only: 0 or 1 per sample.
+        for boot in &mut results.boots {
+            for s in boot.samples.iter_mut().filter(|s| s.condition.is_some()) {
+                s.metrics
+                    .insert("pageout_flushes".into(), u64::from(s.index % 2));
+            }
+        }
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        let text = markdown(&results, spec.as_ref());
+        let (_, control) = text.split_once("#### Control").expect(&text);
+        assert!(
+            control.contains("| pageout_flushes | count |")
+                && control.contains(
+                    "- pageout_flushes: no clear difference \u{2014} negligible on both sides: every A and B sample is within ±80"
+                ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn more_variants_get_a_column_each_and_a_per_patch_run_its_waterfall() {
+        let results = crate::results::tests::per_patch();
+        assert!(is_prefix_chain(&results));
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        let rows = rows(&results, spec.as_ref());
+        assert!(rows.iter().all(|r| r.baseline == "base"));
+        let text = markdown_of(&results, spec.as_ref(), &rows);
+        eprintln!("{text}");
+        assert!(
+            text.contains("### patchbench: zswap-pageout, 3 variants against `base`"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| metric | unit | base mean | p1 vs base | p2 vs base | p3 vs base |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| `p2` | `+ patch 2/3: mm: memcg: the counter` |"),
+            "{text}"
+        );
+        // The waterfall puts the change on p2 alone.
+        let (_, waterfall) = text.split_once("#### What each patch did").expect(&text);
+        let block: Vec<&str> = waterfall
+            .lines()
+            .skip_while(|l| !l.starts_with("| pageout_cpu_ns |"))
+            .take_while(|l| !l.contains("sum of the steps"))
+            .collect();
+        let line = |step: &str| {
+            block
+                .iter()
+                .find(|l| l.contains(step))
+                .unwrap_or_else(|| panic!("no {step} in {waterfall}"))
+                .to_string()
+        };
+        assert!(
+            line("p1 `mm: first`").contains("no clear difference"),
+            "{waterfall}"
+        );
+        assert!(
+            line("p2 `mm: memcg: the counter`").contains("improvement"),
+            "{waterfall}"
+        );
+        assert!(
+            line("p3 `mm: third`").contains("no clear difference"),
+            "{waterfall}"
+        );
+        let steps = steps(&results, spec.as_ref());
+        let metrics = waterfall::metrics(&results, &steps, &rows);
+        let cpu = metrics
+            .iter()
+            .find(|m| m.metric == "pageout_cpu_ns")
+            .unwrap();
+        let whole = cpu.whole.unwrap().change_pct().unwrap();
+        assert!((cpu.sum_points.unwrap() - whole).abs() < 1e-9, "{cpu:?}");
+        assert!((whole + 20.0).abs() < 0.2, "{whole}");
+        let terminal = terminal_of(&results, &rows);
+        assert!(terminal.contains("\np2 vs base\nmetric"), "{terminal}");
+        // An A/B document has no steps.
+        assert!(steps_of_fixture().is_empty());
+    }
+
+    fn steps_of_fixture() -> Vec<Row> {
+        let results = crate::results::tests::fixture();
+        steps(&results, None)
+    }
+
+    #[test]
+    fn untrusted_subjects_render_literally_in_markdown() {
+        let hostile = "mm: <img src=x onerror=alert(1)> @maintainer [x](javascript:1) `a`\n# b";
+        assert_eq!(
+            code_span(hostile),
+            "`mm: <img src=x onerror=alert(1)> @maintainer [x](javascript:1) 'a' # b`"
+        );
+    }
+
+    #[test]
+    fn values_read_in_milliseconds_and_signed_percentages() {
+        assert_eq!(format_value(23_903_000.0, Some(Unit::Ns)), "23.903");
+        assert_eq!(format_value(8192.0, Some(Unit::Pages)), "8192");
+        assert_eq!(format_value(8191.5, Some(Unit::Pages)), "8191.5");
+        assert_eq!(format_value(100_663_296.0, Some(Unit::Bytes)), "96.0");
+        assert_eq!(signed_pct(Some(-44.694)), "\u{2212}44.69%");
+        assert_eq!(signed_pct(Some(0.8)), "+0.80%");
+        assert_eq!(signed_pct(None), "n/a");
+    }
+}

@@ -1,0 +1,188 @@
+//! The comparison rows of a results document: every metric of every
+//! condition, each variant against the baseline, and, for a chain of
+//! series prefixes, each step against the one before.
+
+use crate::model::{Direction, Unit, Verdict};
+use crate::results::{Boot, ControlRecord, Results, SampleRecord};
+use crate::stats::{self, CompareOptions, Comparison};
+use crate::workload::{MetricSpec, WorkloadSpec};
+
+/// One metric's comparison in one condition: a variant against the one
+/// it is compared with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The control condition; `None` for the main workload.
+    pub condition: Option<String>,
+    /// The variant compared against (the baseline, or the previous step).
+    pub baseline: String,
+    /// The variant compared.
+    pub variant: String,
+    pub metric: String,
+    pub unit: Option<Unit>,
+    /// From the workload's spec; `None` for a metric the spec does not list.
+    pub direction: Option<Direction>,
+    pub comparison: Comparison,
+}
+
+impl Row {
+    /// B's mean against A's pooled mean, in percent.
+    pub fn change_pct(&self) -> Option<f64> {
+        self.comparison.mean_change.as_ref().map(|c| c.pct)
+    }
+
+    /// The metric, with its control's name when it is a control's, and
+    /// the variant's when it is not the B of an A/B campaign.
+    pub fn label(&self) -> String {
+        let mut label = self.metric.clone();
+        if let Some(c) = &self.condition {
+            label.push_str(&format!(" (control {c})"));
+        }
+        if (self.baseline.as_str(), self.variant.as_str()) != ("A", "B") {
+            label.push_str(&format!(" ({} vs {})", self.variant, self.baseline));
+        }
+        label
+    }
+}
+
+fn values(samples: &[&SampleRecord], metric: &str) -> Vec<f64> {
+    samples
+        .iter()
+        .filter_map(|s| s.metrics.get(metric).map(|v| *v as f64))
+        .collect()
+}
+
+/// Compare every variant with the baseline, for every metric of every
+/// condition (the main workload, then each control; within a condition,
+/// variant by variant), in the spec's order, then any metric the spec does
+/// not list, with the statistics' default options and each metric's
+/// `negligible` level from the spec.
+pub fn rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Row> {
+    let baseline = results.baseline();
+    results
+        .conditions()
+        .into_iter()
+        .flat_map(|c| {
+            results.candidates().iter().flat_map(move |v| {
+                condition_rows(results, spec, c.map(|c| c.name.as_str()), baseline, &v.name)
+            })
+        })
+        .collect()
+}
+
+/// Whether the variants are the base and each prefix of the series in
+/// turn (a per-patch campaign): then each step can be told apart.
+pub fn is_prefix_chain(results: &Results) -> bool {
+    results.variants.len() > 2
+        && results.variants.iter().enumerate().all(|(i, v)| {
+            v.patches == i
+                && v.fragments.is_empty()
+                && v.cmdline.is_empty()
+                && v.settings.is_empty()
+        })
+}
+
+/// For a chain of series prefixes, each step against the one before, in
+/// the main workload: what each patch did on top of the ones before it.
+pub fn steps(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<Row> {
+    if !is_prefix_chain(results) {
+        return Vec::new();
+    }
+    results
+        .variants
+        .windows(2)
+        .flat_map(|pair| condition_rows(results, spec, None, &pair[0].name, &pair[1].name))
+        .collect()
+}
+
+/// [`rows`] of one condition (`None`: the main workload), `variant`
+/// against `baseline`.
+pub fn condition_rows(
+    results: &Results,
+    spec: Option<&WorkloadSpec>,
+    condition: Option<&str>,
+    baseline: &str,
+    variant: &str,
+) -> Vec<Row> {
+    let a_boots = results.samples_by_boot(baseline, condition);
+    let b_boots = results.samples_by_boot(variant, condition);
+    let mut names: Vec<(String, Option<&MetricSpec>)> = spec
+        .map(|s| {
+            s.metrics
+                .iter()
+                .map(|m| (m.name.clone(), Some(m)))
+                .collect()
+        })
+        .unwrap_or_default();
+    for boot in &results.boots {
+        for sample in boot.samples_of(condition) {
+            for name in sample.metrics.keys() {
+                if !names.iter().any(|(n, _)| n == name) {
+                    names.push((name.clone(), None));
+                }
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|(metric, metric_spec)| {
+            let unit = metric_spec.map(|m| m.unit);
+            let direction = metric_spec.map(|m| m.better);
+            let negligible = metric_spec.and_then(|m| m.negligible);
+            let per_boot = |boots: &[(&Boot, Vec<&SampleRecord>)]| {
+                boots
+                    .iter()
+                    .map(|(_, s)| values(s, &metric))
+                    .collect::<Vec<_>>()
+            };
+            let options = CompareOptions {
+                negligible,
+                ..CompareOptions::default()
+            };
+            let comparison = stats::compare(
+                &per_boot(&a_boots),
+                &per_boot(&b_boots),
+                direction.unwrap_or(Direction::Neither),
+                &options,
+            )
+            .ok()?;
+            Some(Row {
+                condition: condition.map(str::to_string),
+                baseline: baseline.to_string(),
+                variant: variant.to_string(),
+                metric,
+                unit,
+                direction,
+                comparison,
+            })
+        })
+        .collect()
+}
+
+/// The metrics that regressed, in any condition (a control's are named
+/// with it): the campaign's exit code says so.
+pub fn regressed_metrics(rows: &[Row]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.comparison.verdict.kind == Verdict::Regression)
+        .map(Row::label)
+        .collect()
+}
+
+/// The rows of each condition, in the document's order: the main
+/// workload's first (`None`), then each control's.
+pub fn by_condition<'r>(
+    results: &'r Results,
+    rows: &'r [Row],
+) -> Vec<(Option<&'r ControlRecord>, Vec<&'r Row>)> {
+    results
+        .conditions()
+        .into_iter()
+        .map(|c| {
+            let name = c.map(|c| c.name.as_str());
+            let of = rows
+                .iter()
+                .filter(|r| r.condition.as_deref() == name)
+                .collect();
+            (c, of)
+        })
+        .collect()
+}
