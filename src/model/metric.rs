@@ -18,6 +18,15 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// Whether a workload's summary (the geometric mean of its changes)
+    /// counts metrics of this unit: times and rates, what a user waits for
+    /// or gets. Counts of pages and events explain a result (a forced
+    /// flush, a page stored), and a count near zero would swing the mean
+    /// by orders of magnitude on one event.
+    pub fn summarised(self) -> bool {
+        matches!(self, Unit::Ns | Unit::PerSecond)
+    }
+
     /// The unit as a table shows it (after [`Unit`]'s conversions).
     pub fn label(self) -> &'static str {
         match self {

@@ -136,10 +136,10 @@ fn condition_markdown(out: &mut String, rows: &[&Row]) {
                 .map_or("n/a".into(), |cv| format!("{cv:.2}%")),
         );
     }
-    if let Some(g) = stats::geomean_change(rows.iter().map(|r| &r.comparison)) {
+    if let Some(g) = stats::geomean_change(summarised(rows.iter().copied())) {
         let _ = writeln!(
             out,
-            "\nGeometric mean of B/A over {} metric(s) with a direction (lower is better): {}.",
+            "\nGeometric mean of B/A over {} time and rate metric(s) (lower is better; counts of pages and events are left out): {}.",
             g.metrics,
             signed_pct(Some(g.change_pct))
         );
@@ -355,10 +355,7 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
     let geomeans: Vec<String> = candidates
         .iter()
         .filter_map(|v| {
-            let of = rows
-                .iter()
-                .filter(|r| r.variant == v.name)
-                .map(|r| &r.comparison);
+            let of = summarised(rows.iter().copied().filter(|r| r.variant == v.name));
             stats::geomean_change(of)
                 .map(|g| format!("{} {}", v.name, signed_pct(Some(g.change_pct))))
         })
@@ -366,7 +363,7 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
     if !geomeans.is_empty() {
         let _ = writeln!(
             out,
-            "\nGeometric mean against {baseline} over the metrics with a direction (lower is better): {}.",
+            "\nGeometric mean against {baseline} over the time and rate metrics (lower is better; counts of pages and events are left out): {}.",
             geomeans.join(", ")
         );
     }
@@ -390,4 +387,13 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
             );
         }
     }
+}
+
+/// The comparisons a summary covers: the time and rate metrics
+/// ([`crate::model::Unit::summarised`]).
+fn summarised<'r>(
+    rows: impl Iterator<Item = &'r Row>,
+) -> impl Iterator<Item = &'r crate::stats::Comparison> {
+    rows.filter(|r| r.unit.is_some_and(crate::model::Unit::summarised))
+        .map(|r| &r.comparison)
 }

@@ -160,6 +160,36 @@ mod tests {
         steps(&results, None)
     }
 
+    /// Issue 17's case: one background flush in B's samples of a run whose
+    /// B forced none must not move the summary, which covers times and
+    /// rates only.
+    #[test]
+    fn the_summary_does_not_move_with_a_near_zero_count() {
+        let summary = |results: &Results| {
+            let spec = crate::workload::spec_for_kind(&results.workload.kind);
+            let text = markdown(results, spec.as_ref());
+            text.lines()
+                .find(|l| l.starts_with("Geometric mean"))
+                .unwrap_or_else(|| panic!("{text}"))
+                .to_string()
+        };
+        let mut results = crate::results::tests::fixture();
+        for boot in &mut results.boots {
+            for s in &mut boot.samples {
+                let flushes = if boot.variant == "A" { 8192 } else { 0 };
+                s.metrics.insert("pageout_flushes".into(), flushes);
+            }
+        }
+        let before = summary(&results);
+        assert!(
+            before.contains("over 4 time and rate metric(s)"),
+            "{before}"
+        );
+        let b = results.boots.iter_mut().find(|b| b.variant == "B").unwrap();
+        b.samples[0].metrics.insert("pageout_flushes".into(), 1);
+        assert_eq!(summary(&results), before);
+    }
+
     #[test]
     fn untrusted_subjects_render_literally_in_markdown() {
         let hostile = "mm: <img src=x onerror=alert(1)> @maintainer [x](javascript:1) `a`\n# b";
