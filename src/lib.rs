@@ -16,6 +16,7 @@ pub mod events;
 pub mod exit;
 pub mod fsutil;
 pub mod github;
+pub mod hostnoise;
 pub mod html;
 pub mod image;
 pub mod kbuild;

@@ -287,7 +287,7 @@ fn a_setting_that_does_not_read_back_fails_the_boot() {
     assert!(
         stderr.contains("boot odd")
             && stderr.contains(
-                "setting /proc/sys/vm/overcommit_ratio: wrote \"050\", reads back \"50\""
+                "setting /proc/sys/vm/overcommit_ratio: wrote \"050\", reads back \"40\""
             ),
         "{stderr}"
     );

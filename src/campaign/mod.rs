@@ -200,6 +200,7 @@ fn new_results(
             accel: lane.decision.accel.into(),
             accel_reason: lane.decision.reason.clone(),
             icount: lane.icount,
+            noise: None,
         },
         tree: TreeInfo {
             origin: kernels.tree.origin.clone(),
@@ -290,6 +291,7 @@ fn resume(results: &mut Results, path: &Path, stages: &mut Stages<'_>) -> anyhow
     }
     results.boots = Results::completed_prefix(&earlier);
     results.started_at = earlier.started_at;
+    results.host.noise = earlier.host.noise;
     // This run's import and build times, then the kept boots' times.
     let kept: Vec<String> = results
         .boots
@@ -344,8 +346,12 @@ impl Boots<'_> {
             if index < results.boots.len() {
                 continue;
             }
+            if index == 0 {
+                host_noise(results).await;
+            }
             let label = crate::model::boot_label(&names, index);
             self.one(results, stages, index, variant, &label).await?;
+            host_noise(results).await;
         }
         results.timings = stages.timings.clone();
         results.save(self.results_path)?;
@@ -425,6 +431,25 @@ impl Boots<'_> {
         results.save(self.results_path)?;
         Ok(())
     }
+}
+
+/// Time the host's fixed CPU loop a few times (off the async threads) and
+/// add the timings to the results: before the first boot and after each.
+async fn host_noise(results: &mut Results) {
+    let ms = tokio::task::spawn_blocking(|| {
+        crate::hostnoise::sample(crate::hostnoise::PER_POINT, crate::hostnoise::STEPS)
+    })
+    .await
+    .unwrap_or_default();
+    results
+        .host
+        .noise
+        .get_or_insert_with(|| results::HostNoise {
+            method: format!("xorshift64, {} steps", crate::hostnoise::STEPS),
+            samples_ms: Vec::new(),
+        })
+        .samples_ms
+        .extend(ms);
 }
 
 /// Judge every metric, record the comparisons, and write report.md.

@@ -46,6 +46,8 @@ pub struct RunPage<'a> {
     /// A per-patch campaign's waterfalls, one per metric; empty otherwise.
     pub waterfalls: Vec<PlotView>,
     pub method: String,
+    /// The host's noise floor beside the guest's CVs, when measured.
+    pub noise: Option<String>,
     pub tree: &'a crate::results::TreeInfo,
     pub series_source: &'a str,
     pub series_sha256: &'a str,
@@ -514,6 +516,13 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         plots,
         waterfalls: waterfalls(run)?,
         method: method(r),
+        noise: crate::report::noise_line(
+            r,
+            run.rows
+                .iter()
+                .filter_map(|row| row.max_cv)
+                .reduce(f64::max),
+        ),
         tree: &r.tree,
         series_source: &r.series.source,
         series_sha256: &r.series.sha256,

@@ -479,6 +479,7 @@ mod tests {
             p_value: None,
             verdict: Verdict::Inconclusive,
             note: String::new(),
+            max_cv: None,
         }
     }
 

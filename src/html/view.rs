@@ -37,21 +37,26 @@ pub struct MetricRow {
     pub verdict: Verdict,
     /// A short remark shown next to the verdict (drift, noise...).
     pub note: String,
+    /// The largest within-boot CV of this metric, in percent.
+    pub max_cv: Option<f64>,
 }
 
 /// Rows from the report's comparisons: means with their 95% intervals,
 /// the change with its bootstrap interval, Welch's p and the verdict.
 pub fn default_rows(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<MetricRow> {
-    metric_rows(&report::rows(results, spec))
+    metric_rows(results, &report::rows(results, spec))
 }
 
 /// The page rows of some report rows.
-pub fn metric_rows(rows: &[report::Row]) -> Vec<MetricRow> {
+pub fn metric_rows(results: &Results, rows: &[report::Row]) -> Vec<MetricRow> {
     rows.iter()
         .cloned()
         .map(|row| {
             let c = &row.comparison;
             let mut notes = vec![c.verdict.reason.clone()];
+            if let Some(noisy) = report::noisy_host(results, c.verdict.kind) {
+                notes.push(noisy.trim().to_string());
+            }
             if let Some(drift) = c.drift_pct.filter(|d| d.abs() >= 5.0) {
                 // U+2212 MINUS SIGN, as the tables write it.
                 let sign = if drift < 0.0 { '\u{2212}' } else { '+' };
@@ -77,6 +82,7 @@ pub fn metric_rows(rows: &[report::Row]) -> Vec<MetricRow> {
                 p_value: c.welch.as_ref().map(|w| w.p),
                 verdict: c.verdict.kind,
                 note: notes.join("; "),
+                max_cv: c.max_boot_cv_pct,
                 baseline: row.baseline,
                 variant: row.variant,
                 name: row.metric,
@@ -131,7 +137,7 @@ impl<'a> Run<'a> {
         let report_rows = report::rows(results, spec);
         Run {
             results,
-            rows: metric_rows(&report_rows),
+            rows: metric_rows(results, &report_rows),
             steps: report::steps(results, spec),
             report_rows,
             run_dir,

@@ -83,3 +83,42 @@ pub fn code_span(text: &str) -> String {
 pub fn short(id: &str) -> &str {
     &id[..id.len().min(12)]
 }
+
+/// The host's noise floor beside the guest's within-boot CVs, or `None`
+/// for a document without it: "Host noise floor: a fixed CPU loop on the
+/// host varied by 3.1% (CV of 12 timings before, between and after the
+/// boots, mean 104 ms); the guest's within-boot CVs reach 24.5%."
+pub fn noise_line(results: &crate::results::Results, max_boot_cv: Option<f64>) -> Option<String> {
+    let noise = results.host.noise.as_ref()?;
+    let cv = noise
+        .cv_pct()
+        .map_or_else(|| "n/a".to_string(), |cv| format!("{cv:.1}%"));
+    let guest = max_boot_cv.map_or_else(String::new, |g| {
+        format!("; the guest's within-boot CVs reach {g:.1}%")
+    });
+    let icount = if results.host.icount {
+        " Under icount guest times count instructions, so the host's noise does not reach them."
+    } else {
+        ""
+    };
+    Some(format!(
+        "Host noise floor: a fixed CPU loop on the host varied by {cv} (CV of {} timings before, between and after the boots, mean {:.0} ms){guest}.{icount}",
+        noise.samples_ms.len(),
+        noise.mean_ms(),
+    ))
+}
+
+/// For an inconclusive verdict under plain TCG on a host whose own CPU
+/// loop varied beyond the noise band: the words that say so.
+pub fn noisy_host(
+    results: &crate::results::Results,
+    verdict: crate::model::Verdict,
+) -> Option<String> {
+    if verdict != crate::model::Verdict::Inconclusive || results.host.icount {
+        return None;
+    }
+    let cv = results.host.noise.as_ref()?.cv_pct()?;
+    (cv > crate::stats::CompareOptions::default().noise_pct).then(|| {
+        format!(" The host was noisy: its own fixed CPU loop varied by {cv:.1}% (CV) in this run.")
+    })
+}

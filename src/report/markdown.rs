@@ -5,7 +5,8 @@
 use std::fmt::Write;
 
 use super::format::{
-    change_cell, code_span, control_title, format_value, p_cell, short, signed_pct, unit_label,
+    change_cell, code_span, control_title, format_value, noise_line, noisy_host, p_cell, short,
+    signed_pct, unit_label,
 };
 use super::rows::{Row, by_condition, rows, steps};
 use super::waterfall;
@@ -74,10 +75,13 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
         if let Some(control) = control {
             let _ = writeln!(out, "\n#### {}\n", control_title(control));
         }
-        condition_markdown(&mut out, &rows);
+        condition_markdown(&mut out, results, &rows);
     }
     if self_check {
         let _ = writeln!(out, "\n{}", self_check_line(results, rows));
+    }
+    if let Some(line) = noise_line(results, max_boot_cv(rows)) {
+        let _ = writeln!(out, "\n{line}");
     }
     let order: Vec<String> = (0..results.protocol.boots.len())
         .map(|i| crate::model::boot_label(&results.protocol.boots, i))
@@ -113,7 +117,7 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
 
 /// One condition's table, its geometric-mean line and the reason behind
 /// every verdict that is not "no clear difference".
-fn condition_markdown(out: &mut String, rows: &[&Row]) {
+fn condition_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
     let _ = writeln!(
         out,
         "| metric | unit | A mean | B mean | B vs A [95% CI] | p | verdict | A drift | max CV |"
@@ -158,10 +162,11 @@ fn condition_markdown(out: &mut String, rows: &[&Row]) {
         for r in reasons {
             let _ = writeln!(
                 out,
-                "- {}: {} \u{2014} {}",
+                "- {}: {} \u{2014} {}{}",
                 r.metric,
                 r.comparison.verdict.kind.marked(),
-                r.comparison.verdict.reason
+                r.comparison.verdict.reason,
+                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default()
             );
         }
     }
@@ -274,6 +279,9 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
     if !steps.is_empty() {
         out.push_str(&waterfall::markdown(results, &steps, rows));
     }
+    if let Some(line) = noise_line(results, max_boot_cv(rows)) {
+        let _ = writeln!(out, "\n{line}");
+    }
     let order: Vec<String> = (0..results.protocol.boots.len())
         .map(|i| crate::model::boot_label(&results.protocol.boots, i))
         .collect();
@@ -378,12 +386,13 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
         for r in reasons {
             let _ = writeln!(
                 out,
-                "- {}, {} vs {}: {} \u{2014} {}",
+                "- {}, {} vs {}: {} \u{2014} {}{}",
                 r.metric,
                 r.variant,
                 r.baseline,
                 r.comparison.verdict.kind.marked(),
                 r.comparison.verdict.reason,
+                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default()
             );
         }
     }
@@ -396,4 +405,11 @@ fn summarised<'r>(
 ) -> impl Iterator<Item = &'r crate::stats::Comparison> {
     rows.filter(|r| r.unit.is_some_and(crate::model::Unit::summarised))
         .map(|r| &r.comparison)
+}
+
+/// The largest within-boot CV over some rows, in percent.
+fn max_boot_cv(rows: &[Row]) -> Option<f64> {
+    rows.iter()
+        .filter_map(|r| r.comparison.max_boot_cv_pct)
+        .reduce(f64::max)
 }

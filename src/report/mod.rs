@@ -13,7 +13,7 @@ mod rows;
 mod terminal;
 pub mod waterfall;
 
-pub use format::{code_span, control_title, format_value, signed_pct};
+pub use format::{code_span, control_title, format_value, noise_line, noisy_host, signed_pct};
 pub use markdown::{markdown, markdown_of};
 pub use rows::{Row, condition_rows, is_prefix_chain, regressed_metrics, rows, steps};
 pub use terminal::{terminal, terminal_of};
@@ -188,6 +188,32 @@ mod tests {
         let b = results.boots.iter_mut().find(|b| b.variant == "B").unwrap();
         b.samples[0].metrics.insert("pageout_flushes".into(), 1);
         assert_eq!(summary(&results), before);
+    }
+
+    #[test]
+    fn the_hosts_noise_floor_is_reported_and_named_in_noisy_verdicts() {
+        let mut results = crate::results::tests::fixture();
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        // Without a measurement (a stored run), no line.
+        assert!(!markdown(&results, spec.as_ref()).contains("Host noise floor"));
+        results.host.noise = Some(crate::results::HostNoise {
+            method: "xorshift64, 1 steps".into(),
+            samples_ms: vec![90.0, 100.0, 110.0],
+        });
+        let text = markdown(&results, spec.as_ref());
+        assert!(
+            text.contains("Host noise floor: a fixed CPU loop on the host varied by 10.0% (CV of 3 timings before, between and after the boots, mean 100 ms); the guest's within-boot CVs reach"),
+            "{text}"
+        );
+        // The stored run's inconclusive rows say the host was noisy.
+        let noisy = "The host was noisy: its own fixed CPU loop varied by 10.0% (CV) in this run.";
+        assert_eq!(text.matches(noisy).count(), 4, "{text}");
+        assert!(terminal(&results, spec.as_ref()).contains("Host noise floor"));
+        // Under icount the host's noise does not reach guest times.
+        results.host.icount = true;
+        let text = markdown(&results, spec.as_ref());
+        assert!(!text.contains(noisy), "{text}");
+        assert!(text.contains("does not reach them"), "{text}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The terminal table: the same rows as the Markdown, aligned as plain
 //! text.
 
-use super::format::{control_title, format_value, p_cell, signed_pct, unit_label};
+use super::format::{control_title, format_value, noise_line, p_cell, signed_pct, unit_label};
 use super::rows::{Row, by_condition, rows};
 use crate::results::{Accel, Results};
 use crate::workload::WorkloadSpec;
@@ -37,6 +37,13 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
             out.push_str(&format!("\n{} vs {}\n", v.name, results.baseline()));
             out.push_str(&terminal_table(&of));
         }
+    }
+    let max_cv = rows
+        .iter()
+        .filter_map(|r| r.comparison.max_boot_cv_pct)
+        .reduce(f64::max);
+    if let Some(line) = noise_line(results, max_cv) {
+        out.push_str(&format!("{line}\n"));
     }
     out
 }

@@ -23,6 +23,33 @@ pub struct Host {
     /// TCG ran with `-icount` (a deterministic guest clock).
     #[serde(default)]
     pub icount: bool,
+    /// The host's own noise floor in this run; absent in documents from
+    /// before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<HostNoise>,
+}
+
+/// A fixed CPU-bound loop timed on the host before, between and after the
+/// boots (`hostnoise`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostNoise {
+    /// What the loop is: `xorshift64, 150000000 steps`.
+    pub method: String,
+    /// Every timing, in milliseconds, in the order taken.
+    pub samples_ms: Vec<f64>,
+}
+
+impl HostNoise {
+    /// The timings' coefficient of variation, in percent.
+    pub fn cv_pct(&self) -> Option<f64> {
+        crate::hostnoise::cv_pct(&self.samples_ms)
+    }
+
+    /// The timings' mean, in milliseconds.
+    pub fn mean_ms(&self) -> f64 {
+        self.samples_ms.iter().sum::<f64>() / self.samples_ms.len().max(1) as f64
+    }
 }
 
 /// The accelerator every boot used.
