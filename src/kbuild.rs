@@ -50,7 +50,7 @@ pub async fn prepare(
     };
     let compiler = crate::build::compiler_version().await?;
     let root = cache_dir.join("kbuild");
-    let src = export(repo, commit, &root, sink)?;
+    let src = export(repo.path(), commit, &root, sink).await?;
     let build = root.join(key(commit, config, targets, &compiler));
     if build.join(STAMP).is_file() {
         sink.emit(Event::Note(format!(
@@ -88,32 +88,46 @@ pub fn key(commit: Oid, config: &str, targets: &[String], compiler: &str) -> Str
 }
 
 /// Checks out `commit` into `root/src-<commit>` unless it is there already.
-fn export(repo: &Repository, commit: Oid, root: &Path, sink: &dyn Sink) -> anyhow::Result<PathBuf> {
+/// Writing a kernel tree's 87k files runs off the async thread.
+async fn export(
+    repo_path: &Path,
+    commit: Oid,
+    root: &Path,
+    sink: &dyn Sink,
+) -> anyhow::Result<PathBuf> {
     let dir = root.join(format!("src-{}", &commit.to_string()[..16]));
     if dir.join(EXPORTED).is_file() {
         return Ok(dir);
     }
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .with_context(|| format!("cannot remove the partial export {}", dir.display()))?;
-    }
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     sink.emit(Event::Progress {
         stage: "kernel-build".into(),
         detail: format!("checking out {commit} into {}", dir.display()),
     });
+    let (repo_path, target) = (repo_path.to_owned(), dir.clone());
+    crate::blocking::unblock(move || export_blocking(&repo_path, commit, &target)).await?;
+    Ok(dir)
+}
+
+fn export_blocking(repo_path: &Path, commit: Oid, dir: &Path) -> anyhow::Result<()> {
+    let repo = Repository::open(repo_path)
+        .with_context(|| format!("cannot open {}", repo_path.display()))?;
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot remove the partial export {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let tree = repo
         .find_commit(commit)
         .with_context(|| format!("cannot find commit {commit}"))?;
     let mut opts = CheckoutBuilder::new();
     // Write every file into the other directory; leave the repository's
     // own index and working tree alone.
-    opts.force().target_dir(&dir).update_index(false);
+    opts.force().target_dir(dir).update_index(false);
     repo.checkout_tree(tree.as_object(), Some(&mut opts))
         .with_context(|| format!("cannot check out {commit} into {}", dir.display()))?;
     std::fs::write(dir.join(EXPORTED), commit.to_string())
         .with_context(|| format!("cannot write {}", dir.join(EXPORTED).display()))?;
-    Ok(dir)
+    Ok(())
 }
 
 /// Configures, prepares, builds and records the targets, then deletes them.
@@ -131,17 +145,32 @@ async fn configure(
     std::fs::create_dir_all(build).with_context(|| format!("cannot create {}", build.display()))?;
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let log = build.join("patchbench-prepare.log");
-    let steps: [(&str, Vec<String>); 3] = [
-        ("configure", vec![config.to_string()]),
-        ("prepare", vec!["prepare".to_string()]),
-        ("build the targets", targets.to_vec()),
+    // Configuring is as quick as a kernel build's own configuration step;
+    // `make prepare` and the targets are parts of a kernel build, so they
+    // get a whole build's deadline (see `build::BUILD_DEADLINE` for why).
+    let steps: [(&str, Vec<String>, std::time::Duration); 3] = [
+        (
+            "configure",
+            vec![config.to_string()],
+            crate::build::CONFIG_DEADLINE,
+        ),
+        (
+            "prepare",
+            vec!["prepare".to_string()],
+            crate::build::BUILD_DEADLINE,
+        ),
+        (
+            "build the targets",
+            targets.to_vec(),
+            crate::build::BUILD_DEADLINE,
+        ),
     ];
-    for (what, make_targets) in steps {
+    for (what, make_targets, deadline) in steps {
         sink.emit(Event::Progress {
             stage: "kernel-build".into(),
             detail: format!("{what}: make {}", make_targets.join(" ")),
         });
-        let cmd = Cmd::new("make")
+        let cmd = Cmd::new("make", deadline)
             .args(crate::build::make_args(src, build, jobs, false))
             .args(&make_targets)
             .log_to(&log);

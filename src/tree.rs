@@ -7,6 +7,7 @@
 //! rebuilds only what a series touched.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use git2::{IndexAddOption, Oid, Repository, Signature, Time, build::CheckoutBuilder};
 use sha2::{Digest, Sha256};
@@ -15,6 +16,12 @@ use crate::process::{self, Cmd};
 
 /// The branch holding an imported tarball's single commit.
 const BASE_REF: &str = "refs/heads/patchbench-base";
+
+/// Extracting Debian's 150 MB kernel tarball takes about 10 s on the
+/// 2-core CI machine (domain notes); 15 minutes leaves room for a host 50
+/// times slower (a loaded runner, a cold network disk) while still ending
+/// a `tar` stuck on a hung filesystem within one CI job's budget.
+const EXTRACT_DEADLINE: Duration = Duration::from_secs(15 * 60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
@@ -69,11 +76,13 @@ pub struct Tree {
 
 impl Tree {
     pub fn open(&self) -> Result<Repository, TreeError> {
-        Repository::open(&self.repo_path).map_err(|source| TreeError::Git {
-            repo: self.repo_path.clone(),
-            what: "open the cached repository".into(),
-            source,
-        })
+        Self::open_path(&self.repo_path)
+    }
+
+    /// Open a cached repository by its path (in a blocking task, which
+    /// cannot borrow a `Repository`).
+    pub fn open_path(repo_path: &Path) -> Result<Repository, TreeError> {
+        Repository::open(repo_path).map_err(git_err(repo_path, "open the cached repository"))
     }
 }
 
@@ -120,12 +129,17 @@ pub fn tarball_cache_name(tarball: &Path, sha256: &str) -> String {
 ///
 /// The import commit has a fixed author and time, so its id is a function of
 /// the tarball's content alone.
+///
+/// The tree is extracted and committed in a staging directory named after
+/// the destination (`trees/.import-<name>`) and renamed into place only
+/// when whole, so an import that is interrupted (Ctrl-C drops this future
+/// while the blocking commit may still be running) leaves only the staging
+/// directory, which the next import of the same tarball removes first.
 pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeError> {
     let sha = {
         let owned = tarball.to_owned();
-        tokio::task::spawn_blocking(move || sha256_file(&owned))
+        crate::blocking::unblock(move || sha256_file(&owned))
             .await
-            .expect("hashing task panicked")
             .map_err(|source| TreeError::ReadTarball {
                 path: tarball.to_owned(),
                 source,
@@ -146,14 +160,51 @@ pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeEr
         });
     }
     std::fs::create_dir_all(&trees).map_err(io_err(&trees))?;
-    let staging = tempfile::TempDir::with_prefix_in(".import-", &trees).map_err(io_err(&trees))?;
-    let src = staging.path().join("src");
-    std::fs::create_dir(&src).map_err(io_err(&src))?;
-    let tar = Cmd::new("tar")
+    let staging = trees.join(format!(
+        ".import-{}",
+        dest.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    remove_dir_if_present(&staging).await?;
+    let src = staging.join("src");
+    std::fs::create_dir_all(&src).map_err(io_err(&src))?;
+    let imported = extract_and_commit(tarball, &src, &sha).await;
+    let base = match imported {
+        Ok(base) => base,
+        Err(e) => {
+            // Best effort: the next import removes it anyway.
+            let _ = remove_dir_if_present(&staging).await;
+            return Err(e);
+        }
+    };
+    std::fs::rename(&src, &dest).map_err(io_err(&dest))?;
+    remove_dir_if_present(&staging).await?;
+    Ok(Tree {
+        repo_path: dest,
+        base,
+        origin,
+        fresh: true,
+    })
+}
+
+/// Remove a directory tree, off the async thread (a kernel tree is 87k
+/// files), if it exists.
+async fn remove_dir_if_present(dir: &Path) -> Result<(), TreeError> {
+    let owned = dir.to_owned();
+    crate::blocking::unblock(move || match std::fs::remove_dir_all(&owned) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    })
+    .await
+    .map_err(io_err(dir))
+}
+
+/// Extract `tarball` into the empty directory `src` and commit all of it.
+async fn extract_and_commit(tarball: &Path, src: &Path, sha: &str) -> Result<Oid, TreeError> {
+    let tar = Cmd::new("tar", EXTRACT_DEADLINE)
         .arg("-xf")
         .arg(tarball)
         .arg("-C")
-        .arg(&src)
+        .arg(src)
         .arg("--strip-components=1");
     process::run(&tar)
         .await
@@ -165,20 +216,8 @@ pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeEr
         "Import {}\n\nsha256: {sha}\nImported by patchbench; every file is committed, including\nthose the tree's own .gitignore would hide.\n",
         tarball.file_name().unwrap_or_default().to_string_lossy()
     );
-    let base = {
-        let src = src.clone();
-        let tarball = tarball.to_owned();
-        tokio::task::spawn_blocking(move || commit_whole_tree(&src, &tarball, &message))
-            .await
-            .expect("import task panicked")?
-    };
-    std::fs::rename(&src, &dest).map_err(io_err(&dest))?;
-    Ok(Tree {
-        repo_path: dest,
-        base,
-        origin,
-        fresh: true,
-    })
+    let (src, tarball) = (src.to_owned(), tarball.to_owned());
+    crate::blocking::unblock(move || commit_whole_tree(&src, &tarball, &message)).await
 }
 
 /// `git init` + force-add everything + commit, then check the commit holds
@@ -269,12 +308,15 @@ pub fn clone_local(path: &Path, rev: Option<&str>, cache: &Path) -> Result<Tree,
 pub async fn obtain(source: &crate::config::TreeSource, cache: &Path) -> Result<Tree, TreeError> {
     match source {
         crate::config::TreeSource::Tarball(path) => import_tarball(path, cache).await,
-        crate::config::TreeSource::Git { path, rev } => clone_local(path, rev.as_deref(), cache),
+        // git2 blocks: cloning or fetching runs off the async thread, so
+        // Ctrl-C is seen while it runs.
+        crate::config::TreeSource::Git { path, rev } => {
+            let (path, rev, cache) = (path.clone(), rev.clone(), cache.to_owned());
+            crate::blocking::unblock(move || clone_local(&path, rev.as_deref(), &cache)).await
+        }
         crate::config::TreeSource::Url { url, rev } => {
             let (url, rev, cache) = (url.clone(), rev.clone(), cache.to_owned());
-            tokio::task::spawn_blocking(move || fetch_shallow(&url, rev.as_deref(), &cache))
-                .await
-                .expect("fetch task panicked")
+            crate::blocking::unblock(move || fetch_shallow(&url, rev.as_deref(), &cache)).await
         }
     }
 }
@@ -552,7 +594,7 @@ mod tests {
         std::fs::write(top.join("mm/memcontrol.c"), "int x;\n").unwrap();
         let tarball = work.path().join("linux-source-9.9.tar.xz");
         process::run(
-            &Cmd::new("tar")
+            &Cmd::new("tar", EXTRACT_DEADLINE)
                 .arg("-cJf")
                 .arg(&tarball)
                 .arg("-C")

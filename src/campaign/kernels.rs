@@ -149,7 +149,14 @@ pub async fn apply_series(
         tree::explicit_rev(tree_source),
         series.base_commit.as_deref(),
     );
-    let patches = series::apply(repo, base, &series)?;
+    // git2's apply, merges and fuzz search block: off the async thread, so
+    // Ctrl-C is seen while a long series applies.
+    let (repo_path, to_apply) = (tree.repo_path.clone(), series.clone());
+    let patches = crate::blocking::unblock(move || {
+        let repo = tree::Tree::open_path(&repo_path)?;
+        series::apply(&repo, base, &to_apply).map_err(anyhow::Error::from)
+    })
+    .await?;
     let head = patches.last().map_or(base, |p| p.commit);
     Ok(AppliedSeries {
         series,
@@ -192,13 +199,13 @@ async fn build_both(
         series_sha256,
         fresh,
     };
-    let a = build_variant(stages, "build A", &spec_for(applied.base, None, None), repo).await?;
+    let a = build_variant(stages, "build A", &spec_for(applied.base, None, None)).await?;
     let b_spec = spec_for(
         applied.head,
         Some(a.build_dir.clone()),
         Some(applied.series.sha256.clone()),
     );
-    let b = build_variant(stages, "build B", &b_spec, repo).await?;
+    let b = build_variant(stages, "build B", &b_spec).await?;
     Ok((a, b))
 }
 
@@ -206,11 +213,10 @@ async fn build_variant(
     stages: &mut Stages<'_>,
     stage: &str,
     spec: &BuildSpec,
-    repo: &git2::Repository,
 ) -> anyhow::Result<KernelArtifact> {
     let artifact = stages
         .time(stage, &format!("commit {}", spec.commit), async {
-            build::build(spec, repo).await
+            build::build(spec).await
         })
         .await?;
     stages

@@ -59,9 +59,17 @@ impl BootSpec {
     }
 }
 
+/// The longest a boot can legitimately last: the boot timeout, the run
+/// timeout (which starts at the agent's hello), the grace for QEMU's own
+/// exit, and a minute more. `converse` enforces the specific deadlines and
+/// explains them; this one only guarantees that QEMU cannot outlive them.
+pub fn qemu_deadline(spec: &BootSpec) -> Duration {
+    spec.boot_timeout + spec.run_timeout + EXIT_GRACE + Duration::from_secs(60)
+}
+
 /// The full QEMU command for a boot.
 pub fn qemu_command(spec: &BootSpec, socket: &Path) -> Cmd {
-    Cmd::new("qemu-system-x86_64")
+    Cmd::new("qemu-system-x86_64", qemu_deadline(spec))
         .args(args::base_args())
         .args(args::accel_args(spec.accel, spec.icount))
         .args(args::machine_args(spec.memory_mib, spec.cpus))
