@@ -46,7 +46,7 @@ pub enum TreeError {
         committed: usize,
         on_disk: usize,
     },
-    #[error("git operation on {} failed: {what}", repo.display())]
+    #[error("cannot {what} in {}", repo.display())]
     Git {
         repo: PathBuf,
         what: String,
@@ -223,7 +223,7 @@ async fn extract_and_commit(tarball: &Path, src: &Path, sha: &str) -> Result<Oid
 /// `git init` + force-add everything + commit, then check the commit holds
 /// every file that is on disk.
 fn commit_whole_tree(src: &Path, tarball: &Path, message: &str) -> Result<Oid, TreeError> {
-    let repo = Repository::init(src).map_err(git_err(src, "init"))?;
+    let repo = Repository::init(src).map_err(git_err(src, "create a repository"))?;
     let mut index = repo.index().map_err(git_err(src, "open the index"))?;
     // FORCE: Debian's tree ignores everything at its top level (`/*`), so a
     // plain add would commit nothing.
@@ -344,7 +344,7 @@ pub fn fetch_shallow(url: &str, rev: Option<&str>, cache: &Path) -> Result<Tree,
         Err(_) => {
             std::fs::create_dir_all(&dest).map_err(io_err(&dest))?;
             (
-                Repository::init(&dest).map_err(git_err(&dest, "init"))?,
+                Repository::init(&dest).map_err(git_err(&dest, "create a repository"))?,
                 true,
             )
         }

@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::Context;
 use git2::Oid;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -111,6 +110,15 @@ pub enum BuildError {
     },
     #[error("i/o on {}", path.display())]
     Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Checking out the commit to build (its message names the commit).
+    #[error(transparent)]
+    Checkout(#[from] crate::tree::TreeError),
+    #[error("cannot set the mtime of {}", path.display())]
+    Mtime {
         path: PathBuf,
         #[source]
         source: std::io::Error,
@@ -290,7 +298,7 @@ fn preflight(builds_dir: &Path) -> Result<(), BuildError> {
 ///
 /// The checkout, the mtime pass over the tree and the walk over the built
 /// objects run off the async thread, so Ctrl-C is seen during them.
-pub async fn build(spec: &BuildSpec) -> anyhow::Result<KernelArtifact> {
+pub async fn build(spec: &BuildSpec) -> Result<KernelArtifact, BuildError> {
     let fragments = kconfig::read_fragments(&spec.fragments)
         .map_err(io_err(spec.fragments.first().map_or(Path::new("."), |p| p)))?;
     let compiler = compiler_version().await?;
@@ -355,7 +363,7 @@ pub async fn build(spec: &BuildSpec) -> anyhow::Result<KernelArtifact> {
         .arg("bzImage")
         .log_to(&log);
     if let Err(source) = process::run(&make).await {
-        return Err(make_failed("bzImage", &log, &work, source).into());
+        return Err(make_failed("bzImage", &log, &work, source));
     }
     let build_seconds = started.elapsed().as_secs_f64();
     let rebuilt = {
@@ -453,7 +461,7 @@ fn checkout_for_make(
     src: &Path,
     target: Oid,
     objects_from: Option<Oid>,
-) -> anyhow::Result<Vec<PathBuf>> {
+) -> Result<Vec<PathBuf>, BuildError> {
     let repo = &crate::tree::Tree::open_path(src)?;
     crate::tree::checkout(repo, target)?;
     let Some(from) = objects_from else {
@@ -461,23 +469,32 @@ fn checkout_for_make(
     };
     let workdir = repo.workdir().unwrap_or(repo.path()).to_owned();
     let touched = crate::tree::changed_paths(repo, from, target)?;
-    let set = |path: &Path, when: SystemTime| -> anyhow::Result<()> {
-        let file = std::fs::File::options().write(true).open(path)?;
-        file.set_modified(when)
-            .with_context(|| format!("cannot set the mtime of {}", path.display()))
+    let set = |path: &Path, when: SystemTime| -> Result<(), BuildError> {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .and_then(|file| file.set_modified(when))
+            .map_err(|source| BuildError::Mtime {
+                path: path.to_owned(),
+                source,
+            })
     };
     let mut stack = vec![workdir.clone()];
     while let Some(dir) = stack.pop() {
-        for entry in
-            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
-        {
-            let entry = entry?;
-            let kind = entry.file_type()?;
+        for entry in std::fs::read_dir(&dir).map_err(io_err(&dir))? {
+            let entry = entry.map_err(io_err(&dir))?;
+            let kind = entry.file_type().map_err(io_err(&entry.path()))?;
             if kind.is_dir() {
                 if entry.file_name() != ".git" {
                     stack.push(entry.path());
                 }
-            } else if kind.is_file() && entry.metadata()?.modified()? != OLD {
+            } else if kind.is_file()
+                && entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .map_err(io_err(&entry.path()))?
+                    != OLD
+            {
                 let path = entry.path();
                 let rel = path.strip_prefix(&workdir).unwrap_or(&path);
                 if !touched.iter().any(|t| t == rel) {
@@ -533,7 +550,7 @@ async fn configure(
     fragments: &[(PathBuf, String)],
     log: &Path,
     ccache: bool,
-) -> anyhow::Result<()> {
+) -> Result<(), BuildError> {
     let scratch = tempfile::TempDir::with_prefix_in(".config-", &spec.builds_dir)
         .map_err(io_err(&spec.builds_dir))?;
     let make = |target: &str| {
@@ -572,7 +589,7 @@ async fn configure(
             mismatches
         })
         .await;
-        return Err(BuildError::ConfigMismatch(mismatches).into());
+        return Err(BuildError::ConfigMismatch(mismatches));
     }
     let target = dir.join(".config");
     if std::fs::read_to_string(&target).ok().as_deref() != Some(merged.as_str()) {

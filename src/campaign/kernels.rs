@@ -216,7 +216,7 @@ async fn build_variant(
 ) -> anyhow::Result<KernelArtifact> {
     let artifact = stages
         .time(stage, &format!("commit {}", spec.commit), async {
-            build::build(spec).await
+            Ok(build::build(spec).await?)
         })
         .await?;
     stages

@@ -276,10 +276,10 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
                 &stage,
                 &format!("kernel {variant:?}, {} runs", total * conditions),
                 async {
-                    vm::boot(&spec, |message| {
+                    Ok(vm::boot(&spec, |message| {
                         record(&mut results, &results_path, message, sink, &stage, total)
                     })
-                    .await
+                    .await?)
                 },
             )
             .await?;

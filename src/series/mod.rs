@@ -134,7 +134,7 @@ pub enum SeriesError {
         #[source]
         failure: Box<apply::ApplyFailure>,
     },
-    #[error("git operation failed while applying patch {number} \"{subject}\": {what}")]
+    #[error("cannot {what} for patch {number} \"{subject}\"")]
     Git {
         number: usize,
         subject: String,
