@@ -19,24 +19,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Count the non-directory entries below `dir` that `counts` accepts,
-/// descending only into directories `descend` accepts.
+/// descending only into directories `descend` accepts. Symlinks count as
+/// entries and are not followed.
 pub fn count_files(
     dir: &Path,
-    descend: impl Fn(&std::fs::DirEntry) -> bool,
-    counts: impl Fn(&std::fs::DirEntry) -> std::io::Result<bool>,
+    descend: impl Fn(&walkdir::DirEntry) -> bool,
+    counts: impl Fn(&walkdir::DirEntry) -> bool,
 ) -> std::io::Result<usize> {
     let mut count = 0;
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
-            if entry.file_type()?.is_dir() {
-                if descend(&entry) {
-                    stack.push(entry.path());
-                }
-            } else if counts(&entry)? {
-                count += 1;
-            }
+    let walk = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_type().is_dir() || descend(e));
+    for entry in walk {
+        let entry = entry?;
+        if !entry.file_type().is_dir() && counts(&entry) {
+            count += 1;
         }
     }
     Ok(count)
@@ -54,12 +51,12 @@ mod tests {
         for f in [".git/objects/x", "mm/a.o", "mm/a.c", "top.o"] {
             std::fs::write(dir.path().join(f), "").unwrap();
         }
-        let all = count_files(dir.path(), |e| e.file_name() != ".git", |_| Ok(true)).unwrap();
+        let all = count_files(dir.path(), |e| e.file_name() != ".git", |_| true).unwrap();
         assert_eq!(all, 3);
         let objects = count_files(
             dir.path(),
             |_| true,
-            |e| Ok(e.path().extension().is_some_and(|x| x == "o")),
+            |e| e.path().extension().is_some_and(|x| x == "o"),
         )
         .unwrap();
         assert_eq!(objects, 2);

@@ -256,7 +256,7 @@ fn commit_whole_tree(src: &Path, tarball: &Path, message: &str) -> Result<Oid, T
 
 /// Regular files and symlinks below `dir`, not counting `.git`.
 fn count_files(dir: &Path) -> std::io::Result<usize> {
-    crate::fsutil::count_files(dir, |e| e.file_name() != ".git", |_| Ok(true))
+    crate::fsutil::count_files(dir, |e| e.file_name() != ".git", |_| true)
 }
 
 /// Clone a local git repository into the cache (once), fetch it, and resolve

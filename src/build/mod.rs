@@ -411,33 +411,25 @@ pub async fn build(spec: &BuildSpec) -> Result<KernelArtifact, BuildError> {
 /// Find where each mismatched option is defined, and its dependencies,
 /// in the tree's Kconfig files.
 fn explain(src: &Path, mismatches: &mut [kconfig::Mismatch]) {
-    let mut stack = vec![src.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+    let kconfigs = walkdir::WalkDir::new(src)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".git")
+        // An unreadable directory only hides its Kconfig files.
+        .flatten()
+        .filter(|e| {
+            !e.file_type().is_dir() && e.file_name().to_string_lossy().starts_with("Kconfig")
+        });
+    for entry in kconfigs {
+        let path = entry.path();
+        let Ok(text) = std::fs::read_to_string(path) else {
             continue;
         };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name();
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                if name != ".git" {
-                    stack.push(path);
-                }
-                continue;
-            }
-            if !name.to_string_lossy().starts_with("Kconfig") {
-                continue;
-            }
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            for m in mismatches.iter_mut().filter(|m| m.defined.is_none()) {
-                if let Some(depends) = kconfig::depends_in(&text, &m.request.option) {
-                    m.defined = Some(kconfig::Definition {
-                        file: path.strip_prefix(src).unwrap_or(&path).to_owned(),
-                        depends,
-                    });
-                }
+        for m in mismatches.iter_mut().filter(|m| m.defined.is_none()) {
+            if let Some(depends) = kconfig::depends_in(&text, &m.request.option) {
+                m.defined = Some(kconfig::Definition {
+                    file: path.strip_prefix(src).unwrap_or(path).to_owned(),
+                    depends,
+                });
             }
         }
     }
@@ -479,27 +471,26 @@ fn checkout_for_make(
                 source,
             })
     };
-    let mut stack = vec![workdir.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).map_err(io_err(&dir))? {
-            let entry = entry.map_err(io_err(&dir))?;
-            let kind = entry.file_type().map_err(io_err(&entry.path()))?;
-            if kind.is_dir() {
-                if entry.file_name() != ".git" {
-                    stack.push(entry.path());
-                }
-            } else if kind.is_file()
-                && entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .map_err(io_err(&entry.path()))?
-                    != OLD
-            {
-                let path = entry.path();
-                let rel = path.strip_prefix(&workdir).unwrap_or(&path);
-                if !touched.iter().any(|t| t == rel) {
-                    set(&path, OLD)?;
-                }
+    let files = walkdir::WalkDir::new(&workdir)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".git");
+    for entry in files {
+        let entry = entry.map_err(|e| BuildError::Io {
+            path: e.path().unwrap_or(&workdir).to_owned(),
+            source: e.into(),
+        })?;
+        let path = entry.path();
+        if entry.file_type().is_file()
+            && entry
+                .metadata()
+                .map_err(std::io::Error::from)
+                .and_then(|m| m.modified())
+                .map_err(io_err(path))?
+                != OLD
+        {
+            let rel = path.strip_prefix(&workdir).unwrap_or(path);
+            if !touched.iter().any(|t| t == rel) {
+                set(path, OLD)?;
             }
         }
     }
@@ -601,6 +592,77 @@ async fn configure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kconfig_walk_finds_definitions_below_the_tree_but_not_in_git() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("mm")).unwrap();
+        std::fs::create_dir_all(dir.path().join(".git/mm")).unwrap();
+        let swap = "config SWAP\n\tbool \"swap\"\n\tdepends on BLOCK\n";
+        std::fs::write(dir.path().join("mm/Kconfig"), swap).unwrap();
+        std::fs::write(dir.path().join(".git/mm/Kconfig"), swap).unwrap();
+        let request = |option: &str| kconfig::Mismatch {
+            request: kconfig::Request {
+                option: option.into(),
+                value: "y".into(),
+                fragment: "f.config".into(),
+            },
+            got: "n".into(),
+            defined: None,
+        };
+        let mut mismatches = [request("SWAP"), request("NOWHERE")];
+        explain(dir.path(), &mut mismatches);
+        let found = mismatches[0].defined.as_ref().expect("SWAP is defined");
+        assert_eq!(found.file, Path::new("mm/Kconfig"));
+        assert_eq!(found.depends, ["depends on BLOCK"]);
+        assert_eq!(mismatches[1].defined, None);
+    }
+
+    /// Files as the base's objects saw them get an old mtime; files the
+    /// target changed get the current time; `.git` is left alone.
+    #[test]
+    fn the_mtime_pass_ages_unchanged_files_and_freshens_changed_ones() {
+        use git2::{Repository, Signature, Time};
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let sig = Signature::new("t", "t@t", &Time::new(0, 0)).unwrap();
+        let commit = |files: &[(&str, &str)], parents: &[&git2::Commit]| {
+            let mut tb = repo.treebuilder(None).unwrap();
+            let mut mm = repo.treebuilder(None).unwrap();
+            for (path, text) in files {
+                let blob = repo.blob(text.as_bytes()).unwrap();
+                match path.strip_prefix("mm/") {
+                    Some(name) => mm.insert(name, blob, 0o100644).unwrap(),
+                    None => tb.insert(path, blob, 0o100644).unwrap(),
+                };
+            }
+            tb.insert("mm", mm.write().unwrap(), 0o040000).unwrap();
+            let tree = repo.find_tree(tb.write().unwrap()).unwrap();
+            repo.commit(None, &sig, &sig, "c", &tree, parents).unwrap()
+        };
+        let base = commit(&[("Makefile", "all:\n"), ("mm/zswap.c", "int a;\n")], &[]);
+        let base_commit = repo.find_commit(base).unwrap();
+        let next = commit(
+            &[("Makefile", "all:\n"), ("mm/zswap.c", "int b;\n")],
+            &[&base_commit],
+        );
+        let before = SystemTime::now();
+        let touched = checkout_for_make(dir.path(), next, Some(base)).unwrap();
+        assert_eq!(touched, [PathBuf::from("mm/zswap.c")]);
+        let mtime = |p: &str| {
+            std::fs::metadata(dir.path().join(p))
+                .unwrap()
+                .modified()
+                .unwrap()
+        };
+        assert_eq!(mtime("Makefile"), OLD);
+        assert!(mtime("mm/zswap.c") >= before);
+        assert_ne!(mtime(".git/config"), OLD, "the walk entered .git");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("mm/zswap.c")).unwrap(),
+            "int b;\n"
+        );
+    }
 
     #[test]
     fn the_first_compiler_error_is_found() {
