@@ -6,7 +6,8 @@
 //! exit or a cancelled future kills everything it started. Output is
 //! drained concurrently into a log file or memory, decoded lossily line by
 //! line to the end, the exit status is always checked, and errors (a
-//! timeout too) carry a bounded tail of the output.
+//! timeout too) carry a bounded tail of the output. No child outlives
+//! patchbench, even a SIGKILLed one: see [`lifeline`].
 
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
@@ -17,6 +18,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
+
+mod lifeline;
 
 /// How many trailing output lines an error keeps.
 const TAIL_LINES: usize = 40;
@@ -214,7 +217,11 @@ fn spawn_error(cmd: &Cmd, source: std::io::Error) -> ProcessError {
     }
 }
 
-fn command_for(cmd: &Cmd) -> Command {
+fn command_for(cmd: &Cmd) -> Result<Command, ProcessError> {
+    let lifeline = lifeline::fd().map_err(|source| ProcessError::Spawn {
+        command: cmd.to_string(),
+        source,
+    })?;
     let mut command = Command::new(&cmd.program);
     command.args(&cmd.args);
     if let Some(dir) = &cmd.cwd {
@@ -227,18 +234,30 @@ fn command_for(cmd: &Cmd) -> Command {
     // compilers, QEMU's helpers).
     command.process_group(0);
     command.kill_on_drop(true);
-    command
+    // SAFETY: the closure runs in the forked child before exec and makes
+    // only async-signal-safe calls (getpid, send).
+    unsafe {
+        command.pre_exec(move || lifeline::register_self(lifeline));
+    }
+    Ok(command)
 }
 
 /// Kills a child's whole process group when dropped before the child was
 /// reaped: a cancelled `run` (Ctrl-C, a `select!` that went the other way)
-/// leaves nothing behind, not even make's compilers.
+/// leaves nothing behind, not even make's compilers. It also takes the
+/// group off the lifeline's list once it is gone.
 struct GroupGuard(Option<u32>);
 
 impl GroupGuard {
+    fn new(child: &Child) -> GroupGuard {
+        GroupGuard(child.id())
+    }
+
     /// The child was reaped: its process group id may be reused now.
     fn disarm(&mut self) {
-        self.0 = None;
+        if let Some(pid) = self.0.take() {
+            lifeline::unregister(pid);
+        }
     }
 }
 
@@ -247,19 +266,20 @@ impl Drop for GroupGuard {
         if let Some(pid) = self.0 {
             signal_group(pid, libc::SIGKILL);
         }
+        self.disarm();
     }
 }
 
 /// Run a command to completion: drain its output, enforce the deadline, and
 /// fail unless it exits 0. Stdout is kept in memory unless it goes to a log.
 pub async fn run(cmd: &Cmd) -> Result<Output, ProcessError> {
-    let mut command = command_for(cmd);
+    let mut command = command_for(cmd)?;
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = command.spawn().map_err(|e| spawn_error(cmd, e))?;
-    let mut guard = GroupGuard(child.id());
+    let mut guard = GroupGuard::new(&child);
     let io_err = |source| ProcessError::Io {
         command: cmd.to_string(),
         source,
@@ -374,6 +394,7 @@ async fn forward_lines<R: AsyncRead + Unpin>(
 /// the backstop). Dropping it kills its whole process group.
 pub struct Daemon {
     child: Child,
+    guard: GroupGuard,
     killer: tokio::task::JoinHandle<()>,
 }
 
@@ -383,12 +404,13 @@ impl Daemon {
             command: cmd.to_string(),
             source,
         })?;
-        let mut command = command_for(cmd);
+        let mut command = command_for(cmd)?;
         command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr);
         let child = command.spawn().map_err(|e| spawn_error(cmd, e))?;
+        let guard = GroupGuard::new(&child);
         let pid = child.id();
         let deadline = cmd.deadline;
         let killer = tokio::spawn(async move {
@@ -397,13 +419,20 @@ impl Daemon {
                 signal_group(pid, libc::SIGKILL);
             }
         });
-        Ok(Daemon { child, killer })
+        Ok(Daemon {
+            child,
+            guard,
+            killer,
+        })
     }
 
     /// Wait for the child to exit by itself (or be killed at its deadline).
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         let status = self.child.wait().await;
         self.killer.abort();
+        if status.is_ok() {
+            self.guard.disarm();
+        }
         status
     }
 
@@ -411,15 +440,15 @@ impl Daemon {
     pub async fn stop(mut self) {
         self.killer.abort();
         terminate_group(&mut self.child).await;
+        self.guard.disarm();
     }
 }
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        // The guard, dropped after this, kills the group unless the child
+        // was reaped.
         self.killer.abort();
-        if let Some(pid) = self.child.id() {
-            signal_group(pid, libc::SIGKILL);
-        }
     }
 }
 

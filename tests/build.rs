@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+mod common;
+
 /// One build at a time: they share the cached tree and work directory.
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -172,4 +174,55 @@ fn a_new_series_misses_the_cache_rebuilds_only_its_objects_then_hits() {
     );
     // This series exists only for this test: drop its cache entry.
     std::fs::remove_dir_all(b["build_dir"].as_str().unwrap()).unwrap();
+}
+
+/// SIGKILL patchbench while make builds B: make, its sub-makes and the
+/// compilers they started must all be gone 2 s later.
+#[test]
+fn sigkill_during_a_build_leaves_no_make_or_compiler_running() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A first, whole (reused when the cache has it): killing its build
+    // would cost the next test a full build.
+    let a = patchbench(&["build"]);
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a).1);
+    let tmp = tempfile::tempdir().unwrap();
+    let nonce = format!("kill-{}-{}", std::process::id(), jiff::Timestamp::now());
+    let series = tmp.path().join("series");
+    comment_series(&series, &nonce);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(["build", "--series", series.to_str().unwrap()])
+        .current_dir(repo_root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let cmdline = |pid: i32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    // `make ... bzImage` with processes of its own below it (sub-makes,
+    // compilers): the case where killing make alone is not enough.
+    let watched = loop {
+        let below = common::descendants(child.id() as i32);
+        let building = below.iter().any(|p| {
+            p.comm == "make"
+                && cmdline(p.pid).ends_with(" bzImage ")
+                && below.iter().any(|c| c.ppid == p.pid)
+        });
+        if building {
+            break below;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the build ended before make was seen building"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "make never started building bzImage"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    common::sigkill_and_expect_no_orphans(&mut child, &watched);
 }

@@ -1,8 +1,9 @@
-//! Ctrl-C through the real binary: an interrupted tarball import stops
-//! within 2 s with exit code 3, and leaves a cache that the next run
-//! imports into and then reuses.
+//! Signals through the real binary. Ctrl-C: an interrupted tarball import
+//! stops within 2 s with exit code 3, and leaves a cache that the next run
+//! imports into and then reuses. SIGKILL: nothing patchbench started (tar,
+//! its decompressor) outlives it.
 //!
-//! The tarball is made here: 40,000 small files, so that both halves of an
+//! The tarball is made here: 20,000 small files, so that both halves of an
 //! import (tar extracting, then libgit2 adding and committing every file)
 //! last long enough on this machine to be interrupted in the middle.
 
@@ -11,8 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 /// Directories and files per directory of the generated tree.
-const DIRS: usize = 200;
+const DIRS: usize = 100;
 const FILES_PER_DIR: usize = 200;
 
 fn make_tarball(work: &Path) -> PathBuf {
@@ -222,4 +225,33 @@ fn ctrl_c_during_a_tarball_import_exits_3_within_2_s_and_the_cache_stays_usable(
             .map(str::to_string)
     };
     assert_eq!(b_line(&again), b_line(&out));
+}
+
+#[test]
+fn sigkill_during_an_import_leaves_no_tar_running() {
+    let work = tempfile::tempdir().unwrap();
+    let tarball = make_tarball(work.path());
+    let series = work.path().join("0001-two.patch");
+    std::fs::write(&series, PATCH).unwrap();
+    let cache = work.path().join("cache");
+    let mut child = apply_command(&tarball, &series, &cache)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let give_up = Instant::now() + Duration::from_secs(120);
+    let watched = loop {
+        let below = common::descendants(pid);
+        if below.iter().any(|p| p.comm == "tar") {
+            break below;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the import ended before tar was seen"
+        );
+        assert!(Instant::now() < give_up, "tar never started");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    common::sigkill_and_expect_no_orphans(&mut child, &watched);
 }
