@@ -48,7 +48,13 @@ pub(crate) async fn prepare(
         .await?;
     sink.emit(Event::Note(applied.summary()));
     for (patch, how) in applied.series.patches.iter().zip(&applied.patches) {
-        if how.method != crate::apply::Method::Exact {
+        if how.already_applied() {
+            sink.emit(Event::Note(format!(
+                "warning: \"{}\" is {}",
+                patch.subject(),
+                how.describe()
+            )));
+        } else if how.method() != Some(crate::apply::Method::Exact) {
             let warning = if how.has_fuzz() {
                 "warning: applied with fuzz: "
             } else {
@@ -120,9 +126,15 @@ pub struct AppliedSeries {
 impl AppliedSeries {
     /// One line for the user: how many patches, on which base, and why.
     pub fn summary(&self) -> String {
+        let skipped = self.patches.iter().filter(|p| p.already_applied()).count();
         format!(
-            "series: {} patch(es){} on base {} ({})",
+            "series: {} patch(es){}{} on base {} ({})",
             self.series.patches.len(),
+            if skipped > 0 {
+                format!(", {skipped} already applied and skipped")
+            } else {
+                String::new()
+            },
             if self.series.cover_letters > 0 {
                 ", cover letter skipped"
             } else {
