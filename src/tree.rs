@@ -148,10 +148,11 @@ pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeEr
     let trees = cache.join("trees");
     let dest = trees.join(tarball_cache_name(tarball, &sha));
     let origin = format!("tarball {} (sha256 {sha})", tarball.display());
-    if let Ok(repo) = Repository::open(&dest)
-        && let Ok(reference) = repo.find_reference(BASE_REF)
-        && let Some(base) = reference.target()
-    {
+    let imported = |dest: &Path| {
+        let repo = Repository::open(dest).ok()?;
+        repo.find_reference(BASE_REF).ok()?.target()
+    };
+    if let Some(base) = imported(&dest) {
         return Ok(Tree {
             repo_path: dest,
             base,
@@ -160,6 +161,20 @@ pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeEr
         });
     }
     std::fs::create_dir_all(&trees).map_err(io_err(&trees))?;
+    // Runs sharing the cache import one at a time; the one that waited
+    // then finds the tree and reuses it.
+    let lock = lock_path(&dest);
+    let _importing = crate::fsutil::lock(&lock, crate::fsutil::Mode::Exclusive)
+        .await
+        .map_err(io_err(&lock))?;
+    if let Some(base) = imported(&dest) {
+        return Ok(Tree {
+            repo_path: dest,
+            base,
+            origin,
+            fresh: false,
+        });
+    }
     let staging = trees.join(format!(
         ".import-{}",
         dest.file_name().unwrap_or_default().to_string_lossy()
@@ -184,6 +199,14 @@ pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeEr
         origin,
         fresh: true,
     })
+}
+
+/// The lock file of the cached tree `dest`, held exclusively by whatever
+/// writes it: an import, clone or fetch, and a build from checkout to the
+/// end of `make` (builds check out the tree's working directory).
+pub fn lock_path(dest: &Path) -> PathBuf {
+    let name = dest.file_name().unwrap_or_default().to_string_lossy();
+    dest.with_file_name(format!(".{name}.lock"))
 }
 
 /// Remove a directory tree, off the async thread (a kernel tree is 87k
@@ -276,10 +299,13 @@ pub fn clone_local(path: &Path, rev: Option<&str>, cache: &Path) -> Result<Tree,
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "repo".into());
     let dest = cache.join("trees").join(format!("{name}-{}", &key[..16]));
+    std::fs::create_dir_all(cache.join("trees")).map_err(io_err(cache))?;
+    let lock = lock_path(&dest);
+    let _updating = crate::fsutil::lock_blocking(&lock, crate::fsutil::Mode::Exclusive)
+        .map_err(io_err(&lock))?;
     let (repo, fresh) = match Repository::open(&dest) {
         Ok(repo) => (repo, false),
         Err(_) => {
-            std::fs::create_dir_all(cache.join("trees")).map_err(io_err(cache))?;
             let repo = git2::build::RepoBuilder::new()
                 .clone_local(git2::build::CloneLocal::Local)
                 .clone(&canonical.to_string_lossy(), &dest)
@@ -339,6 +365,10 @@ pub fn fetch_shallow(url: &str, rev: Option<&str>, cache: &Path) -> Result<Tree,
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         .collect::<String>();
     let dest = cache.join("trees").join(format!("{name}-{}", &key[..16]));
+    std::fs::create_dir_all(cache.join("trees")).map_err(io_err(cache))?;
+    let lock = lock_path(&dest);
+    let _updating = crate::fsutil::lock_blocking(&lock, crate::fsutil::Mode::Exclusive)
+        .map_err(io_err(&lock))?;
     let (repo, fresh) = match Repository::open(&dest) {
         Ok(repo) => (repo, false),
         Err(_) => {

@@ -17,6 +17,7 @@ use crate::config::BaseConfig;
 use crate::kconfig;
 use crate::process::{self, Cmd};
 
+pub mod cache;
 pub mod objects;
 pub mod toolchain;
 
@@ -286,6 +287,14 @@ fn preflight(builds_dir: &Path) -> Result<(), BuildError> {
     Ok(())
 }
 
+/// A kernel ready to boot, and the shared lock on its cache entry: while
+/// the lease lives, no run (this one included) can evict the entry.
+#[derive(Debug)]
+pub struct Built {
+    pub artifact: KernelArtifact,
+    pub lease: cache::Lease,
+}
+
 /// Build (or reuse) the kernel for `spec`.
 ///
 /// Every build of one configuration runs in the same work directory
@@ -298,24 +307,56 @@ fn preflight(builds_dir: &Path) -> Result<(), BuildError> {
 ///
 /// The checkout, the mtime pass over the tree and the walk over the built
 /// objects run off the async thread, so Ctrl-C is seen during them.
-pub async fn build(spec: &BuildSpec) -> Result<KernelArtifact, BuildError> {
+///
+/// Runs sharing the cache directory coordinate through the entry's lock
+/// and the tree's (see [`cache`]): a run that finds another building the
+/// same kernel waits and then reuses it; builds of one tree take turns.
+pub async fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
     let fragments = kconfig::read_fragments(&spec.fragments)
         .map_err(io_err(spec.fragments.first().map_or(Path::new("."), |p| p)))?;
     let compiler = compiler_version().await?;
     let base = base_identity(&spec.base_config)?;
     let key = build_key(spec.commit, &base, &fragments, &compiler);
     let entry = spec.builds_dir.join(&key);
-    if spec.fresh {
-        let _ = std::fs::remove_dir_all(&entry);
-    }
-    if let Some(mut stamp) = cached(&entry)? {
-        stamp.reused = true;
-        stamp.build_seconds = 0.0;
-        stamp.objects_rebuilt = 0;
-        stamp.rebuilt.clear();
-        return Ok(stamp);
-    }
+    let entry_lock = cache::lock_path(&entry);
+    let mut fresh = spec.fresh;
+    // Reuse under a shared lock, or get the exclusive one to build.
+    let writing = loop {
+        if !fresh
+            && let Some(lease) =
+                cache::try_lock(&entry_lock, cache::Mode::Shared).map_err(io_err(&entry_lock))?
+            && let Some(mut stamp) = cached(&entry)?
+        {
+            cache::touch(&entry).map_err(io_err(&entry_lock))?;
+            stamp.reused = true;
+            stamp.build_seconds = 0.0;
+            stamp.objects_rebuilt = 0;
+            stamp.rebuilt.clear();
+            return Ok(Built {
+                artifact: stamp,
+                lease,
+            });
+        }
+        if let Some(lease) =
+            cache::try_lock(&entry_lock, cache::Mode::Exclusive).map_err(io_err(&entry_lock))?
+        {
+            if fresh {
+                let _ = std::fs::remove_dir_all(&entry);
+                fresh = false;
+            }
+            if cached(&entry)?.is_none() {
+                break lease;
+            }
+            // Another run finished it meanwhile: reuse it, shared.
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     preflight(&spec.builds_dir)?;
+    let tree_lock = crate::tree::lock_path(&spec.src);
+    let tree_lease = cache::lock(&tree_lock, cache::Mode::Exclusive)
+        .await
+        .map_err(io_err(&tree_lock))?;
     let config_key = build_key(Oid::ZERO_SHA1, &base, &fragments, &compiler);
     let work = spec.builds_dir.join(format!("work-{config_key}"));
     let marker = work.join(WORK_MARKER);
@@ -323,7 +364,10 @@ pub async fn build(spec: &BuildSpec) -> Result<KernelArtifact, BuildError> {
         .ok()
         .and_then(|t| serde_json::from_str::<WorkState>(&t).ok());
     let seed = match &spec.seed_from {
-        Some(dir) => cached(dir)?,
+        Some(dir) => {
+            let _ = cache::touch(dir);
+            cached(dir)?
+        }
         None => None,
     };
     let started_from = match (seed, holds) {
@@ -405,7 +449,17 @@ pub async fn build(spec: &BuildSpec) -> Result<KernelArtifact, BuildError> {
     let stamp_path = entry.join(STAMP);
     let stamp = serde_json::to_string_pretty(&artifact).expect("artifact serializes");
     crate::fsutil::write_atomic(&stamp_path, stamp.as_bytes()).map_err(io_err(&stamp_path))?;
-    Ok(artifact)
+    drop(tree_lease);
+    cache::touch(&work).map_err(io_err(&work))?;
+    // Written: hold it shared from now on. Between the two locks another
+    // run may take it shared too, which is fine; an eviction would need
+    // it exclusive and finds it fresh, so it is last in line.
+    cache::touch(&entry).map_err(io_err(&entry_lock))?;
+    drop(writing);
+    let lease = cache::lock(&entry_lock, cache::Mode::Shared)
+        .await
+        .map_err(io_err(&entry_lock))?;
+    Ok(Built { artifact, lease })
 }
 
 /// Find where each mismatched option is defined, and its dependencies,

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::Stages;
-use crate::build::{self, BuildSpec, KernelArtifact};
+use crate::build::{self, BuildSpec, Built, KernelArtifact, cache};
 use crate::config::{Plan, TreeSource, Variant};
 use crate::events::{Event, Sink};
 use crate::results::{KernelRecord, Timing};
@@ -19,14 +19,19 @@ pub(crate) struct Prepared {
     pub applied: AppliedSeries,
     pub a: KernelArtifact,
     pub b: KernelArtifact,
+    /// Shared locks on both kernels' cache entries: keep them until the
+    /// kernels are no longer needed, so that no run evicts them.
+    pub leases: Vec<cache::Lease>,
 }
 
-/// Import (or reuse) the tree, apply the series and build both kernels.
+/// Import (or reuse) the tree, apply the series and build both kernels,
+/// then bring the build cache within `budget` (never evicting these two).
 pub(crate) async fn prepare(
     stages: &mut Stages<'_>,
     plan: &Plan,
     cache_dir: &Path,
     fresh: bool,
+    budget: bytesize::ByteSize,
 ) -> anyhow::Result<Prepared> {
     let sink = stages.sink;
     let tree = stages
@@ -68,12 +73,44 @@ pub(crate) async fn prepare(
         }
     }
     let (a, b) = build_both(stages, plan, cache_dir, &tree, &repo, &applied, fresh).await?;
+    evict(cache_dir, budget, sink).await?;
     Ok(Prepared {
         tree,
         applied,
-        a,
-        b,
+        a: a.artifact,
+        b: b.artifact,
+        leases: vec![a.lease, b.lease],
     })
+}
+
+/// Bring the build cache within `budget`, saying what went and why.
+async fn evict(
+    cache_dir: &Path,
+    budget: bytesize::ByteSize,
+    sink: &dyn Sink,
+) -> anyhow::Result<()> {
+    let dir = cache_dir.to_owned();
+    let done = crate::blocking::unblock(move || cache::evict(&dir, budget))
+        .await
+        .with_context(|| format!("cannot evict from the build cache {}", cache_dir.display()))?;
+    for entry in &done.evicted {
+        sink.emit(Event::Note(format!(
+            "cache: evicted {} ({}, {}, last used {}) to stay within the {budget} budget",
+            entry.path.display(),
+            entry.kind.describe(),
+            entry.size,
+            jiff::Timestamp::try_from(entry.last_use)
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
+        )));
+    }
+    if done.over {
+        sink.emit(Event::Note(format!(
+            "warning: the build cache holds {} against a {budget} budget; the rest is in use by running campaigns",
+            done.total
+        )));
+    }
+    Ok(())
 }
 
 /// What `patchbench build` produced.
@@ -88,13 +125,14 @@ pub async fn build_only(
     plan: &Plan,
     cache_dir: &Path,
     fresh: bool,
+    budget: bytesize::ByteSize,
     sink: &dyn Sink,
 ) -> anyhow::Result<BuildOutcome> {
     let mut stages = Stages {
         sink,
         timings: Vec::new(),
     };
-    let prepared = prepare(&mut stages, plan, cache_dir, fresh).await?;
+    let prepared = prepare(&mut stages, plan, cache_dir, fresh, budget).await?;
     Ok(BuildOutcome {
         kernels: vec![
             KernelRecord {
@@ -188,7 +226,7 @@ async fn build_both(
     repo: &git2::Repository,
     applied: &AppliedSeries,
     fresh: bool,
-) -> anyhow::Result<(KernelArtifact, KernelArtifact)> {
+) -> anyhow::Result<(Built, Built)> {
     let src = repo
         .workdir()
         .context("the cached tree has no working directory")?
@@ -214,7 +252,7 @@ async fn build_both(
     let a = build_variant(stages, "build A", &spec_for(applied.base, None, None)).await?;
     let b_spec = spec_for(
         applied.head,
-        Some(a.build_dir.clone()),
+        Some(a.artifact.build_dir.clone()),
         Some(applied.series.sha256.clone()),
     );
     let b = build_variant(stages, "build B", &b_spec).await?;
@@ -225,15 +263,16 @@ async fn build_variant(
     stages: &mut Stages<'_>,
     stage: &str,
     spec: &BuildSpec,
-) -> anyhow::Result<KernelArtifact> {
-    let artifact = stages
+) -> anyhow::Result<Built> {
+    let built = stages
         .time(stage, &format!("commit {}", spec.commit), async {
             Ok(build::build(spec).await?)
         })
         .await?;
+    let artifact = &built.artifact;
     stages
         .sink
-        .emit(Event::Note(format!("{stage}: {}", describe(&artifact))));
+        .emit(Event::Note(format!("{stage}: {}", describe(artifact))));
     let unexpected: Vec<&str> = artifact.unexpected_rebuilds().collect();
     if !unexpected.is_empty() {
         stages.sink.emit(Event::Note(format!(
@@ -242,7 +281,7 @@ async fn build_variant(
             unexpected.join(", ")
         )));
     }
-    Ok(artifact)
+    Ok(built)
 }
 
 /// One line on how a kernel came to be.

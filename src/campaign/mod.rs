@@ -31,6 +31,8 @@ pub struct RunOptions {
     pub cache_dir: PathBuf,
     /// The guest agent binary.
     pub agent: PathBuf,
+    /// The build cache's size budget (see `build::cache`).
+    pub cache_max: bytesize::ByteSize,
 }
 
 /// What a finished campaign produced.
@@ -102,7 +104,8 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         applied,
         a: kernel_a,
         b: kernel_b,
-    } = prepare(&mut stages, plan, &opts.cache_dir, false).await?;
+        leases: _kernels_in_use,
+    } = prepare(&mut stages, plan, &opts.cache_dir, false, opts.cache_max).await?;
     let AppliedSeries {
         series,
         base,

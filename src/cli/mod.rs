@@ -13,6 +13,7 @@ use crate::{campaign, ui};
 
 mod boot;
 mod build;
+mod cache;
 mod compare;
 pub mod doctor;
 mod plan;
@@ -88,6 +89,11 @@ pub enum Command {
     /// per campaign, and the GitHub Actions step summary.
     #[command(after_help = publish::AFTER_HELP)]
     Publish(publish::PublishArgs),
+    /// See and trim the build cache: `cache list` shows every entry (size,
+    /// last use, what it is) against the budget; `cache gc` evicts the
+    /// least recently used kernels until the builds fit.
+    #[command(after_help = cache::AFTER_HELP)]
+    Cache(cache::CacheArgs),
 }
 
 impl Cli {
@@ -101,6 +107,7 @@ impl Cli {
             Command::Compare(args) => compare::compare(args),
             Command::Plan(args) => plan::plan(args),
             Command::Publish(args) => publish::publish(args).await,
+            Command::Cache(args) => cache::cache(args).await,
             Command::Doctor { cache_dir } => {
                 let dir = cache_dir.unwrap_or_else(default_cache_dir);
                 let (text, ready) = doctor::render(&doctor::checks(&dir).await);
@@ -147,6 +154,11 @@ pub struct CampaignArgs {
     /// [default: $XDG_CACHE_HOME/patchbench or ~/.cache/patchbench].
     #[arg(long, value_name = "DIR", env = "PATCHBENCH_CACHE")]
     cache_dir: Option<PathBuf>,
+    /// The size budget of the kernel builds in the cache: after building,
+    /// the least recently used kernels that no running campaign holds are
+    /// evicted until the builds fit (source trees are not counted).
+    #[arg(long, value_name = "SIZE", env = "PATCHBENCH_CACHE_MAX", default_value_t = crate::build::cache::DEFAULT_BUDGET)]
+    cache_max: bytesize::ByteSize,
 }
 
 /// The tree and series flags that override a campaign's (`run`, `build`,
@@ -311,6 +323,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         out_dir,
         cache_dir: cache_dir(&args.campaign),
         agent: crate::find_agent()?,
+        cache_max: args.campaign.cache_max,
     };
     let sink = ui::Ui::new();
     let outcome = campaign::run(&plan, &opts, &sink).await?;
