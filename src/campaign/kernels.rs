@@ -250,11 +250,14 @@ async fn build_both(
         fresh,
     };
     let a = build_variant(stages, "build A", &spec_for(applied.base, None, None)).await?;
-    let b_spec = spec_for(
+    let mut b_spec = spec_for(
         applied.head,
         Some(a.artifact.build_dir.clone()),
         Some(applied.series.sha256.clone()),
     );
+    // An A/A self-check's B is A's very build, which this run holds: a
+    // fresh B would wait forever for A's lock (and throw A away).
+    b_spec.fresh = fresh && applied.head != applied.base;
     let b = build_variant(stages, "build B", &b_spec).await?;
     Ok((a, b))
 }

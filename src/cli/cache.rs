@@ -47,22 +47,35 @@ pub(super) async fn cache(args: CacheArgs) -> anyhow::Result<()> {
         Action::Gc { max } => {
             let owned = dir.clone();
             let done = crate::blocking::unblock(move || cache::evict(&owned, max)).await?;
-            print!(
-                "{}",
-                render_list(&dir, &done.evicted, max).replacen("cache ", "evicted from ", 1)
-            );
-            println!(
-                "builds now {} against {max}{}",
-                done.total,
-                if done.over {
-                    "; the rest is in use by running campaigns"
-                } else {
-                    ""
-                }
-            );
+            print!("{}", render_gc(&dir, &done, max));
         }
     }
     Ok(())
+}
+
+/// What `cache gc` prints: each entry evicted, then where the builds stand.
+pub fn render_gc(dir: &std::path::Path, done: &cache::Eviction, budget: ByteSize) -> String {
+    let mut s = String::new();
+    for e in &done.evicted {
+        let _ = writeln!(
+            s,
+            "evicted {:>10}  {}  {}",
+            e.size.to_string(),
+            e.kind.describe(),
+            e.path.strip_prefix(dir).unwrap_or(&e.path).display()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "builds now {} against {budget}{}",
+        done.total,
+        if done.over {
+            "; the rest is in use by running campaigns"
+        } else {
+            ""
+        }
+    );
+    s
 }
 
 /// The table `cache list` prints: one line per entry, least recently used
