@@ -177,12 +177,13 @@ fn ctrl_c_during_a_tarball_import_exits_3_within_2_s_and_the_cache_stays_usable(
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("error: interrupted"), "{stderr}");
     assert!(waited < Duration::from_secs(2), "exit took {waited:?}");
-    // Only the staging directory is left; no tree that looks imported.
+    // Only the staging directory (and the tree's lock file) is left; no
+    // tree that looks imported.
     assert!(
         std::fs::read_dir(cache.join("trees"))
             .unwrap()
             .flatten()
-            .all(|e| e.file_name().to_string_lossy().starts_with(".import-")),
+            .all(|e| e.file_name().to_string_lossy().starts_with('.')),
         "an interrupted import must not leave a tree in place"
     );
 
@@ -194,14 +195,19 @@ fn ctrl_c_during_a_tarball_import_exits_3_within_2_s_and_the_cache_stays_usable(
     );
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("Makefile: two becomes TWO"), "{stdout}");
-    let trees: Vec<String> = std::fs::read_dir(cache.join("trees"))
+    let names: Vec<String> = std::fs::read_dir(cache.join("trees"))
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(trees.len(), 1, "one tree, no staging left: {trees:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with(".import-")),
+        "no staging left: {names:?}"
+    );
+    let trees: Vec<&String> = names.iter().filter(|n| !n.starts_with('.')).collect();
+    assert_eq!(trees.len(), 1, "one tree: {names:?}");
     assert!(trees[0].starts_with("linux-interrupt-1.0-"), "{trees:?}");
-    let repo = git2::Repository::open(cache.join("trees").join(&trees[0])).unwrap();
+    let repo = git2::Repository::open(cache.join("trees").join(trees[0])).unwrap();
     let head = repo.find_reference("refs/heads/patchbench-base").unwrap();
     let files = head.peel_to_tree().unwrap();
     let mut count = 0;
