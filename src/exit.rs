@@ -6,7 +6,10 @@
 
 use crate::build::BuildError;
 use crate::config::ConfigError;
+use crate::kbuild::KbuildError;
+use crate::process::ProcessError;
 use crate::series::SeriesError;
+use crate::tree::TreeError;
 use crate::vm::VmError;
 use crate::vm::accel::KvmUnusable;
 
@@ -29,7 +32,7 @@ pub const GUEST: i32 = 5;
 /// Ctrl-C or SIGTERM stopped the command.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "interrupted; every sample measured so far is in results.json, and the same command with the same --out resumes"
+    "interrupted; what was finished is kept (imported trees and built kernels in the cache, every sample measured so far in results.json), and the same command with the same --out resumes"
 )]
 pub struct Interrupted;
 
@@ -40,7 +43,10 @@ pub struct Regressed {
     pub metrics: Vec<String>,
 }
 
-/// The exit code for an error, from the most specific cause in its chain.
+/// The exit code for an error, from the outermost cause in its chain that
+/// is a stage's error: each stage (tree, series, build, kbuild, vm) returns
+/// its own enum, so the stage that failed decides whose fault it was.
+/// Anything else (a full disk while writing results, say) is the host's.
 pub fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
         if cause.is::<Regressed>() {
@@ -55,10 +61,18 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         if let Some(vm) = cause.downcast_ref::<VmError>() {
             return match vm {
                 VmError::Guest { .. } => GUEST,
-                VmError::Setup { .. } | VmError::Spawn { .. } => INFRASTRUCTURE,
+                VmError::Setup { .. } | VmError::Spawn { .. } | VmError::Record { .. } => {
+                    INFRASTRUCTURE
+                }
             };
         }
-        if cause.is::<BuildError>() || cause.is::<KvmUnusable>() {
+        if cause.is::<BuildError>()
+            || cause.is::<KbuildError>()
+            || cause.is::<TreeError>()
+            || cause.is::<ProcessError>()
+            || cause.is::<KvmUnusable>()
+            || cause.is::<Interrupted>()
+        {
             return INFRASTRUCTURE;
         }
     }
@@ -69,6 +83,67 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
 mod tests {
     use super::*;
     use std::path::PathBuf;
+
+    fn io(what: &str) -> std::io::Error {
+        std::io::Error::other(what.to_string())
+    }
+
+    /// One error of each kind the host is to blame for, as the stages
+    /// build them.
+    fn infrastructure_errors() -> Vec<anyhow::Error> {
+        let make_failed = || ProcessError::Timeout {
+            command: "make -C /src bzImage".into(),
+            after: std::time::Duration::from_secs(60),
+            tail: vec!["  CC      mm/zswap.o".into()],
+            log: Some("build.log".into()),
+        };
+        vec![
+            anyhow::Error::new(TreeError::Io {
+                path: "/cache/trees".into(),
+                source: io("disk on fire"),
+            }),
+            anyhow::Error::new(BuildError::Checkout(TreeError::Io {
+                path: "/cache/trees/x".into(),
+                source: io("gone"),
+            })),
+            anyhow::Error::new(BuildError::Make {
+                target: "bzImage".into(),
+                first_error: None,
+                source: Box::new(make_failed()),
+            }),
+            anyhow::Error::new(KbuildError::Make {
+                what: "prepare",
+                config: "defconfig".into(),
+                targets: vec!["mm/mmzone.o".into()],
+                first_error: Some("mm/mmzone.c:1:1: error: x".into()),
+                source: Box::new(make_failed()),
+            }),
+            anyhow::Error::new(VmError::Record {
+                label: "A".into(),
+                source: anyhow::anyhow!("cannot write results.json").into(),
+            }),
+            anyhow::Error::new(make_failed()),
+        ]
+    }
+
+    /// Whether a message in the chain holds the whole text of its cause:
+    /// the top level prints the chain, so the cause would appear twice.
+    fn repeats_a_cause(err: &anyhow::Error) -> Option<String> {
+        let texts: Vec<String> = err.chain().map(ToString::to_string).collect();
+        texts
+            .windows(2)
+            .find(|w| w[0].contains(w[1].as_str()))
+            .map(|w| format!("{:?} repeats {:?}", w[0], w[1]))
+    }
+
+    #[test]
+    fn no_stage_error_repeats_its_cause() {
+        for err in infrastructure_errors() {
+            assert_eq!(repeats_a_cause(&err), None);
+        }
+        let interrupted = anyhow::Error::new(Interrupted).context("run");
+        assert_eq!(repeats_a_cause(&interrupted), None);
+    }
 
     #[test]
     fn each_failure_class_has_its_own_code() {
@@ -98,6 +173,18 @@ mod tests {
         });
         assert_eq!(code_for(&kvm), INFRASTRUCTURE);
         assert_eq!(code_for(&anyhow::anyhow!("disk full")), INFRASTRUCTURE);
+        assert_eq!(code_for(&anyhow::Error::new(Interrupted)), INFRASTRUCTURE);
+        // A series that does not apply is the patch's fault even when the
+        // orchestration wrapped it in context.
+        let bad_patch = anyhow::Error::new(SeriesError::Malformed {
+            origin: "0001.patch".into(),
+            reason: "no diff".into(),
+        })
+        .context("apply");
+        assert_eq!(code_for(&bad_patch), PATCH);
+        for infra in infrastructure_errors() {
+            assert_eq!(code_for(&infra), INFRASTRUCTURE, "{infra:#}");
+        }
         let codes = [OK, USAGE, INFRASTRUCTURE, PATCH, GUEST];
         let mut unique = codes.to_vec();
         unique.dedup();

@@ -1,7 +1,12 @@
-//! Small filesystem helpers shared by the stages.
+//! Small filesystem helpers shared by the stages: atomic writes, counting
+//! files, and advisory locks (`flock`) on lock files, which runs sharing a
+//! cache directory use to stay out of each other's way.
 
+use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Write `bytes` to `path` atomically: a temporary file in the same
 /// directory, fsynced, then renamed over the target. A reader sees the old
@@ -19,27 +24,96 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Count the non-directory entries below `dir` that `counts` accepts,
-/// descending only into directories `descend` accepts.
+/// descending only into directories `descend` accepts. Symlinks count as
+/// entries and are not followed.
 pub fn count_files(
     dir: &Path,
-    descend: impl Fn(&std::fs::DirEntry) -> bool,
-    counts: impl Fn(&std::fs::DirEntry) -> std::io::Result<bool>,
+    descend: impl Fn(&walkdir::DirEntry) -> bool,
+    counts: impl Fn(&walkdir::DirEntry) -> bool,
 ) -> std::io::Result<usize> {
     let mut count = 0;
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
-            if entry.file_type()?.is_dir() {
-                if descend(&entry) {
-                    stack.push(entry.path());
-                }
-            } else if counts(&entry)? {
-                count += 1;
-            }
+    let walk = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !e.file_type().is_dir() || descend(e));
+    for entry in walk {
+        let entry = entry?;
+        if !entry.file_type().is_dir() && counts(&entry) {
+            count += 1;
         }
     }
     Ok(count)
+}
+
+/// A held `flock`: shared or exclusive. Released when dropped.
+#[derive(Debug)]
+pub struct Lease {
+    _file: File,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Shared,
+    Exclusive,
+}
+
+/// Open (creating) a lock file without changing its content.
+pub fn open_lock(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+}
+
+fn flock(path: &Path, mode: Mode, wait: bool) -> std::io::Result<Option<Lease>> {
+    let file = open_lock(path)?;
+    let mut op = match mode {
+        Mode::Shared => libc::LOCK_SH,
+        Mode::Exclusive => libc::LOCK_EX,
+    };
+    if !wait {
+        op |= libc::LOCK_NB;
+    }
+    loop {
+        // SAFETY: flock(2) on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(Some(Lease {
+                _file: file,
+                path: path.to_owned(),
+            }));
+        }
+        let err = std::io::Error::last_os_error();
+        match err.kind() {
+            std::io::ErrorKind::WouldBlock => return Ok(None),
+            std::io::ErrorKind::Interrupted => continue,
+            _ => return Err(err),
+        }
+    }
+}
+
+/// Try to take the lock at `path` without waiting: `None` if another holds
+/// it in a conflicting mode (this process too: flock locks belong to the
+/// open file, so a second open conflicts with the first).
+pub fn try_lock(path: &Path, mode: Mode) -> std::io::Result<Option<Lease>> {
+    flock(path, mode, false)
+}
+
+/// Take the lock at `path`, blocking the thread until it is free: only for
+/// code already off the async threads (see `blocking`).
+pub fn lock_blocking(path: &Path, mode: Mode) -> std::io::Result<Lease> {
+    flock(path, mode, true).map(|l| l.expect("a blocking flock returns a lock"))
+}
+
+/// Take the lock at `path`, polling every 200 ms until it is free, so that
+/// the waiting future can be dropped (Ctrl-C) at any time.
+pub async fn lock(path: &Path, mode: Mode) -> std::io::Result<Lease> {
+    loop {
+        if let Some(lease) = try_lock(path, mode)? {
+            return Ok(lease);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[cfg(test)]
@@ -54,12 +128,12 @@ mod tests {
         for f in [".git/objects/x", "mm/a.o", "mm/a.c", "top.o"] {
             std::fs::write(dir.path().join(f), "").unwrap();
         }
-        let all = count_files(dir.path(), |e| e.file_name() != ".git", |_| Ok(true)).unwrap();
+        let all = count_files(dir.path(), |e| e.file_name() != ".git", |_| true).unwrap();
         assert_eq!(all, 3);
         let objects = count_files(
             dir.path(),
             |_| true,
-            |e| Ok(e.path().extension().is_some_and(|x| x == "o")),
+            |e| e.path().extension().is_some_and(|x| x == "o"),
         )
         .unwrap();
         assert_eq!(objects, 2);

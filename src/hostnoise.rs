@@ -42,6 +42,9 @@ pub fn sample(n: usize, steps: u64) -> Vec<f64> {
 /// The coefficient of variation of some timings, in percent (sample sd over
 /// mean); `None` for fewer than two or a zero mean.
 pub fn cv_pct(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 {
+        return None;
+    }
     crate::stats::Summary::of(values).and_then(|s| s.cv_pct)
 }
 

@@ -14,7 +14,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use git2::{Oid, Repository, build::CheckoutBuilder};
 use patchbench_agent::RECORDED_MAKEFILE;
 use sha2::{Digest, Sha256};
@@ -28,6 +27,58 @@ const EXPORTED: &str = ".patchbench-exported";
 /// Marks a finished build directory, and says what it holds.
 const STAMP: &str = "patchbench-kbuild.json";
 
+/// Why the kernel-build workload's tree could not be prepared. Messages
+/// are lowercase fragments; the cause follows through `source`.
+#[derive(Debug, thiserror::Error)]
+pub enum KbuildError {
+    #[error("kernel-build: cannot determine the compiler")]
+    Compiler(#[source] crate::build::BuildError),
+    #[error("kernel-build: i/o on {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("kernel-build: cannot {what} ({})", repo.display())]
+    Git {
+        repo: PathBuf,
+        what: String,
+        #[source]
+        source: git2::Error,
+    },
+    #[error(
+        "kernel-build: cannot {what} the workload's tree (config {config}, targets {}){}",
+        targets.join(" "),
+        first_error.as_ref().map(|l| format!(" at {l}")).unwrap_or_default()
+    )]
+    Make {
+        what: &'static str,
+        config: String,
+        targets: Vec<String>,
+        /// The first compiler error in the output, if any.
+        first_error: Option<String>,
+        #[source]
+        source: Box<process::ProcessError>,
+    },
+    #[error(
+        "kernel-build: make built {target} but left no {}; only files kbuild builds with a recorded command can be targets",
+        cmd_file.display()
+    )]
+    NoCmdFile {
+        target: String,
+        cmd_file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("kernel-build: {} has no savedcmd line", cmd_file.display())]
+    NoSavedCommand { cmd_file: PathBuf },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> KbuildError {
+    let path = path.to_owned();
+    move |source| KbuildError::Io { path, source }
+}
+
 /// A prepared tree of `commit` for `plan`, preparing it if the cache
 /// does not hold one yet.
 pub async fn prepare(
@@ -36,12 +87,14 @@ pub async fn prepare(
     commit: Oid,
     cache_dir: &Path,
     sink: &dyn Sink,
-) -> anyhow::Result<PreparedTree> {
+) -> Result<PreparedTree, KbuildError> {
     let config = plan.config.make_target();
     let targets = &plan.targets;
-    let compiler = crate::build::compiler_version().await?;
+    let compiler = crate::build::compiler_version()
+        .await
+        .map_err(KbuildError::Compiler)?;
     let root = cache_dir.join("kbuild");
-    let src = export(repo, commit, &root, sink)?;
+    let src = export(repo.path(), commit, &root, sink).await?;
     let build = root.join(key(commit, config, targets, &compiler));
     if build.join(STAMP).is_file() {
         sink.emit(Event::Note(format!(
@@ -57,7 +110,7 @@ pub async fn prepare(
             "compiler": compiler,
         });
         crate::fsutil::write_atomic(&build.join(STAMP), stamp.to_string().as_bytes())
-            .with_context(|| format!("cannot write {}", build.join(STAMP).display()))?;
+            .map_err(io_err(&build.join(STAMP)))?;
     }
     Ok(PreparedTree { src, build })
 }
@@ -87,32 +140,47 @@ pub fn key(commit: Oid, config: &str, targets: &[String], compiler: &str) -> Str
 }
 
 /// Checks out `commit` into `root/src-<commit>` unless it is there already.
-fn export(repo: &Repository, commit: Oid, root: &Path, sink: &dyn Sink) -> anyhow::Result<PathBuf> {
+/// Writing a kernel tree's 87k files runs off the async thread.
+async fn export(
+    repo_path: &Path,
+    commit: Oid,
+    root: &Path,
+    sink: &dyn Sink,
+) -> Result<PathBuf, KbuildError> {
     let dir = root.join(format!("src-{}", &commit.to_string()[..16]));
     if dir.join(EXPORTED).is_file() {
         return Ok(dir);
     }
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .with_context(|| format!("cannot remove the partial export {}", dir.display()))?;
-    }
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     sink.emit(Event::Progress {
         stage: "kernel-build".into(),
         detail: format!("checking out {commit} into {}", dir.display()),
     });
+    let (repo_path, target) = (repo_path.to_owned(), dir.clone());
+    crate::blocking::unblock(move || export_blocking(&repo_path, commit, &target)).await?;
+    Ok(dir)
+}
+
+fn export_blocking(repo_path: &Path, commit: Oid, dir: &Path) -> Result<(), KbuildError> {
+    let git = |what: String| {
+        let repo = repo_path.to_owned();
+        move |source| KbuildError::Git { repo, what, source }
+    };
+    let repo = Repository::open(repo_path).map_err(git("open the repository".into()))?;
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(io_err(dir))?;
+    }
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let tree = repo
         .find_commit(commit)
-        .with_context(|| format!("cannot find commit {commit}"))?;
+        .map_err(git(format!("find commit {commit}")))?;
     let mut opts = CheckoutBuilder::new();
     // Write every file into the other directory; leave the repository's
     // own index and working tree alone.
-    opts.force().target_dir(&dir).update_index(false);
+    opts.force().target_dir(dir).update_index(false);
     repo.checkout_tree(tree.as_object(), Some(&mut opts))
-        .with_context(|| format!("cannot check out {commit} into {}", dir.display()))?;
-    std::fs::write(dir.join(EXPORTED), commit.to_string())
-        .with_context(|| format!("cannot write {}", dir.join(EXPORTED).display()))?;
-    Ok(dir)
+        .map_err(git(format!("check out {commit} into {}", dir.display())))?;
+    std::fs::write(dir.join(EXPORTED), commit.to_string()).map_err(io_err(&dir.join(EXPORTED)))?;
+    Ok(())
 }
 
 /// Configures, prepares, builds and records the targets, then deletes them.
@@ -122,55 +190,68 @@ async fn configure(
     config: &str,
     targets: &[String],
     sink: &dyn Sink,
-) -> anyhow::Result<()> {
+) -> Result<(), KbuildError> {
     if build.exists() {
-        std::fs::remove_dir_all(build)
-            .with_context(|| format!("cannot remove the partial {}", build.display()))?;
+        std::fs::remove_dir_all(build).map_err(io_err(build))?;
     }
-    std::fs::create_dir_all(build).with_context(|| format!("cannot create {}", build.display()))?;
+    std::fs::create_dir_all(build).map_err(io_err(build))?;
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let log = build.join("patchbench-prepare.log");
-    let steps: [(&str, Vec<String>); 3] = [
-        ("configure", vec![config.to_string()]),
-        ("prepare", vec!["prepare".to_string()]),
-        ("build the targets", targets.to_vec()),
+    // Configuring is as quick as a kernel build's own configuration step;
+    // `make prepare` and the targets are parts of a kernel build, so they
+    // get a whole build's deadline (see `build::BUILD_DEADLINE` for why).
+    let steps: [(&str, Vec<String>, std::time::Duration); 3] = [
+        (
+            "configure",
+            vec![config.to_string()],
+            crate::build::CONFIG_DEADLINE,
+        ),
+        (
+            "prepare",
+            vec!["prepare".to_string()],
+            crate::build::BUILD_DEADLINE,
+        ),
+        (
+            "build the targets",
+            targets.to_vec(),
+            crate::build::BUILD_DEADLINE,
+        ),
     ];
-    for (what, make_targets) in steps {
+    for (what, make_targets, deadline) in steps {
         sink.emit(Event::Progress {
             stage: "kernel-build".into(),
             detail: format!("{what}: make {}", make_targets.join(" ")),
         });
-        let cmd = Cmd::new("make")
+        let cmd = Cmd::new("make", deadline)
             .args(crate::build::make_args(src, build, jobs, false))
             .args(&make_targets)
             .log_to(&log);
-        process::run(&cmd).await.map_err(|e| {
-            let first = match &e {
-                process::ProcessError::Failed { tail, .. } => crate::build::first_error(tail),
-                _ => None,
-            };
-            anyhow::anyhow!(
-                "kernel-build: could not {what} the workload's tree (config {config}, targets {}){}",
-                targets.join(" "),
-                first.map_or(String::new(), |l| format!(": {l}"))
-            )
-            .context(e)
-        })?;
+        process::run(&cmd)
+            .await
+            .map_err(|source| KbuildError::Make {
+                what,
+                config: config.to_string(),
+                targets: targets.to_vec(),
+                first_error: match &source {
+                    process::ProcessError::Failed { tail, .. } => crate::build::first_error(tail),
+                    _ => None,
+                },
+                source: Box::new(source),
+            })?;
     }
     let makefile = recorded_makefile(build, targets)?;
     std::fs::write(build.join(RECORDED_MAKEFILE), makefile)
-        .with_context(|| format!("cannot write {}", build.join(RECORDED_MAKEFILE).display()))?;
+        .map_err(io_err(&build.join(RECORDED_MAKEFILE)))?;
     for target in targets {
         let path = build.join(target);
-        std::fs::remove_file(&path)
-            .with_context(|| format!("cannot remove {} after building it", path.display()))?;
+        std::fs::remove_file(&path).map_err(io_err(&path))?;
     }
     Ok(())
 }
 
 /// A makefile that reruns the commands kbuild recorded for `targets` (the
 /// `savedcmd_` lines of their `.cmd` files, already in make's syntax).
-pub fn recorded_makefile(build: &Path, targets: &[String]) -> anyhow::Result<String> {
+pub fn recorded_makefile(build: &Path, targets: &[String]) -> Result<String, KbuildError> {
     let mut text = String::from(
         "# Written by patchbench: the commands kbuild ran for these targets,\n\
          # from their .cmd files. `make -f patchbench-targets.mk` runs them again.\n\
@@ -179,14 +260,14 @@ pub fn recorded_makefile(build: &Path, targets: &[String]) -> anyhow::Result<Str
     text.push_str(&format!("all: {}\n", targets.join(" ")));
     for target in targets {
         let cmd_file = cmd_file(build, target);
-        let saved = std::fs::read_to_string(&cmd_file).with_context(|| {
-            format!(
-                "kernel-build: make built {target} but left no {}; only files kbuild builds with a recorded command can be targets",
-                cmd_file.display()
-            )
-        })?;
-        let command = saved_command(&saved, target).with_context(|| {
-            format!("kernel-build: {} has no savedcmd line", cmd_file.display())
+        let saved =
+            std::fs::read_to_string(&cmd_file).map_err(|source| KbuildError::NoCmdFile {
+                target: target.clone(),
+                cmd_file: cmd_file.clone(),
+                source,
+            })?;
+        let command = saved_command(&saved, target).ok_or_else(|| KbuildError::NoSavedCommand {
+            cmd_file: cmd_file.clone(),
         })?;
         text.push_str(&format!("{target}:\n\t{command}\n"));
     }
@@ -240,7 +321,8 @@ mod tests {
             "{text}"
         );
         let err = recorded_makefile(dir.path(), &["mm/vmscan.o".to_string()]).unwrap_err();
-        assert!(format!("{err:#}").contains(".vmscan.o.cmd"), "{err:#}");
+        assert!(matches!(err, KbuildError::NoCmdFile { .. }), "{err}");
+        assert!(err.to_string().contains(".vmscan.o.cmd"), "{err}");
     }
 
     #[test]

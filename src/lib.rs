@@ -7,6 +7,7 @@
 //! processes; [`events`] is how the engine talks to the UI.
 
 pub mod apply;
+pub mod blocking;
 pub mod build;
 pub mod campaign;
 pub mod cli;

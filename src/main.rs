@@ -38,6 +38,10 @@ fn main() -> ExitCode {
             _ = terminated => Err(anyhow::anyhow!(exit::Interrupted)),
         }
     });
+    // Blocking work abandoned by an interruption (a git2 commit of 87k
+    // files, say) must not hold the exit: dropping the runtime would wait
+    // for it. Its caller left the cache consumable (see `blocking`).
+    runtime.shutdown_background();
     match result {
         Ok(()) => ExitCode::from(exit::OK as u8),
         Err(err) => {

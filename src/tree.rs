@@ -7,6 +7,7 @@
 //! rebuilds only what a series touched.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use git2::{IndexAddOption, Oid, Repository, Signature, Time, build::CheckoutBuilder};
 use sha2::{Digest, Sha256};
@@ -15,6 +16,12 @@ use crate::process::{self, Cmd};
 
 /// The branch holding an imported tarball's single commit.
 const BASE_REF: &str = "refs/heads/patchbench-base";
+
+/// Extracting Debian's 150 MB kernel tarball takes about 10 s on the
+/// 2-core CI machine (domain notes); 15 minutes leaves room for a host 50
+/// times slower (a loaded runner, a cold network disk) while still ending
+/// a `tar` stuck on a hung filesystem within one CI job's budget.
+const EXTRACT_DEADLINE: Duration = Duration::from_secs(15 * 60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
@@ -39,7 +46,7 @@ pub enum TreeError {
         committed: usize,
         on_disk: usize,
     },
-    #[error("git operation on {} failed: {what}", repo.display())]
+    #[error("cannot {what} in {}", repo.display())]
     Git {
         repo: PathBuf,
         what: String,
@@ -69,11 +76,13 @@ pub struct Tree {
 
 impl Tree {
     pub fn open(&self) -> Result<Repository, TreeError> {
-        Repository::open(&self.repo_path).map_err(|source| TreeError::Git {
-            repo: self.repo_path.clone(),
-            what: "open the cached repository".into(),
-            source,
-        })
+        Self::open_path(&self.repo_path)
+    }
+
+    /// Open a cached repository by its path (in a blocking task, which
+    /// cannot borrow a `Repository`).
+    pub fn open_path(repo_path: &Path) -> Result<Repository, TreeError> {
+        Repository::open(repo_path).map_err(git_err(repo_path, "open the cached repository"))
     }
 }
 
@@ -120,12 +129,17 @@ pub fn tarball_cache_name(tarball: &Path, sha256: &str) -> String {
 ///
 /// The import commit has a fixed author and time, so its id is a function of
 /// the tarball's content alone.
+///
+/// The tree is extracted and committed in a staging directory named after
+/// the destination (`trees/.import-<name>`) and renamed into place only
+/// when whole, so an import that is interrupted (Ctrl-C drops this future
+/// while the blocking commit may still be running) leaves only the staging
+/// directory, which the next import of the same tarball removes first.
 pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeError> {
     let sha = {
         let owned = tarball.to_owned();
-        tokio::task::spawn_blocking(move || sha256_file(&owned))
+        crate::blocking::unblock(move || sha256_file(&owned))
             .await
-            .expect("hashing task panicked")
             .map_err(|source| TreeError::ReadTarball {
                 path: tarball.to_owned(),
                 source,
@@ -134,10 +148,11 @@ pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeEr
     let trees = cache.join("trees");
     let dest = trees.join(tarball_cache_name(tarball, &sha));
     let origin = format!("tarball {} (sha256 {sha})", tarball.display());
-    if let Ok(repo) = Repository::open(&dest)
-        && let Ok(reference) = repo.find_reference(BASE_REF)
-        && let Some(base) = reference.target()
-    {
+    let imported = |dest: &Path| {
+        let repo = Repository::open(dest).ok()?;
+        repo.find_reference(BASE_REF).ok()?.target()
+    };
+    if let Some(base) = imported(&dest) {
         return Ok(Tree {
             repo_path: dest,
             base,
@@ -146,14 +161,73 @@ pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeEr
         });
     }
     std::fs::create_dir_all(&trees).map_err(io_err(&trees))?;
-    let staging = tempfile::TempDir::with_prefix_in(".import-", &trees).map_err(io_err(&trees))?;
-    let src = staging.path().join("src");
-    std::fs::create_dir(&src).map_err(io_err(&src))?;
-    let tar = Cmd::new("tar")
+    // Runs sharing the cache import one at a time; the one that waited
+    // then finds the tree and reuses it.
+    let lock = lock_path(&dest);
+    let _importing = crate::fsutil::lock(&lock, crate::fsutil::Mode::Exclusive)
+        .await
+        .map_err(io_err(&lock))?;
+    if let Some(base) = imported(&dest) {
+        return Ok(Tree {
+            repo_path: dest,
+            base,
+            origin,
+            fresh: false,
+        });
+    }
+    let staging = trees.join(format!(
+        ".import-{}",
+        dest.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    remove_dir_if_present(&staging).await?;
+    let src = staging.join("src");
+    std::fs::create_dir_all(&src).map_err(io_err(&src))?;
+    let imported = extract_and_commit(tarball, &src, &sha).await;
+    let base = match imported {
+        Ok(base) => base,
+        Err(e) => {
+            // Best effort: the next import removes it anyway.
+            let _ = remove_dir_if_present(&staging).await;
+            return Err(e);
+        }
+    };
+    std::fs::rename(&src, &dest).map_err(io_err(&dest))?;
+    remove_dir_if_present(&staging).await?;
+    Ok(Tree {
+        repo_path: dest,
+        base,
+        origin,
+        fresh: true,
+    })
+}
+
+/// The lock file of the cached tree `dest`, held exclusively by whatever
+/// writes it: an import, clone or fetch, and a build from checkout to the
+/// end of `make` (builds check out the tree's working directory).
+pub fn lock_path(dest: &Path) -> PathBuf {
+    let name = dest.file_name().unwrap_or_default().to_string_lossy();
+    dest.with_file_name(format!(".{name}.lock"))
+}
+
+/// Remove a directory tree, off the async thread (a kernel tree is 87k
+/// files), if it exists.
+async fn remove_dir_if_present(dir: &Path) -> Result<(), TreeError> {
+    let owned = dir.to_owned();
+    crate::blocking::unblock(move || match std::fs::remove_dir_all(&owned) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    })
+    .await
+    .map_err(io_err(dir))
+}
+
+/// Extract `tarball` into the empty directory `src` and commit all of it.
+async fn extract_and_commit(tarball: &Path, src: &Path, sha: &str) -> Result<Oid, TreeError> {
+    let tar = Cmd::new("tar", EXTRACT_DEADLINE)
         .arg("-xf")
         .arg(tarball)
         .arg("-C")
-        .arg(&src)
+        .arg(src)
         .arg("--strip-components=1");
     process::run(&tar)
         .await
@@ -165,26 +239,14 @@ pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeEr
         "Import {}\n\nsha256: {sha}\nImported by patchbench; every file is committed, including\nthose the tree's own .gitignore would hide.\n",
         tarball.file_name().unwrap_or_default().to_string_lossy()
     );
-    let base = {
-        let src = src.clone();
-        let tarball = tarball.to_owned();
-        tokio::task::spawn_blocking(move || commit_whole_tree(&src, &tarball, &message))
-            .await
-            .expect("import task panicked")?
-    };
-    std::fs::rename(&src, &dest).map_err(io_err(&dest))?;
-    Ok(Tree {
-        repo_path: dest,
-        base,
-        origin,
-        fresh: true,
-    })
+    let (src, tarball) = (src.to_owned(), tarball.to_owned());
+    crate::blocking::unblock(move || commit_whole_tree(&src, &tarball, &message)).await
 }
 
 /// `git init` + force-add everything + commit, then check the commit holds
 /// every file that is on disk.
 fn commit_whole_tree(src: &Path, tarball: &Path, message: &str) -> Result<Oid, TreeError> {
-    let repo = Repository::init(src).map_err(git_err(src, "init"))?;
+    let repo = Repository::init(src).map_err(git_err(src, "create a repository"))?;
     let mut index = repo.index().map_err(git_err(src, "open the index"))?;
     // FORCE: Debian's tree ignores everything at its top level (`/*`), so a
     // plain add would commit nothing.
@@ -217,7 +279,7 @@ fn commit_whole_tree(src: &Path, tarball: &Path, message: &str) -> Result<Oid, T
 
 /// Regular files and symlinks below `dir`, not counting `.git`.
 fn count_files(dir: &Path) -> std::io::Result<usize> {
-    crate::fsutil::count_files(dir, |e| e.file_name() != ".git", |_| Ok(true))
+    crate::fsutil::count_files(dir, |e| e.file_name() != ".git", |_| true)
 }
 
 /// Clone a local git repository into the cache (once), fetch it, and resolve
@@ -237,10 +299,13 @@ pub fn clone_local(path: &Path, rev: Option<&str>, cache: &Path) -> Result<Tree,
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "repo".into());
     let dest = cache.join("trees").join(format!("{name}-{}", &key[..16]));
+    std::fs::create_dir_all(cache.join("trees")).map_err(io_err(cache))?;
+    let lock = lock_path(&dest);
+    let _updating = crate::fsutil::lock_blocking(&lock, crate::fsutil::Mode::Exclusive)
+        .map_err(io_err(&lock))?;
     let (repo, fresh) = match Repository::open(&dest) {
         Ok(repo) => (repo, false),
         Err(_) => {
-            std::fs::create_dir_all(cache.join("trees")).map_err(io_err(cache))?;
             let repo = git2::build::RepoBuilder::new()
                 .clone_local(git2::build::CloneLocal::Local)
                 .clone(&canonical.to_string_lossy(), &dest)
@@ -269,12 +334,15 @@ pub fn clone_local(path: &Path, rev: Option<&str>, cache: &Path) -> Result<Tree,
 pub async fn obtain(source: &crate::config::TreeSource, cache: &Path) -> Result<Tree, TreeError> {
     match source {
         crate::config::TreeSource::Tarball(path) => import_tarball(path, cache).await,
-        crate::config::TreeSource::Git { path, rev } => clone_local(path, rev.as_deref(), cache),
+        // git2 blocks: cloning or fetching runs off the async thread, so
+        // Ctrl-C is seen while it runs.
+        crate::config::TreeSource::Git { path, rev } => {
+            let (path, rev, cache) = (path.clone(), rev.clone(), cache.to_owned());
+            crate::blocking::unblock(move || clone_local(&path, rev.as_deref(), &cache)).await
+        }
         crate::config::TreeSource::Url { url, rev } => {
             let (url, rev, cache) = (url.clone(), rev.clone(), cache.to_owned());
-            tokio::task::spawn_blocking(move || fetch_shallow(&url, rev.as_deref(), &cache))
-                .await
-                .expect("fetch task panicked")
+            crate::blocking::unblock(move || fetch_shallow(&url, rev.as_deref(), &cache)).await
         }
     }
 }
@@ -297,12 +365,16 @@ pub fn fetch_shallow(url: &str, rev: Option<&str>, cache: &Path) -> Result<Tree,
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         .collect::<String>();
     let dest = cache.join("trees").join(format!("{name}-{}", &key[..16]));
+    std::fs::create_dir_all(cache.join("trees")).map_err(io_err(cache))?;
+    let lock = lock_path(&dest);
+    let _updating = crate::fsutil::lock_blocking(&lock, crate::fsutil::Mode::Exclusive)
+        .map_err(io_err(&lock))?;
     let (repo, fresh) = match Repository::open(&dest) {
         Ok(repo) => (repo, false),
         Err(_) => {
             std::fs::create_dir_all(&dest).map_err(io_err(&dest))?;
             (
-                Repository::init(&dest).map_err(git_err(&dest, "init"))?,
+                Repository::init(&dest).map_err(git_err(&dest, "create a repository"))?,
                 true,
             )
         }
@@ -552,7 +624,7 @@ mod tests {
         std::fs::write(top.join("mm/memcontrol.c"), "int x;\n").unwrap();
         let tarball = work.path().join("linux-source-9.9.tar.xz");
         process::run(
-            &Cmd::new("tar")
+            &Cmd::new("tar", EXTRACT_DEADLINE)
                 .arg("-cJf")
                 .arg(&tarball)
                 .arg("-C")

@@ -31,6 +31,7 @@ fn run_campaign(text: &str, out: &Path) -> anyhow::Result<Outcome> {
         out_dir: out.to_owned(),
         cache_dir: cache_dir(),
         agent: patchbench::find_agent()?,
+        cache_max: patchbench::build::cache::DEFAULT_BUDGET,
     };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(campaign::run(&plan, &opts, &Recorder::default()))
@@ -180,6 +181,50 @@ fn assert_no_process_mentions(path: &Path) {
         "stray QEMU: {}",
         String::from_utf8_lossy(&pgrep.stdout)
     );
+}
+
+/// `patchbench boot KERNEL -- sleep 30`, SIGKILLed while the guest runs
+/// the command: QEMU must not outlive it (issue 17 found it running 39 s
+/// later).
+#[test]
+fn sigkill_during_a_boot_leaves_no_qemu_running() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let kernel = smoke().results.variants[0].kernel.bzimage.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("boot");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .arg("boot")
+        .arg(&kernel)
+        .arg("--out")
+        .arg(&out)
+        .args(["--", "sleep", "30"])
+        .env("PATCHBENCH_AGENT", patchbench::find_agent().unwrap())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let console = out.join("boot1/console.log");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    // Wait until the guest runs the command: QEMU is well under way.
+    let watched = loop {
+        let below = common::descendants(child.id() as i32);
+        let running = std::fs::read_to_string(&console)
+            .is_ok_and(|c| c.contains("patchbench-agent: exec: ["));
+        if running && below.iter().any(|p| p.comm.starts_with("qemu-system")) {
+            break below;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the boot ended before the command ran"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the guest never ran the command"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    common::sigkill_and_expect_no_orphans(&mut child, &watched);
+    assert_no_process_mentions(&out);
 }
 
 #[test]

@@ -14,7 +14,7 @@ use super::nearest::{nearest_region, render, whitespace_match};
 use super::parse::{Change, FilePatch};
 use super::search::{Limits, LineKind, Misfit, Placement, apply_hunks, split_lines};
 use super::threeway;
-use super::{ApplyFailure, FileResult, HunkResult, Method, NearestRegion};
+use super::types::{ApplyFailure, FileResult, HunkResult, Method, NearestRegion};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Direction {

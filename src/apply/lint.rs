@@ -8,7 +8,7 @@
 //! `-- ` ends the hunk: it is the mail signature that follows a truncated
 //! hunk, not the removal of a line `- `.
 
-use super::ApplyFailure;
+use super::types::ApplyFailure;
 
 /// The `Malformed` failure for a patch libgit2 could not parse.
 pub(crate) fn malformed(text: &[u8], error: &git2::Error) -> ApplyFailure {

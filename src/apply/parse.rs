@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use git2::{Delta, Diff, DiffLineType, FileMode, Oid, Patch};
 
-use super::ApplyFailure;
 use super::search::{Hunk, HunkLine, LineKind};
+use super::types::ApplyFailure;
 
 /// What a patch does to one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

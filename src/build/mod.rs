@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use anyhow::Context;
 use git2::Oid;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -18,15 +17,29 @@ use crate::config::BaseConfig;
 use crate::kconfig;
 use crate::process::{self, Cmd};
 
+mod artifact;
+pub mod cache;
 pub mod objects;
 pub mod toolchain;
 
-/// A whole kernel build may take this long before it is killed.
-const BUILD_DEADLINE: Duration = Duration::from_secs(4 * 3600);
-/// Configuration steps are quick.
-const CONFIG_DEADLINE: Duration = Duration::from_secs(600);
-/// The file in a build directory that records a finished build.
-const STAMP: &str = "patchbench-build.json";
+pub use artifact::KernelArtifact;
+use artifact::STAMP;
+
+/// A whole kernel build may take this long before it is killed: a cold
+/// tinyconfig-based build took 15 min at -j2 here (domain notes), and a
+/// defconfig one is about ten times the work; 4 h covers that on a slow,
+/// shared runner and still ends a hung make well inside a CI day.
+pub(crate) const BUILD_DEADLINE: Duration = Duration::from_secs(4 * 3600);
+/// Configuration steps (`make tinyconfig`, `olddefconfig`) build only the
+/// kconfig tools and take seconds; 10 minutes is generous on any host.
+pub(crate) const CONFIG_DEADLINE: Duration = Duration::from_secs(600);
+/// `gcc --version` and `ccache --version` print one line and exit in
+/// milliseconds; 30 s allows for a cold page cache on a loaded host.
+const VERSION_DEADLINE: Duration = Duration::from_secs(30);
+/// `cp -a` of a build directory (about 250 MB, thousands of objects)
+/// took seconds here; 30 minutes covers a slow disk without letting a
+/// copy stuck on a hung filesystem hold the run forever.
+const COPY_DEADLINE: Duration = Duration::from_secs(30 * 60);
 
 /// What a build needs.
 #[derive(Debug, Clone)]
@@ -47,46 +60,6 @@ pub struct BuildSpec {
     pub fresh: bool,
 }
 
-/// A built kernel and how it came to be: the artifact manifest, kept as
-/// `patchbench-build.json` in its cache entry and in `results.json`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct KernelArtifact {
-    pub commit: String,
-    pub build_dir: PathBuf,
-    pub bzimage: PathBuf,
-    pub bzimage_sha256: String,
-    pub config_sha256: String,
-    pub compiler: String,
-    pub key: String,
-    /// The hash of the series applied on the base (absent for the base).
-    #[serde(default)]
-    pub series_sha256: Option<String>,
-    /// Seconds spent in `make` (0 for a reused build).
-    pub build_seconds: f64,
-    /// Started from another build's objects rather than from nothing.
-    pub incremental: bool,
-    /// The cache key of the build it started from.
-    #[serde(default)]
-    pub started_from: Option<String>,
-    /// Reused as it was, with no `make` run.
-    pub reused: bool,
-    /// Object files written by this build.
-    pub objects_rebuilt: usize,
-    /// For an incremental build, every object written and why.
-    #[serde(default)]
-    pub rebuilt: Vec<objects::Rebuilt>,
-}
-
-impl KernelArtifact {
-    /// Objects an incremental build rewrote with no visible reason.
-    pub fn unexpected_rebuilds(&self) -> impl Iterator<Item = &str> {
-        self.rebuilt
-            .iter()
-            .filter(|r| r.reason == objects::Reason::Unexpected)
-            .map(|r| r.object.as_str())
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     #[error("the kernel configuration lost options the fragments asked for:\n  {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  "))]
@@ -100,6 +73,15 @@ pub enum BuildError {
     },
     #[error("i/o on {}", path.display())]
     Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Checking out the commit to build (its message names the commit).
+    #[error(transparent)]
+    Checkout(#[from] crate::tree::TreeError),
+    #[error("cannot set the mtime of {}", path.display())]
+    Mtime {
         path: PathBuf,
         #[source]
         source: std::io::Error,
@@ -195,14 +177,14 @@ pub fn make_args(src: &Path, out: &Path, jobs: usize, ccache: bool) -> Vec<Strin
 
 /// The compiler identity that enters the cache key.
 pub async fn compiler_version() -> Result<String, BuildError> {
-    let out = process::run(&Cmd::new("gcc").arg("--version"))
+    let out = process::run(&Cmd::new("gcc", VERSION_DEADLINE).arg("--version"))
         .await
         .map_err(|e| BuildError::Compiler(Box::new(e)))?;
     Ok(out.stdout.lines().next().unwrap_or_default().to_string())
 }
 
 async fn have_ccache() -> bool {
-    process::run(&Cmd::new("ccache").arg("--version"))
+    process::run(&Cmd::new("ccache", VERSION_DEADLINE).arg("--version"))
         .await
         .is_ok()
 }
@@ -240,7 +222,7 @@ fn cached(dir: &Path) -> Result<Option<KernelArtifact>, BuildError> {
 async fn copy_dir(from: &Path, to: &Path) -> Result<(), BuildError> {
     let staging = to.with_extension("copying");
     let _ = std::fs::remove_dir_all(&staging);
-    let cp = Cmd::new("cp")
+    let cp = Cmd::new("cp", COPY_DEADLINE)
         .arg("-a")
         .arg("--reflink=auto")
         .arg(from)
@@ -267,6 +249,14 @@ fn preflight(builds_dir: &Path) -> Result<(), BuildError> {
     Ok(())
 }
 
+/// A kernel ready to boot, and the shared lock on its cache entry: while
+/// the lease lives, no run (this one included) can evict the entry.
+#[derive(Debug)]
+pub struct Built {
+    pub artifact: KernelArtifact,
+    pub lease: cache::Lease,
+}
+
 /// Build (or reuse) the kernel for `spec`.
 ///
 /// Every build of one configuration runs in the same work directory
@@ -274,26 +264,61 @@ fn preflight(builds_dir: &Path) -> Result<(), BuildError> {
 /// absolute output path, and a build directory that moves is rebuilt from
 /// scratch there. A finished build is then copied into its cache entry
 /// (`<key>`), which is what later runs reuse and what seeds the next
-/// incremental build. `repo` is checked out at `spec.commit` only when a
-/// build is needed.
-pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<KernelArtifact> {
+/// incremental build. The repository at `spec.src` is checked out at
+/// `spec.commit` only when a build is needed.
+///
+/// The checkout, the mtime pass over the tree and the walk over the built
+/// objects run off the async thread, so Ctrl-C is seen during them.
+///
+/// Runs sharing the cache directory coordinate through the entry's lock
+/// and the tree's (see [`cache`]): a run that finds another building the
+/// same kernel waits and then reuses it; builds of one tree take turns.
+pub async fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
     let fragments = kconfig::read_fragments(&spec.fragments)
         .map_err(io_err(spec.fragments.first().map_or(Path::new("."), |p| p)))?;
     let compiler = compiler_version().await?;
     let base = base_identity(&spec.base_config)?;
     let key = build_key(spec.commit, &base, &fragments, &compiler);
     let entry = spec.builds_dir.join(&key);
-    if spec.fresh {
-        let _ = std::fs::remove_dir_all(&entry);
-    }
-    if let Some(mut stamp) = cached(&entry)? {
-        stamp.reused = true;
-        stamp.build_seconds = 0.0;
-        stamp.objects_rebuilt = 0;
-        stamp.rebuilt.clear();
-        return Ok(stamp);
-    }
+    let entry_lock = cache::lock_path(&entry);
+    let mut fresh = spec.fresh;
+    // Reuse under a shared lock, or get the exclusive one to build.
+    let writing = loop {
+        if !fresh
+            && let Some(lease) =
+                cache::try_lock(&entry_lock, cache::Mode::Shared).map_err(io_err(&entry_lock))?
+            && let Some(mut stamp) = cached(&entry)?
+        {
+            cache::touch(&entry).map_err(io_err(&entry_lock))?;
+            stamp.reused = true;
+            stamp.build_seconds = 0.0;
+            stamp.objects_rebuilt = 0;
+            stamp.rebuilt.clear();
+            return Ok(Built {
+                artifact: stamp,
+                lease,
+            });
+        }
+        if let Some(lease) =
+            cache::try_lock(&entry_lock, cache::Mode::Exclusive).map_err(io_err(&entry_lock))?
+        {
+            if fresh {
+                let _ = std::fs::remove_dir_all(&entry);
+                fresh = false;
+            }
+            if cached(&entry)?.is_none() {
+                break lease;
+            }
+            // Another run finished it meanwhile: reuse it, shared.
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     preflight(&spec.builds_dir)?;
+    let tree_lock = crate::tree::lock_path(&spec.src);
+    let tree_lease = cache::lock(&tree_lock, cache::Mode::Exclusive)
+        .await
+        .map_err(io_err(&tree_lock))?;
     let config_key = build_key(Oid::ZERO_SHA1, &base, &fragments, &compiler);
     let work = spec.builds_dir.join(format!("work-{config_key}"));
     let marker = work.join(WORK_MARKER);
@@ -301,7 +326,10 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
         .ok()
         .and_then(|t| serde_json::from_str::<WorkState>(&t).ok());
     let seed = match &spec.seed_from {
-        Some(dir) => cached(dir)?,
+        Some(dir) => {
+            let _ = cache::touch(dir);
+            cached(dir)?
+        }
         None => None,
     };
     let started_from = match (seed, holds) {
@@ -324,7 +352,10 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
     let objects_from = started_from
         .as_ref()
         .and_then(|(_, commit)| Oid::from_str(commit).ok());
-    let touched = checkout_for_make(repo, spec.commit, objects_from)?;
+    let touched = {
+        let (src, commit) = (spec.src.clone(), spec.commit);
+        crate::blocking::unblock(move || checkout_for_make(&src, commit, objects_from)).await?
+    };
 
     let log = work.join("build.log");
     let _ = std::fs::remove_file(&log);
@@ -333,16 +364,20 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
 
     let started_wall = SystemTime::now();
     let started = Instant::now();
-    let make = Cmd::new("make")
+    let make = Cmd::new("make", BUILD_DEADLINE)
         .args(make_args(&spec.src, &work, jobs(), ccache))
         .arg("bzImage")
-        .log_to(&log)
-        .deadline(BUILD_DEADLINE);
+        .log_to(&log);
     if let Err(source) = process::run(&make).await {
-        return Err(make_failed("bzImage", &log, &work, source).into());
+        return Err(make_failed("bzImage", &log, &work, source));
     }
     let build_seconds = started.elapsed().as_secs_f64();
-    let rebuilt = objects::rebuilt_since(&work, started_wall, &touched).map_err(io_err(&work))?;
+    let rebuilt = {
+        let dir = work.clone();
+        crate::blocking::unblock(move || objects::rebuilt_since(&dir, started_wall, &touched))
+            .await
+            .map_err(io_err(&work))?
+    };
     let state = WorkState {
         key: key.clone(),
         commit: spec.commit.to_string(),
@@ -376,39 +411,41 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
     let stamp_path = entry.join(STAMP);
     let stamp = serde_json::to_string_pretty(&artifact).expect("artifact serializes");
     crate::fsutil::write_atomic(&stamp_path, stamp.as_bytes()).map_err(io_err(&stamp_path))?;
-    Ok(artifact)
+    drop(tree_lease);
+    cache::touch(&work).map_err(io_err(&work))?;
+    // Written: hold it shared from now on. Between the two locks another
+    // run may take it shared too, which is fine; an eviction would need
+    // it exclusive and finds it fresh, so it is last in line.
+    cache::touch(&entry).map_err(io_err(&entry_lock))?;
+    drop(writing);
+    let lease = cache::lock(&entry_lock, cache::Mode::Shared)
+        .await
+        .map_err(io_err(&entry_lock))?;
+    Ok(Built { artifact, lease })
 }
 
 /// Find where each mismatched option is defined, and its dependencies,
 /// in the tree's Kconfig files.
 fn explain(src: &Path, mismatches: &mut [kconfig::Mismatch]) {
-    let mut stack = vec![src.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+    let kconfigs = walkdir::WalkDir::new(src)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".git")
+        // An unreadable directory only hides its Kconfig files.
+        .flatten()
+        .filter(|e| {
+            !e.file_type().is_dir() && e.file_name().to_string_lossy().starts_with("Kconfig")
+        });
+    for entry in kconfigs {
+        let path = entry.path();
+        let Ok(text) = std::fs::read_to_string(path) else {
             continue;
         };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name();
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                if name != ".git" {
-                    stack.push(path);
-                }
-                continue;
-            }
-            if !name.to_string_lossy().starts_with("Kconfig") {
-                continue;
-            }
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            for m in mismatches.iter_mut().filter(|m| m.defined.is_none()) {
-                if let Some(depends) = kconfig::depends_in(&text, &m.request.option) {
-                    m.defined = Some(kconfig::Definition {
-                        file: path.strip_prefix(src).unwrap_or(&path).to_owned(),
-                        depends,
-                    });
-                }
+        for m in mismatches.iter_mut().filter(|m| m.defined.is_none()) {
+            if let Some(depends) = kconfig::depends_in(&text, &m.request.option) {
+                m.defined = Some(kconfig::Definition {
+                    file: path.strip_prefix(src).unwrap_or(path).to_owned(),
+                    depends,
+                });
             }
         }
     }
@@ -429,38 +466,47 @@ const OLD: SystemTime = SystemTime::UNIX_EPOCH;
 /// pass sets all 87k files (about a second); later passes only the few a
 /// series touched. Returns the paths that differ.
 fn checkout_for_make(
-    repo: &git2::Repository,
+    src: &Path,
     target: Oid,
     objects_from: Option<Oid>,
-) -> anyhow::Result<Vec<PathBuf>> {
+) -> Result<Vec<PathBuf>, BuildError> {
+    let repo = &crate::tree::Tree::open_path(src)?;
     crate::tree::checkout(repo, target)?;
     let Some(from) = objects_from else {
         return Ok(Vec::new());
     };
     let workdir = repo.workdir().unwrap_or(repo.path()).to_owned();
     let touched = crate::tree::changed_paths(repo, from, target)?;
-    let set = |path: &Path, when: SystemTime| -> anyhow::Result<()> {
-        let file = std::fs::File::options().write(true).open(path)?;
-        file.set_modified(when)
-            .with_context(|| format!("cannot set the mtime of {}", path.display()))
+    let set = |path: &Path, when: SystemTime| -> Result<(), BuildError> {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .and_then(|file| file.set_modified(when))
+            .map_err(|source| BuildError::Mtime {
+                path: path.to_owned(),
+                source,
+            })
     };
-    let mut stack = vec![workdir.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in
-            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
+    let files = walkdir::WalkDir::new(&workdir)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".git");
+    for entry in files {
+        let entry = entry.map_err(|e| BuildError::Io {
+            path: e.path().unwrap_or(&workdir).to_owned(),
+            source: e.into(),
+        })?;
+        let path = entry.path();
+        if entry.file_type().is_file()
+            && entry
+                .metadata()
+                .map_err(std::io::Error::from)
+                .and_then(|m| m.modified())
+                .map_err(io_err(path))?
+                != OLD
         {
-            let entry = entry?;
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                if entry.file_name() != ".git" {
-                    stack.push(entry.path());
-                }
-            } else if kind.is_file() && entry.metadata()?.modified()? != OLD {
-                let path = entry.path();
-                let rel = path.strip_prefix(&workdir).unwrap_or(&path);
-                if !touched.iter().any(|t| t == rel) {
-                    set(&path, OLD)?;
-                }
+            let rel = path.strip_prefix(&workdir).unwrap_or(path);
+            if !touched.iter().any(|t| t == rel) {
+                set(path, OLD)?;
             }
         }
     }
@@ -511,15 +557,14 @@ async fn configure(
     fragments: &[(PathBuf, String)],
     log: &Path,
     ccache: bool,
-) -> anyhow::Result<()> {
+) -> Result<(), BuildError> {
     let scratch = tempfile::TempDir::with_prefix_in(".config-", &spec.builds_dir)
         .map_err(io_err(&spec.builds_dir))?;
     let make = |target: &str| {
-        Cmd::new("make")
+        Cmd::new("make", CONFIG_DEADLINE)
             .args(make_args(&spec.src, scratch.path(), jobs(), ccache))
             .arg(target)
             .log_to(log)
-            .deadline(CONFIG_DEADLINE)
     };
     let run_make = |target: &'static str| {
         let cmd = make(target);
@@ -545,8 +590,13 @@ async fn configure(
     let merged = std::fs::read_to_string(&config_path).map_err(io_err(&config_path))?;
     let mut mismatches = kconfig::verify(&kconfig::parse(&merged), &requests);
     if !mismatches.is_empty() {
-        explain(&spec.src, &mut mismatches);
-        return Err(BuildError::ConfigMismatch(mismatches).into());
+        let src = spec.src.clone();
+        let mismatches = crate::blocking::unblock(move || {
+            explain(&src, &mut mismatches);
+            mismatches
+        })
+        .await;
+        return Err(BuildError::ConfigMismatch(mismatches));
     }
     let target = dir.join(".config");
     if std::fs::read_to_string(&target).ok().as_deref() != Some(merged.as_str()) {
@@ -558,6 +608,77 @@ async fn configure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kconfig_walk_finds_definitions_below_the_tree_but_not_in_git() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("mm")).unwrap();
+        std::fs::create_dir_all(dir.path().join(".git/mm")).unwrap();
+        let swap = "config SWAP\n\tbool \"swap\"\n\tdepends on BLOCK\n";
+        std::fs::write(dir.path().join("mm/Kconfig"), swap).unwrap();
+        std::fs::write(dir.path().join(".git/mm/Kconfig"), swap).unwrap();
+        let request = |option: &str| kconfig::Mismatch {
+            request: kconfig::Request {
+                option: option.into(),
+                value: "y".into(),
+                fragment: "f.config".into(),
+            },
+            got: "n".into(),
+            defined: None,
+        };
+        let mut mismatches = [request("SWAP"), request("NOWHERE")];
+        explain(dir.path(), &mut mismatches);
+        let found = mismatches[0].defined.as_ref().expect("SWAP is defined");
+        assert_eq!(found.file, Path::new("mm/Kconfig"));
+        assert_eq!(found.depends, ["depends on BLOCK"]);
+        assert_eq!(mismatches[1].defined, None);
+    }
+
+    /// Files as the base's objects saw them get an old mtime; files the
+    /// target changed get the current time; `.git` is left alone.
+    #[test]
+    fn the_mtime_pass_ages_unchanged_files_and_freshens_changed_ones() {
+        use git2::{Repository, Signature, Time};
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let sig = Signature::new("t", "t@t", &Time::new(0, 0)).unwrap();
+        let commit = |files: &[(&str, &str)], parents: &[&git2::Commit]| {
+            let mut tb = repo.treebuilder(None).unwrap();
+            let mut mm = repo.treebuilder(None).unwrap();
+            for (path, text) in files {
+                let blob = repo.blob(text.as_bytes()).unwrap();
+                match path.strip_prefix("mm/") {
+                    Some(name) => mm.insert(name, blob, 0o100644).unwrap(),
+                    None => tb.insert(path, blob, 0o100644).unwrap(),
+                };
+            }
+            tb.insert("mm", mm.write().unwrap(), 0o040000).unwrap();
+            let tree = repo.find_tree(tb.write().unwrap()).unwrap();
+            repo.commit(None, &sig, &sig, "c", &tree, parents).unwrap()
+        };
+        let base = commit(&[("Makefile", "all:\n"), ("mm/zswap.c", "int a;\n")], &[]);
+        let base_commit = repo.find_commit(base).unwrap();
+        let next = commit(
+            &[("Makefile", "all:\n"), ("mm/zswap.c", "int b;\n")],
+            &[&base_commit],
+        );
+        let before = SystemTime::now();
+        let touched = checkout_for_make(dir.path(), next, Some(base)).unwrap();
+        assert_eq!(touched, [PathBuf::from("mm/zswap.c")]);
+        let mtime = |p: &str| {
+            std::fs::metadata(dir.path().join(p))
+                .unwrap()
+                .modified()
+                .unwrap()
+        };
+        assert_eq!(mtime("Makefile"), OLD);
+        assert!(mtime("mm/zswap.c") >= before);
+        assert_ne!(mtime(".git/config"), OLD, "the walk entered .git");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("mm/zswap.c")).unwrap(),
+            "int b;\n"
+        );
+    }
 
     #[test]
     fn the_first_compiler_error_is_found() {

@@ -89,19 +89,15 @@ pub fn rebuilt_since(
     touched: &[PathBuf],
 ) -> std::io::Result<Vec<Rebuilt>> {
     let mut objects = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
-            let path = entry.path();
-            if entry.file_type()?.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|x| x == "o")
-                && entry.metadata()?.modified()? >= since
-            {
-                let rel = path.strip_prefix(dir).unwrap_or(&path);
-                objects.push(rel.to_string_lossy().into_owned());
-            }
+    for entry in walkdir::WalkDir::new(dir) {
+        let entry = entry?;
+        let path = entry.path();
+        if !entry.file_type().is_dir()
+            && path.extension().is_some_and(|x| x == "o")
+            && entry.metadata()?.modified()? >= since
+        {
+            let rel = path.strip_prefix(dir).unwrap_or(path);
+            objects.push(rel.to_string_lossy().into_owned());
         }
     }
     objects.sort();

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::stages::Stages;
-use crate::build::{self, BuildSpec, KernelArtifact};
+use crate::build::{self, BuildSpec, Built, KernelArtifact, cache};
 use crate::config::{Plan, TreeSource};
 use crate::events::{Event, Sink};
 use crate::results::Timing;
@@ -25,15 +25,20 @@ pub(crate) struct Kernels {
     /// Each variant's kernel, by variant index (variants that differ only
     /// at run time share one).
     pub kernels: Vec<KernelArtifact>,
+    /// Shared locks on the kernels' cache entries: keep them until the
+    /// kernels are no longer needed, so that no run evicts them.
+    pub _leases: Vec<cache::Lease>,
 }
 
 /// Import (or reuse) the tree, apply the series, resolve the variants and
-/// build their kernels.
+/// build their kernels, then bring the build cache within `budget` (never
+/// evicting the kernels this run holds).
 pub(crate) async fn prepare(
     stages: &mut Stages<'_>,
     plan: &Plan,
     cache_dir: &Path,
     fresh: bool,
+    budget: bytesize::ByteSize,
 ) -> anyhow::Result<Kernels> {
     let sink = stages.sink;
     let tree = stages
@@ -55,7 +60,13 @@ pub(crate) async fn prepare(
         .await?;
     sink.emit(Event::Note(applied.summary()));
     for (patch, how) in applied.series.patches.iter().zip(&applied.patches) {
-        if how.method != crate::apply::Method::Exact {
+        if how.already_applied() {
+            sink.emit(Event::Note(format!(
+                "warning: \"{}\" is {}",
+                patch.subject(),
+                how.describe()
+            )));
+        } else if how.method() != Some(crate::apply::Method::Exact) {
             let warning = if how.has_fuzz() {
                 "warning: applied with fuzz: "
             } else {
@@ -75,16 +86,48 @@ pub(crate) async fn prepare(
         .map(|p| p.subject().to_string())
         .collect();
     let variants = plan.variants.resolve(&subjects)?;
-    let kernels = build_all(
+    let (kernels, leases) = build_all(
         stages, plan, cache_dir, &tree, &repo, &applied, &variants, fresh,
     )
     .await?;
+    evict(cache_dir, budget, sink).await?;
     Ok(Kernels {
         tree,
         applied,
         variants,
         kernels,
+        _leases: leases,
     })
+}
+
+/// Bring the build cache within `budget`, saying what went and why.
+async fn evict(
+    cache_dir: &Path,
+    budget: bytesize::ByteSize,
+    sink: &dyn Sink,
+) -> anyhow::Result<()> {
+    let dir = cache_dir.to_owned();
+    let done = crate::blocking::unblock(move || cache::evict(&dir, budget))
+        .await
+        .with_context(|| format!("cannot evict from the build cache {}", cache_dir.display()))?;
+    for entry in &done.evicted {
+        sink.emit(Event::Note(format!(
+            "cache: evicted {} ({}, {}, last used {}) to stay within the {budget} budget",
+            entry.path.display(),
+            entry.kind.describe(),
+            entry.size,
+            jiff::Timestamp::try_from(entry.last_use)
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
+        )));
+    }
+    if done.over {
+        sink.emit(Event::Note(format!(
+            "warning: the build cache holds {} against a {budget} budget; the rest is in use by running campaigns",
+            done.total
+        )));
+    }
+    Ok(())
 }
 
 /// What `patchbench build` produced.
@@ -108,13 +151,14 @@ pub async fn build_only(
     plan: &Plan,
     cache_dir: &Path,
     fresh: bool,
+    budget: bytesize::ByteSize,
     sink: &dyn Sink,
 ) -> anyhow::Result<BuildOutcome> {
     let mut stages = Stages {
         sink,
         timings: Vec::new(),
     };
-    let prepared = prepare(&mut stages, plan, cache_dir, fresh).await?;
+    let prepared = prepare(&mut stages, plan, cache_dir, fresh, budget).await?;
     Ok(BuildOutcome {
         kernels: prepared
             .variants
@@ -145,9 +189,15 @@ pub struct AppliedSeries {
 impl AppliedSeries {
     /// One line for the user: how many patches, on which base, and why.
     pub fn summary(&self) -> String {
+        let skipped = self.patches.iter().filter(|p| p.already_applied()).count();
         format!(
-            "series: {} patch(es){} on base {} ({})",
+            "series: {} patch(es){}{} on base {} ({})",
             self.series.patches.len(),
+            if skipped > 0 {
+                format!(", {skipped} already applied and skipped")
+            } else {
+                String::new()
+            },
             if self.series.cover_letters > 0 {
                 ", cover letter skipped"
             } else {
@@ -174,7 +224,14 @@ pub async fn apply_series(
         tree::explicit_rev(tree_source),
         series.base_commit.as_deref(),
     );
-    let patches = series::apply(repo, base, &series)?;
+    // git2's apply, merges and fuzz search block: off the async thread, so
+    // Ctrl-C is seen while a long series applies.
+    let (repo_path, to_apply) = (tree.repo_path.clone(), series.clone());
+    let patches = crate::blocking::unblock(move || {
+        let repo = tree::Tree::open_path(&repo_path)?;
+        series::apply(&repo, base, &to_apply).map_err(anyhow::Error::from)
+    })
+    .await?;
     let head = patches.last().map_or(base, |p| p.commit);
     Ok(AppliedSeries {
         series,
@@ -199,7 +256,7 @@ async fn build_all(
     applied: &AppliedSeries,
     variants: &[Variant],
     fresh: bool,
-) -> anyhow::Result<Vec<KernelArtifact>> {
+) -> anyhow::Result<(Vec<KernelArtifact>, Vec<cache::Lease>)> {
     let src = repo
         .workdir()
         .context("the cached tree has no working directory")?
@@ -212,48 +269,58 @@ async fn build_all(
     );
     std::fs::create_dir_all(&builds_dir)
         .with_context(|| format!("cannot create {}", builds_dir.display()))?;
-    let mut built: Vec<((usize, Vec<std::path::PathBuf>), KernelArtifact)> = Vec::new();
-    for (key, stage) in build_order(variants) {
-        let (patches, fragments) = &key;
+    let commit_of = |patches: usize| match patches {
+        0 => applied.base,
+        k => applied.patches[k - 1].commit,
+    };
+    let mut built: Vec<((git2::Oid, Vec<std::path::PathBuf>), KernelArtifact)> = Vec::new();
+    let mut leases = Vec::new();
+    for ((patches, fragments), stage) in build_order(variants) {
+        let commit = commit_of(patches);
+        // A prefix whose last patch was already applied has its
+        // predecessor's commit: the same kernel, built once (a second,
+        // fresh build would wait on this run's own lock).
+        let key = (commit, fragments.clone());
+        if built.iter().any(|(k, _)| *k == key) {
+            continue;
+        }
         let seed_from = built
-            .iter()
-            .filter(|((p, f), _)| f == fragments && p < patches)
-            .max_by_key(|((p, _), _)| *p)
+            .last()
+            .filter(|((_, f), _)| *f == fragments)
             .map(|(_, k)| k.build_dir.clone());
-        let commit = match patches {
-            0 => applied.base,
-            k => applied.patches[k - 1].commit,
-        };
         let spec = BuildSpec {
             src: src.clone(),
             commit,
             base_config: plan.base_config.clone(),
-            fragments: plan.fragments.iter().chain(fragments).cloned().collect(),
+            fragments: plan.fragments.iter().chain(&fragments).cloned().collect(),
             builds_dir: builds_dir.clone(),
             fresh,
             seed_from,
-            series_sha256: (*patches > 0).then(|| applied.series.prefix_sha256(*patches)),
+            series_sha256: (patches > 0).then(|| applied.series.prefix_sha256(patches)),
         };
-        let artifact = build_variant(stages, &stage, &spec, repo).await?;
-        built.push((key, artifact));
+        let b = build_variant(stages, &stage, &spec).await?;
+        leases.push(b.lease);
+        built.push((key, b.artifact));
     }
-    Ok(variants
+    let kernels = variants
         .iter()
         .map(|v| {
-            let key = (v.patches, v.fragments.clone());
+            let key = (commit_of(v.patches), v.fragments.clone());
             built
                 .iter()
                 .find(|(k, _)| *k == key)
                 .map(|(_, a)| a.clone())
                 .expect("every variant's kernel was built")
         })
-        .collect())
+        .collect();
+    Ok((kernels, leases))
 }
 
 /// The distinct kernels of `variants`, in build order (by configuration,
-/// then by series prefix), each with its stage name: `build A` for the
-/// kernel of a variant named A, else the names of the variants that boot
-/// it (`build p1`, `build on+off`).
+/// then by series prefix, so each prefix follows the one it builds from),
+/// each with its stage name: `build A` for the kernel of a variant named
+/// A, else the names of the variants that boot it (`build p1`,
+/// `build on+off`).
 fn build_order(variants: &[Variant]) -> Vec<((usize, Vec<std::path::PathBuf>), String)> {
     let mut keys: Vec<(usize, Vec<std::path::PathBuf>)> = Vec::new();
     for v in variants {
@@ -280,16 +347,16 @@ async fn build_variant(
     stages: &mut Stages<'_>,
     stage: &str,
     spec: &BuildSpec,
-    repo: &git2::Repository,
-) -> anyhow::Result<KernelArtifact> {
-    let artifact = stages
+) -> anyhow::Result<Built> {
+    let built = stages
         .time(stage, &format!("commit {}", spec.commit), async {
-            build::build(spec, repo).await
+            Ok(build::build(spec).await?)
         })
         .await?;
+    let artifact = &built.artifact;
     stages
         .sink
-        .emit(Event::Note(format!("{stage}: {}", describe(&artifact))));
+        .emit(Event::Note(format!("{stage}: {}", describe(artifact))));
     let unexpected: Vec<&str> = artifact.unexpected_rebuilds().collect();
     if !unexpected.is_empty() {
         stages.sink.emit(Event::Note(format!(
@@ -298,7 +365,7 @@ async fn build_variant(
             unexpected.join(", ")
         )));
     }
-    Ok(artifact)
+    Ok(built)
 }
 
 /// One line on how a kernel came to be.

@@ -39,6 +39,8 @@ pub struct RunOptions {
     pub cache_dir: PathBuf,
     /// The guest agent binary.
     pub agent: PathBuf,
+    /// The build cache's size budget (see `build::cache`).
+    pub cache_max: bytesize::ByteSize,
 }
 
 /// What a finished campaign produced.
@@ -64,7 +66,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         sink,
         timings: Vec::new(),
     };
-    let kernels = prepare(&mut stages, plan, &opts.cache_dir, false).await?;
+    let kernels = prepare(&mut stages, plan, &opts.cache_dir, false, opts.cache_max).await?;
     let workloads = prepare_workloads(&mut stages, plan, &kernels, &opts.cache_dir).await?;
     let base_entries = image::base_entries(&image::parse_spec(image::DEFAULT_SPEC)?, &opts.agent)?;
     let mut results = new_results(plan, &lane, &kernels, &workloads, started_at);
@@ -416,10 +418,10 @@ impl Boots<'_> {
                 &stage,
                 &format!("variant {}, {} runs", this.name, total * conditions),
                 async {
-                    vm::boot(&spec, |message| {
+                    Ok(vm::boot(&spec, |message| {
                         record(results, path, message, sink, &stage, total)
                     })
-                    .await
+                    .await?)
                 },
             )
             .await?;

@@ -18,6 +18,11 @@ pub struct CampaignArgs {
     /// [default: $XDG_CACHE_HOME/patchbench or ~/.cache/patchbench].
     #[arg(long, value_name = "DIR", env = "PATCHBENCH_CACHE")]
     pub cache_dir: Option<PathBuf>,
+    /// The size budget of the kernel builds in the cache: after building,
+    /// the least recently used kernels that no running campaign holds are
+    /// evicted until the builds fit (source trees are not counted).
+    #[arg(long, value_name = "SIZE", env = "PATCHBENCH_CACHE_MAX", default_value_t = crate::build::cache::DEFAULT_BUDGET)]
+    pub cache_max: bytesize::ByteSize,
 }
 
 /// The tree and series flags that override a campaign's (`run`, `build`,

@@ -27,7 +27,14 @@ pub struct BuildArgs {
 
 pub(super) async fn build(args: BuildArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let plan = load_plan(&args.campaign, None)?;
-    let outcome = campaign::build_only(&plan, &cache_dir(&args.campaign), args.fresh, sink).await?;
+    let outcome = campaign::build_only(
+        &plan,
+        &cache_dir(&args.campaign),
+        args.fresh,
+        args.campaign.cache_max,
+        sink,
+    )
+    .await?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)
             .with_context(|| format!("cannot create output directory {}", out.display()))?;

@@ -2,6 +2,7 @@
 //! is wrong, and the command that fixes it.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::build::toolchain;
 use crate::vm::accel;
@@ -35,7 +36,10 @@ fn program(what: &'static str, program: &str, package: &str, optional: bool) -> 
 
 /// Whether QEMU can export a host directory over virtio-9p (host-root mode).
 async fn ninep_check() -> Check {
-    let cmd = crate::process::Cmd::new("qemu-system-x86_64").args(["-device", "help"]);
+    // QEMU lists its devices and exits in well under a second; 30 s allows
+    // for a cold start on a loaded host.
+    let cmd = crate::process::Cmd::new("qemu-system-x86_64", Duration::from_secs(30))
+        .args(["-device", "help"]);
     Check {
         what: "host-root mode",
         // Only the kernel-build workload and `boot --host-root` need it.

@@ -16,6 +16,7 @@ use args::{AccelArg, CampaignArgs, cache_dir, load_plan, tree_override};
 mod args;
 mod boot;
 mod build;
+mod cache;
 mod compare;
 pub mod doctor;
 mod plan;
@@ -91,6 +92,11 @@ pub enum Command {
     /// per campaign, and the GitHub Actions step summary.
     #[command(after_help = publish::AFTER_HELP)]
     Publish(publish::PublishArgs),
+    /// See and trim the build cache: `cache list` shows every entry (size,
+    /// last use, what it is) against the budget; `cache gc` evicts the
+    /// least recently used kernels until the builds fit.
+    #[command(after_help = cache::AFTER_HELP)]
+    Cache(cache::CacheArgs),
 }
 
 impl Cli {
@@ -106,6 +112,7 @@ impl Cli {
             Command::Compare(args) => compare::compare(args, events),
             Command::Plan(args) => plan::plan(args, events),
             Command::Publish(args) => publish::publish(args, sink.clone()).await,
+            Command::Cache(args) => cache::cache(args, events).await,
             Command::Doctor { cache_dir } => {
                 let dir = cache_dir.unwrap_or_else(default_cache_dir);
                 let (text, ready) = doctor::render(&doctor::checks(&dir).await);
@@ -166,6 +173,7 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         out_dir,
         cache_dir: cache_dir(&args.campaign),
         agent: crate::find_agent()?,
+        cache_max: args.campaign.cache_max,
     };
     let outcome = campaign::run(&plan, &opts, sink).await?;
     sink.emit(Event::Output(crate::report::terminal_of(

@@ -109,6 +109,7 @@ fn load_all(args: &PlanArgs) -> anyhow::Result<Vec<Planned>> {
             campaign: file.clone(),
             sources: args.sources.clone(),
             cache_dir: None,
+            cache_max: crate::build::cache::DEFAULT_BUDGET,
         };
         let plan = load_plan(&campaign_args, None)?;
         if let Some(other) = planned.iter().find(|p| p.plan.name == plan.name) {

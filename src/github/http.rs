@@ -8,7 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::GithubError;
+use super::types::GithubError;
 
 /// GitHub asks clients hit by a secondary rate limit without a `retry-after`
 /// header to wait at least a minute.

@@ -3,6 +3,8 @@
 //!
 //! The report arrives already rendered as Markdown; this module only places
 //! it. Invariants:
+//! - Untrusted text cannot mention, link or show an image: what the report
+//!   left outside code spans goes through [`inert`] first.
 //! - The token is never shown: [`Token`] and [`GithubClient`] redact it in
 //!   `Debug`, and errors name requests by method and path only.
 //! - A comment is never posted twice. octocrab's retry layer (which re-sends
@@ -10,6 +12,7 @@
 //!   comments are listed again and the marker looked for before another try.
 
 mod http;
+mod inert;
 mod summary;
 mod text;
 mod types;
@@ -28,21 +31,19 @@ use crate::events::{Event, Sink};
 use http::{Call, Clock, Method, Reply, SystemClock, Verdict};
 
 pub use http::RetryPolicy;
+pub use inert::inert;
 pub use summary::{SummaryWrite, append_step_summary, append_step_summary_from_env};
 pub use text::{
     COMMENT_LIMIT_CHARS, DESCRIPTION_LIMIT_CHARS, STEP_SUMMARY_LIMIT_BYTES, campaign_marker,
     comment_body, status_description,
 };
 pub use types::{CommentAction, CommentOutcome, GithubError, Repo, StatusState, Token};
+use types::{MAX_PAGES, PER_PAGE};
 
 /// The environment variable the token is read from unless told otherwise.
 pub const DEFAULT_TOKEN_VAR: &str = "GITHUB_TOKEN";
 /// The public GitHub REST API.
 pub const DEFAULT_API: &str = "https://api.github.com";
-/// Comments listed per page (GitHub's maximum).
-const PER_PAGE: u32 = 100;
-/// 10,000 comments; a PR with more is not one to keep scanning.
-const MAX_PAGES: u32 = 100;
 
 #[derive(Debug, Deserialize)]
 struct IssueComment {

@@ -5,8 +5,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::GithubError;
 use super::text::{STEP_SUMMARY_LIMIT_BYTES, Unit, fit};
+use super::types::GithubError;
 
 /// What [`append_step_summary`] wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,9 +16,9 @@ pub struct SummaryWrite {
     pub truncated: bool,
 }
 
-/// Appends `markdown` to the step summary file at `path` (creating it),
-/// cut at a line so that the file stays within 1 MiB, with a note pointing
-/// at `full_report` when cut.
+/// Appends `markdown`, made [`inert`](super::inert), to the step summary
+/// file at `path` (creating it), cut at a line so that the file stays
+/// within 1 MiB, with a note pointing at `full_report` when cut.
 pub fn append_step_summary(
     path: &Path,
     markdown: &str,
@@ -34,7 +34,8 @@ pub fn append_step_summary(
         Err(e) => return Err(failed(e)),
     };
     let budget = STEP_SUMMARY_LIMIT_BYTES.saturating_sub(existing);
-    let mut text = markdown.to_string();
+    // A summary renders like a comment: links and images would too.
+    let mut text = super::inert(markdown);
     if !text.ends_with('\n') {
         text.push('\n');
     }

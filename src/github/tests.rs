@@ -479,3 +479,81 @@ async fn the_token_never_shows_in_debug_output_or_errors() {
             .contains("401 Unauthorized: Bad credentials")
     );
 }
+
+/// The Markdown as GitHub renders it: GitHub Flavored Markdown with bare-URL
+/// autolinks, and raw HTML passed through (GitHub allows `<img>` and `<a>`).
+fn render_like_github(markdown: &str) -> String {
+    let mut options = comrak::Options::default();
+    options.extension.autolink = true;
+    options.extension.table = true;
+    options.extension.strikethrough = true;
+    options.render.r#unsafe = true;
+    comrak::markdown_to_html(markdown, &options)
+}
+
+/// The rendered HTML outside `<code>` elements, where GitHub looks for
+/// mentions.
+fn outside_code(html: &str) -> String {
+    let mut rest = html;
+    let mut out = String::new();
+    while let Some(start) = rest.find("<code") {
+        out.push_str(&rest[..start]);
+        rest = rest[start..]
+            .split_once("</code>")
+            .map_or("", |(_, after)| after);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Issue 17: a hostile subject and author must not mention, link or show an
+/// image in the PR comment, whether the report put them in a code span (the
+/// subject, today) or not (a line as a careless renderer would write it).
+#[test]
+fn hostile_subjects_and_authors_render_as_no_mention_link_or_image() {
+    const HOSTILE: &str = "@torvalds [x](javascript:alert(1)) ![i](http://x/y.png)";
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-results.json");
+    let mut results = crate::results::Results::load(&fixture).unwrap();
+    let patch = &mut results.series.patches[0];
+    patch.subject = format!("mm: {HOSTILE}");
+    patch.author = format!("{HOSTILE} <evil@example.org>");
+    let spec = crate::workload::spec_for_kind(&results.workload.kind);
+    let mut report = crate::report::markdown(&results, spec.as_ref());
+    // A line that names them outside code spans.
+    report.push_str(&format!(
+        "\nPatch 1/1 {} by {}\n",
+        results.series.patches[0].subject, results.series.patches[0].author
+    ));
+    let marker = campaign_marker("smoke").unwrap();
+    let body = comment_body(&marker, &report, None);
+    let html = render_like_github(&body);
+
+    assert!(!html.contains("<a "), "a link rendered:\n{html}");
+    assert!(!html.contains("<img"), "an image rendered:\n{html}");
+    let text = outside_code(&html);
+    for mention in ["@torvalds", "@example.org"] {
+        assert!(!text.contains(mention), "{mention} would mention:\n{html}");
+    }
+    // The subject is still there to read, literally, in its code span.
+    assert!(
+        html.contains(&format!("<code>mm: {HOSTILE}</code>")),
+        "{html}"
+    );
+    // And the careless line reads the same text, only inert.
+    assert!(
+        text.contains("@\u{200b}torvalds [x](javascript:alert(1)) ![i](http:\u{200b}//x/y.png)"),
+        "{text}"
+    );
+}
+
+/// Without `inert`, the same text would render as a link, an image and a
+/// mention: the test above can fail.
+#[test]
+fn the_renderer_in_these_tests_does_render_links_images_and_autolinks() {
+    let html = render_like_github("@torvalds [x](http://a/) ![i](http://x/y.png) www.e.org");
+    assert!(html.contains("<a href=\"http://a/\""), "{html}");
+    assert!(html.contains("<img src=\"http://x/y.png\""), "{html}");
+    assert!(html.contains("<a href=\"http://www.e.org\""), "{html}");
+    assert!(outside_code(&html).contains("@torvalds"), "{html}");
+}

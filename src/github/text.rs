@@ -2,7 +2,7 @@
 //! report to GitHub's size limits at a line boundary with a note saying where
 //! the rest is. No I/O here.
 
-use super::GithubError;
+use super::types::GithubError;
 
 /// GitHub rejects an issue comment body longer than this many characters
 /// (Unicode scalar values, not bytes).
@@ -134,13 +134,14 @@ pub(crate) fn fit(
     (out, true)
 }
 
-/// The full comment body: the marker on the first line, then the report, cut
-/// to [`COMMENT_LIMIT_CHARS`] if needed.
+/// The full comment body: the marker on the first line, then the report
+/// made [`inert`](super::inert) and cut to [`COMMENT_LIMIT_CHARS`] if
+/// needed.
 pub fn comment_body(marker: &str, report: &str, full_report: Option<&str>) -> String {
     let head = format!("{marker}\n");
     let limit = COMMENT_LIMIT_CHARS - Unit::Chars.size(&head);
     let (report, _) = fit(
-        report,
+        &super::inert(report),
         limit,
         Unit::Chars,
         "GitHub's 65,536-character comment limit",

@@ -4,7 +4,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{MAX_PAGES, PER_PAGE};
+/// Comments listed per page (GitHub's maximum).
+pub(super) const PER_PAGE: u32 = 100;
+/// 10,000 comments; a PR with more is not one to keep scanning.
+pub(super) const MAX_PAGES: u32 = 100;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GithubError {

@@ -146,7 +146,11 @@ pub enum SeriesError {
         #[source]
         failure: Box<apply::ApplyFailure>,
     },
-    #[error("git operation failed while applying patch {number} \"{subject}\": {what}")]
+    #[error(
+        "every patch of series {source_name} is already in the base ({total} patch(es), none changes the tree): B would be the base itself; for a deliberate A/A self-check use `--series none`"
+    )]
+    NothingNew { source_name: String, total: usize },
+    #[error("cannot {what} for patch {number} \"{subject}\"")]
     Git {
         number: usize,
         subject: String,
@@ -321,22 +325,58 @@ pub async fn load(source: &SeriesSource, lore_url: &str) -> Result<Series, Serie
 /// How one patch applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PatchApplied {
+    /// The patch's commit. For an already-applied patch nothing is
+    /// committed, and this is the commit it was checked against (the
+    /// previous patch's, or the base).
     pub commit: Oid,
-    pub method: apply::Method,
-    pub files: Vec<apply::FileResult>,
+    pub landing: Landing,
+}
+
+/// What applying one patch did to the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landing {
+    /// The patch changed the tree and became a commit.
+    Applied {
+        method: apply::Method,
+        files: Vec<apply::FileResult>,
+    },
+    /// The tree already holds the patch's changes: skipped, not committed.
+    AlreadyApplied(AlreadyApplied),
+}
+
+/// How a patch was found to be applied already.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlreadyApplied {
+    /// It applied (by this method) and left the tree exactly as it was:
+    /// a 3-way merge of a change the file already has, say.
+    NoChange(apply::Method),
+    /// It does not apply, but its reverse applies to every file it touches.
+    ReverseApplies { files: Vec<String> },
 }
 
 impl PatchApplied {
-    /// `exact`, `3-way`, or `fuzzy (file hunk #n offset +k fuzz f, ...)`:
-    /// what a reader needs to judge whether the patch landed where its
-    /// author meant.
+    /// `exact`, `3-way`, `fuzzy (file hunk #n offset +k fuzz f, ...)` or
+    /// `already applied (...)`: what a reader needs to judge whether the
+    /// patch landed where its author meant.
     pub fn describe(&self) -> String {
-        match self.method {
-            apply::Method::Exact => "exact".into(),
-            apply::Method::ThreeWay => "3-way merge on the preimage blobs".into(),
+        let (method, files) = match &self.landing {
+            Landing::AlreadyApplied(how) => {
+                let why = match how {
+                    AlreadyApplied::NoChange(method) => {
+                        format!("applying it ({}) changes nothing", method_name(*method))
+                    }
+                    AlreadyApplied::ReverseApplies { files } => {
+                        format!("its reverse applies to {}", files.join(", "))
+                    }
+                };
+                return format!("already applied: {why}; skipped, nothing committed");
+            }
+            Landing::Applied { method, files } => (*method, files),
+        };
+        match method {
+            apply::Method::Exact | apply::Method::ThreeWay => method_name(method).into(),
             apply::Method::Fuzzy => {
-                let hunks: Vec<String> = self
-                    .files
+                let hunks: Vec<String> = files
                     .iter()
                     .flat_map(|f| {
                         f.hunks
@@ -355,17 +395,74 @@ impl PatchApplied {
         }
     }
 
+    /// The method that applied it, unless it was already applied.
+    pub fn method(&self) -> Option<apply::Method> {
+        match &self.landing {
+            Landing::Applied { method, .. } => Some(*method),
+            Landing::AlreadyApplied(_) => None,
+        }
+    }
+
+    pub fn already_applied(&self) -> bool {
+        matches!(self.landing, Landing::AlreadyApplied(_))
+    }
+
     /// Applied with fuzz: context lines were ignored, which deserves a warning.
     pub fn has_fuzz(&self) -> bool {
-        self.files
-            .iter()
-            .any(|f| f.hunks.iter().any(|h| h.fuzz > 0))
+        match &self.landing {
+            Landing::Applied { files, .. } => {
+                files.iter().any(|f| f.hunks.iter().any(|h| h.fuzz > 0))
+            }
+            Landing::AlreadyApplied(_) => false,
+        }
+    }
+}
+
+fn method_name(method: apply::Method) -> &'static str {
+    match method {
+        apply::Method::Exact => "exact",
+        apply::Method::ThreeWay => "3-way merge on the preimage blobs",
+        apply::Method::Fuzzy => "with offsets or fuzz",
+    }
+}
+
+/// A name or e-mail address as libgit2 accepts it in a signature: it
+/// refuses `<` and `>` anywhere (they delimit the address), and a NUL or a
+/// line break would forge a header line in the commit. Those become
+/// nothing and spaces, runs of spaces one, and what is left is trimmed;
+/// `fallback` stands in for a name that is left empty (libgit2 refuses an
+/// empty one). The original text stays in the series (and so in the
+/// results and reports); only the commit's signature carries this.
+pub fn signature_text(text: &str, fallback: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .filter(|c| !matches!(c, '<' | '>' | '\0'))
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let words: Vec<&str> = cleaned.split_whitespace().collect();
+    let joined = words.join(" ");
+    // libgit2 also trims these from both ends, and refuses what is then
+    // empty.
+    let crud = |c: char| ".,:;\"\\'".contains(c) || c.is_whitespace();
+    if joined.trim_matches(crud).is_empty() {
+        fallback.to_string()
+    } else {
+        joined
     }
 }
 
 /// Apply every patch on top of `base`, one commit each: exactly, else by a
 /// 3-way merge, else with offset and fuzz (see [`apply`]). Nothing but new
 /// objects is written: no ref, no index, no files.
+///
+/// A patch whose changes the tree already holds (applying it, by any
+/// method, leaves the tree as it was, or only its reverse applies) is
+/// reported as already applied and skipped: no commit, so no empty commit
+/// reaches a build. The series goes on, unlike `git am`, which stops: a
+/// series rebased onto a tree that has since taken one of its patches
+/// still measures the rest, and every report names the skipped patch. If
+/// no patch changes anything, B would be A, and that fails
+/// ([`SeriesError::NothingNew`], exit code 4).
 pub fn apply(
     repo: &Repository,
     base: Oid,
@@ -387,21 +484,38 @@ pub fn apply(
         };
         let parent = repo.find_commit(head).map_err(git("find the parent"))?;
         let parent_tree = parent.tree().map_err(git("read the parent tree"))?;
-        let result = apply::apply_patch(repo, &parent_tree, &patch.raw).map_err(|failure| {
-            SeriesError::DoesNotApply {
-                number,
-                total,
-                subject: patch.mail.subject.clone(),
-                origin: patch.origin.clone(),
-                details: failure.details(),
-                failure: Box::new(failure),
+        let result = match apply::apply_patch(repo, &parent_tree, &patch.raw) {
+            Ok(result) => result,
+            Err(apply::ApplyFailure::AlreadyApplied { files }) => {
+                applied.push(PatchApplied {
+                    commit: head,
+                    landing: Landing::AlreadyApplied(AlreadyApplied::ReverseApplies { files }),
+                });
+                continue;
             }
-        })?;
+            Err(failure) => {
+                return Err(SeriesError::DoesNotApply {
+                    number,
+                    total,
+                    subject: patch.mail.subject.clone(),
+                    origin: patch.origin.clone(),
+                    details: failure.details(),
+                    failure: Box::new(failure),
+                });
+            }
+        };
+        if result.tree == parent_tree.id() {
+            applied.push(PatchApplied {
+                commit: head,
+                landing: Landing::AlreadyApplied(AlreadyApplied::NoChange(result.method)),
+            });
+            continue;
+        }
         let tree = repo.find_tree(result.tree).map_err(git("find the tree"))?;
         let (secs, offset) = patch.mail.date;
         let author = Signature::new(
-            &patch.mail.author_name,
-            &patch.mail.author_email,
+            &signature_text(&patch.mail.author_name, "Unknown Author"),
+            &signature_text(&patch.mail.author_email, "unknown@unknown"),
             &Time::new(secs, offset),
         )
         .map_err(git("make the author"))?;
@@ -423,8 +537,16 @@ pub fn apply(
             .map_err(git("commit"))?;
         applied.push(PatchApplied {
             commit: head,
-            method: result.method,
-            files: result.files,
+            landing: Landing::Applied {
+                method: result.method,
+                files: result.files,
+            },
+        });
+    }
+    if total > 0 && head == base {
+        return Err(SeriesError::NothingNew {
+            source_name: series.source.to_string(),
+            total,
         });
     }
     Ok(applied)
@@ -480,6 +602,93 @@ mod tests {
             repo.find_blob(blob).unwrap().content(),
             b"one\nTWO\nthree\n"
         );
+    }
+
+    fn fixture(name: &str) -> Series {
+        load_path(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/series")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    /// Issue 17: the second copy went through the 3-way merge, changed
+    /// nothing, and was committed as an empty commit.
+    #[test]
+    fn the_same_patch_twice_is_committed_once_and_the_copy_is_reported_already_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, base) = repo_with_file(dir.path(), "one\ntwo\nthree\n");
+        let series = fixture("same-patch-twice");
+        assert_eq!(series.patches.len(), 2);
+        let applied = apply(&repo, base, &series).unwrap();
+        assert_eq!(applied[0].describe(), "exact");
+        assert_eq!(
+            applied[1].landing,
+            Landing::AlreadyApplied(AlreadyApplied::NoChange(apply::Method::ThreeWay))
+        );
+        assert_eq!(
+            applied[1].describe(),
+            "already applied: applying it (3-way merge on the preimage blobs) changes nothing; skipped, nothing committed"
+        );
+        // One commit: B is the first copy's, and its parent is the base.
+        assert_eq!(applied[1].commit, applied[0].commit);
+        let b = repo.find_commit(applied[1].commit).unwrap();
+        assert_eq!(b.parent_id(0).unwrap(), base);
+        assert_ne!(b.tree_id(), repo.find_commit(base).unwrap().tree_id());
+    }
+
+    #[test]
+    fn a_series_whose_every_patch_is_in_the_base_fails_as_b_would_be_a() {
+        let dir = tempfile::tempdir().unwrap();
+        // The change is there already, and the preimage blob is not: only
+        // the reverse applies.
+        let (repo, base) = repo_with_file(dir.path(), "one\nTWO\nthree\n");
+        let err = apply(&repo, base, &fixture("same-patch-twice")).unwrap_err();
+        assert!(
+            matches!(err, SeriesError::NothingNew { total: 2, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("use `--series none`"), "{err}");
+        let err = apply(&repo, base, &one_patch_series(MAIL)).unwrap_err();
+        assert!(
+            matches!(err, SeriesError::NothingNew { total: 1, .. }),
+            "{err}"
+        );
+    }
+
+    /// Issue 17: libgit2 refused the signature ("Neither name nor email
+    /// should contain angle brackets") and the whole series failed.
+    #[test]
+    fn an_author_with_angle_brackets_applies_and_keeps_the_name_in_the_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, base) = repo_with_file(dir.path(), "one\ntwo\nthree\n");
+        let series = fixture("angle-brackets-author");
+        assert_eq!(
+            series.patches[0].mail.author_name,
+            "Ann <the> Tester @torvalds"
+        );
+        let applied = apply(&repo, base, &series).unwrap();
+        let commit = repo.find_commit(applied[0].commit).unwrap();
+        assert_eq!(commit.author().name().unwrap(), "Ann the Tester @torvalds");
+        assert_eq!(commit.author().email().unwrap(), "ann@example.org");
+    }
+
+    #[test]
+    fn signature_text_drops_what_libgit2_refuses() {
+        for (given, want) in [
+            ("Jörg Tester", "Jörg Tester"),
+            ("Ann <the> Tester", "Ann the Tester"),
+            ("two\nlines\r\nhere", "two lines here"),
+            ("nul\0byte", "nulbyte"),
+            ("<>", "Fallback"),
+            (" .,; ", "Fallback"),
+            ("", "Fallback"),
+        ] {
+            let got = signature_text(given, "Fallback");
+            assert_eq!(got, want, "{given:?}");
+            Signature::now(&got, "a@b.c").unwrap_or_else(|e| panic!("{given:?}: {e}"));
+        }
     }
 
     #[test]

@@ -62,9 +62,17 @@ impl BootSpec {
     }
 }
 
+/// The longest a boot can legitimately last: the boot timeout, the run
+/// timeout (which starts at the agent's hello), the grace for QEMU's own
+/// exit, and a minute more. `converse` enforces the specific deadlines and
+/// explains them; this one only guarantees that QEMU cannot outlive them.
+pub fn qemu_deadline(spec: &BootSpec) -> Duration {
+    spec.boot_timeout + spec.run_timeout + EXIT_GRACE + Duration::from_secs(60)
+}
+
 /// The full QEMU command for a boot.
 pub fn qemu_command(spec: &BootSpec, socket: &Path) -> Cmd {
-    Cmd::new("qemu-system-x86_64")
+    Cmd::new("qemu-system-x86_64", qemu_deadline(spec))
         .args(args::base_args())
         .args(args::accel_args(spec.accel, spec.icount))
         .args(args::machine_args(spec.memory_mib, spec.cpus))
@@ -116,6 +124,14 @@ pub enum VmError {
         console_log: PathBuf,
         excerpt: String,
     },
+    /// The caller's handler refused a message (it could not write the
+    /// results, say); the boot was stopped.
+    #[error("boot {label}: cannot record the agent's message")]
+    Record {
+        label: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// Boot, collect every message through `on_message`, and return the outcome.
@@ -125,7 +141,7 @@ pub enum VmError {
 pub async fn boot(
     spec: &BootSpec,
     mut on_message: impl FnMut(&Message) -> anyhow::Result<()>,
-) -> anyhow::Result<BootOutcome> {
+) -> Result<BootOutcome, VmError> {
     let setup = |what: &str| {
         let label = spec.label.clone();
         let what = what.to_string();
@@ -161,7 +177,10 @@ pub async fn boot(
             let total = started.elapsed();
             if exited.is_err() {
                 qemu.stop().await;
-                return Err(guest_error(spec, "QEMU did not exit after the agent finished").into());
+                return Err(guest_error(
+                    spec,
+                    "QEMU did not exit after the agent finished",
+                ));
             }
             // A warning or oops during the run makes the samples suspect even
             // if the agent finished.
@@ -171,8 +190,7 @@ pub async fn boot(
                     what: format!("the console shows a {} during the run", trouble.kind),
                     console_log: spec.console_log(),
                     excerpt: trouble.excerpt,
-                }
-                .into());
+                });
             }
             Ok(BootOutcome {
                 facts,
@@ -226,7 +244,7 @@ async fn converse(
     qemu: &mut Daemon,
     started: Instant,
     on_message: &mut impl FnMut(&Message) -> anyhow::Result<()>,
-) -> anyhow::Result<(Option<GuestFacts>, Duration)> {
+) -> Result<(Option<GuestFacts>, Duration), VmError> {
     let boot_deadline = tokio::time::Instant::from_std(started + spec.boot_timeout);
     let stream = tokio::select! {
         accepted = listener.accept() => accepted.map_err(|e| VmError::Setup {
@@ -236,10 +254,10 @@ async fn converse(
         })?.0,
         status = qemu.wait() => {
             let what = format!("QEMU exited ({}) before the guest connected", describe(status));
-            return Err(guest_error(spec, &what).into());
+            return Err(guest_error(spec, &what));
         }
         _ = tokio::time::sleep_until(boot_deadline) => {
-            return Err(guest_error(spec, "QEMU never opened the agent channel").into());
+            return Err(guest_error(spec, "QEMU never opened the agent channel"));
         }
     };
     let mut lines = BufReader::new(stream).lines();
@@ -255,14 +273,14 @@ async fn converse(
                     None => format!("no hello from the agent within the boot timeout ({})", humantime::format_duration(spec.boot_timeout)),
                     Some(_) => format!("the workload did not finish within the run timeout ({})", humantime::format_duration(spec.run_timeout)),
                 };
-                return Err(guest_error(spec, &what).into());
+                return Err(guest_error(spec, &what));
             }
             _ = watchdog.tick(), if spec.accel == Accel::Kvm && hello_after.is_none() => {
                 if started.elapsed() > KVM_FIRST_OUTPUT && read_console(spec).is_empty() {
                     return Err(guest_error(spec, &format!(
                         "no console output after {}s under KVM: this host's KVM does not run guests; use --accel tcg",
                         KVM_FIRST_OUTPUT.as_secs()
-                    )).into());
+                    )));
                 }
                 continue;
             }
@@ -273,9 +291,10 @@ async fn converse(
                 // The channel closed before Done: the guest died. Give QEMU a
                 // moment to exit so the console log is complete.
                 let _ = tokio::time::timeout(Duration::from_secs(5), qemu.wait()).await;
-                return Err(
-                    guest_error(spec, "the guest stopped before the workload finished").into(),
-                );
+                return Err(guest_error(
+                    spec,
+                    "the guest stopped before the workload finished",
+                ));
             }
         };
         let message: Message = serde_json::from_str(&line).map_err(|e| VmError::Guest {
@@ -293,19 +312,24 @@ async fn converse(
                             "the agent speaks protocol {protocol}, the host {}; rebuild both",
                             patchbench_agent::PROTOCOL_VERSION
                         ),
-                    )
-                    .into());
+                    ));
                 }
                 hello_after = Some(started.elapsed());
                 run_deadline = tokio::time::Instant::now() + spec.run_timeout;
             }
             Message::Facts(f) => facts = Some(f.clone()),
             Message::Error { message } => {
-                return Err(guest_error(spec, &format!("the workload failed: {message}")).into());
+                return Err(guest_error(
+                    spec,
+                    &format!("the workload failed: {message}"),
+                ));
             }
             Message::Sample(_) | Message::Done => {}
         }
-        on_message(&message)?;
+        on_message(&message).map_err(|e| VmError::Record {
+            label: spec.label.clone(),
+            source: e.into(),
+        })?;
         if message == Message::Done {
             return Ok((facts, hello_after.unwrap_or_default()));
         }

@@ -1,0 +1,52 @@
+//! A built kernel's manifest: what the build cache stamps on a finished
+//! build directory, below everything else of the build module (the cache's
+//! listing reads it too).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::objects;
+
+/// The file in a build directory that records a finished build.
+pub const STAMP: &str = "patchbench-build.json";
+
+/// A built kernel and how it came to be: the artifact manifest, kept as
+/// `patchbench-build.json` in its cache entry and in `results.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KernelArtifact {
+    pub commit: String,
+    pub build_dir: PathBuf,
+    pub bzimage: PathBuf,
+    pub bzimage_sha256: String,
+    pub config_sha256: String,
+    pub compiler: String,
+    pub key: String,
+    /// The hash of the series applied on the base (absent for the base).
+    #[serde(default)]
+    pub series_sha256: Option<String>,
+    /// Seconds spent in `make` (0 for a reused build).
+    pub build_seconds: f64,
+    /// Started from another build's objects rather than from nothing.
+    pub incremental: bool,
+    /// The cache key of the build it started from.
+    #[serde(default)]
+    pub started_from: Option<String>,
+    /// Reused as it was, with no `make` run.
+    pub reused: bool,
+    /// Object files written by this build.
+    pub objects_rebuilt: usize,
+    /// For an incremental build, every object written and why.
+    #[serde(default)]
+    pub rebuilt: Vec<objects::Rebuilt>,
+}
+
+impl KernelArtifact {
+    /// Objects an incremental build rewrote with no visible reason.
+    pub fn unexpected_rebuilds(&self) -> impl Iterator<Item = &str> {
+        self.rebuilt
+            .iter()
+            .filter(|r| r.reason == objects::Reason::Unexpected)
+            .map(|r| r.object.as_str())
+    }
+}

@@ -1,0 +1,343 @@
+//! The build cache on disk: its entries, their locks, their last use, and
+//! eviction to a size budget.
+//!
+//! Under `<cache>/builds/<tree>/` each finished kernel is an entry named by
+//! its key, and each configuration has a work directory (`work-<key>`)
+//! where builds run. Beside every entry is `<name>.lock`:
+//! - a run that uses a kernel holds a shared `flock` on it until the run
+//!   ends (a [`Lease`]), so no other run can evict it meanwhile;
+//! - writing an entry, or evicting it, takes the lock exclusively;
+//! - the lock file's mtime is the entry's last use.
+//!
+//! Builds of one tree share its working directory (checked out per build)
+//! and its work directories, so a build holds the tree's lock
+//! ([`crate::tree::lock_path`]) exclusively from checkout to the copy into
+//! its entry; evicting a work directory takes it too. Waits for a lock poll every
+//! 200 ms on the async side, so Ctrl-C stays responsive.
+//!
+//! The budget counts kernel builds only (`builds/`: entries and work
+//! directories). Imported source trees (2.2 GB for Debian's 6.12) are
+//! listed but not counted or evicted: a run cannot do without its tree,
+//! and one tree serves every kernel built from it.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use bytesize::ByteSize;
+
+/// The default budget: a GitHub repository's caches share 10 GB, and an
+/// imported tree (about 2.2 GB) sits beside the builds.
+pub const DEFAULT_BUDGET: ByteSize = ByteSize::gib(8);
+
+pub use crate::fsutil::{Lease, Mode, lock, try_lock};
+
+/// The lock file of the entry directory `entry`.
+pub fn lock_path(entry: &Path) -> PathBuf {
+    let name = entry.file_name().unwrap_or_default().to_string_lossy();
+    entry.with_file_name(format!("{name}.lock"))
+}
+
+/// Record that `entry` was used now (its lock file's mtime).
+pub fn touch(entry: &Path) -> std::io::Result<()> {
+    crate::fsutil::open_lock(&lock_path(entry))?.set_modified(SystemTime::now())
+}
+
+/// What kind of thing a cache entry is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A finished kernel: its manifest's commit, and its series' hash for B.
+    Kernel {
+        commit: String,
+        series_sha256: Option<String>,
+    },
+    /// A configuration's work directory, where builds run.
+    Work,
+    /// A directory the cache does not recognise (a build killed before its
+    /// entry was complete): counted, and evicted first among equals.
+    Partial,
+    /// An imported or cloned source tree: listed, not counted.
+    Tree,
+    /// A kernel-build workload's prepared tree: listed, not counted.
+    KernelBuildTree,
+}
+
+impl Kind {
+    /// Whether the budget counts it and eviction may remove it.
+    pub fn counted(&self) -> bool {
+        matches!(self, Kind::Kernel { .. } | Kind::Work | Kind::Partial)
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Kind::Kernel {
+                commit,
+                series_sha256: None,
+            } => format!("kernel of commit {}", short(commit)),
+            Kind::Kernel {
+                commit,
+                series_sha256: Some(series),
+            } => format!(
+                "kernel of commit {} (base + series {})",
+                short(commit),
+                short(series)
+            ),
+            Kind::Work => "work directory (incremental builds run here)".into(),
+            Kind::Partial => "incomplete build (no manifest)".into(),
+            Kind::Tree => "source tree (not counted)".into(),
+            Kind::KernelBuildTree => "kernel-build workload tree (not counted)".into(),
+        }
+    }
+}
+
+fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}
+
+/// One entry of the cache.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub path: PathBuf,
+    pub kind: Kind,
+    pub size: ByteSize,
+    /// When a run last used it (the lock file's mtime, else the entry's).
+    pub last_use: SystemTime,
+    /// Whether a run holds it now.
+    pub in_use: bool,
+}
+
+/// Disk usage of a directory tree: allocated blocks, symlinks not followed.
+pub fn disk_usage(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.blocks() * 512)
+        .sum()
+}
+
+fn mtime(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+fn kind_of(entry: &Path) -> Kind {
+    let name = entry.file_name().unwrap_or_default().to_string_lossy();
+    if name.starts_with("work-") {
+        return Kind::Work;
+    }
+    let stamp = std::fs::read_to_string(entry.join(super::artifact::STAMP))
+        .ok()
+        .and_then(|t| serde_json::from_str::<super::artifact::KernelArtifact>(&t).ok());
+    match stamp {
+        Some(s) => Kind::Kernel {
+            commit: s.commit,
+            series_sha256: s.series_sha256,
+        },
+        None => Kind::Partial,
+    }
+}
+
+/// Whether a run holds the lock of `entry` (or of its tree, for a work
+/// directory).
+fn busy(entry: &Path, kind: &Kind) -> bool {
+    !matches!(
+        try_lock(&guarding_lock(entry, kind), Mode::Exclusive),
+        Ok(Some(_))
+    )
+}
+
+/// The lock to hold exclusively before removing `entry`: its own, or for a
+/// work directory its tree's (`<cache>/builds/<tree>/work-*` belongs to
+/// `<cache>/trees/<tree>`).
+fn guarding_lock(entry: &Path, kind: &Kind) -> PathBuf {
+    match kind {
+        Kind::Work => {
+            let tree_dir = entry.parent().unwrap_or(entry);
+            let cache = tree_dir.parent().and_then(Path::parent).unwrap_or(tree_dir);
+            crate::tree::lock_path(
+                &cache
+                    .join("trees")
+                    .join(tree_dir.file_name().unwrap_or_default()),
+            )
+        }
+        _ => lock_path(entry),
+    }
+}
+
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = read
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// Every entry under `cache`: kernels and work directories, then source
+/// trees and kernel-build trees. Sizes are measured now.
+pub fn entries(cache: &Path) -> Vec<Entry> {
+    let mut found = Vec::new();
+    for tree in subdirs(&cache.join("builds")) {
+        for entry in subdirs(&tree) {
+            // `cp` stages a copy as `<key>.copying`: part of a build.
+            let kind = if entry.extension().is_some_and(|x| x == "copying") {
+                Kind::Partial
+            } else {
+                kind_of(&entry)
+            };
+            let last_use = mtime(&lock_path(&entry))
+                .or_else(|| mtime(&entry))
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            found.push(Entry {
+                size: ByteSize(disk_usage(&entry)),
+                in_use: busy(&entry, &kind),
+                path: entry,
+                kind,
+                last_use,
+            });
+        }
+    }
+    for (dir, kind) in [("trees", Kind::Tree), ("kbuild", Kind::KernelBuildTree)] {
+        for entry in subdirs(&cache.join(dir)) {
+            found.push(Entry {
+                size: ByteSize(disk_usage(&entry)),
+                last_use: mtime(&entry).unwrap_or(SystemTime::UNIX_EPOCH),
+                in_use: false,
+                path: entry,
+                kind: kind.clone(),
+            });
+        }
+    }
+    found
+}
+
+/// What an eviction pass did.
+#[derive(Debug, Clone, Default)]
+pub struct Eviction {
+    pub evicted: Vec<Entry>,
+    /// What the budget counts, after the pass.
+    pub total: ByteSize,
+    /// Still over budget because what is left is in use.
+    pub over: bool,
+}
+
+/// Remove whole entries, least recently used first, until what the budget
+/// counts fits in `budget`. An entry a run holds (this one included) is
+/// never removed: its lock is taken exclusively before removal, and
+/// skipped when that fails.
+pub fn evict(cache: &Path, budget: ByteSize) -> std::io::Result<Eviction> {
+    let mut counted: Vec<Entry> = entries(cache)
+        .into_iter()
+        .filter(|e| e.kind.counted())
+        .collect();
+    let mut total: u64 = counted.iter().map(|e| e.size.0).sum();
+    counted.sort_by_key(|e| e.last_use);
+    let mut evicted = Vec::new();
+    for entry in counted {
+        if total <= budget.0 {
+            break;
+        }
+        let lock = guarding_lock(&entry.path, &entry.kind);
+        // Held, or its lock cannot even be opened: leave it.
+        let Ok(Some(_held)) = try_lock(&lock, Mode::Exclusive) else {
+            continue;
+        };
+        std::fs::remove_dir_all(&entry.path)?;
+        total = total.saturating_sub(entry.size.0);
+        evicted.push(entry);
+    }
+    Ok(Eviction {
+        evicted,
+        total: ByteSize(total),
+        over: total > budget.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn kernel(dir: &Path, name: &str, kib: usize, age_secs: u64) -> PathBuf {
+        let entry = dir.join(name);
+        std::fs::create_dir_all(entry.join("arch/x86/boot")).unwrap();
+        std::fs::write(entry.join("arch/x86/boot/bzImage"), vec![7u8; kib * 1024]).unwrap();
+        let stamp = serde_json::json!({
+            "commit": format!("{name}000000000000"), "build_dir": entry, "bzimage": "x",
+            "bzimage_sha256": "x", "config_sha256": "x", "compiler": "gcc", "key": name,
+            "build_seconds": 0.0, "incremental": false, "reused": false, "objects_rebuilt": 0,
+        });
+        std::fs::write(entry.join(super::super::artifact::STAMP), stamp.to_string()).unwrap();
+        touch(&entry).unwrap();
+        let when = SystemTime::now() - Duration::from_secs(age_secs);
+        crate::fsutil::open_lock(&lock_path(&entry))
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+        entry
+    }
+
+    #[test]
+    fn the_least_recently_used_go_first_and_entries_in_use_stay() {
+        let cache = tempfile::tempdir().unwrap();
+        let tree = cache.path().join("builds/linux-1");
+        let oldest = kernel(&tree, "aaaa", 400, 300);
+        let in_use = kernel(&tree, "bbbb", 400, 200);
+        let newer = kernel(&tree, "cccc", 400, 100);
+        let newest = kernel(&tree, "dddd", 400, 0);
+        std::fs::create_dir_all(cache.path().join("trees/linux-1")).unwrap();
+        std::fs::write(cache.path().join("trees/linux-1/big"), vec![1u8; 4 << 20]).unwrap();
+        let _lease = try_lock(&lock_path(&in_use), Mode::Shared)
+            .unwrap()
+            .unwrap();
+
+        let listed = entries(cache.path());
+        assert_eq!(listed.len(), 5);
+        let entry = |p: &Path| listed.iter().find(|e| e.path == p).unwrap().clone();
+        assert!(entry(&in_use).in_use && !entry(&oldest).in_use);
+        assert_eq!(
+            entry(&newest).kind,
+            Kind::Kernel {
+                commit: "dddd000000000000".into(),
+                series_sha256: None
+            }
+        );
+        let one = entry(&newest).size.0;
+        assert!(one >= 400 * 1024, "{one}");
+
+        // Room for two: the oldest goes, the one in use is skipped, the
+        // next oldest goes. The tree is not counted.
+        let done = evict(cache.path(), ByteSize(2 * one + one / 2)).unwrap();
+        let gone: Vec<&Path> = done.evicted.iter().map(|e| e.path.as_path()).collect();
+        assert_eq!(gone, [oldest.as_path(), newer.as_path()]);
+        assert!(!oldest.exists() && !newer.exists());
+        assert!(in_use.exists() && newest.exists());
+        assert!(!done.over);
+        assert!(cache.path().join("trees/linux-1/big").exists());
+
+        // Nothing can go that is in use: still over, and says so.
+        let done = evict(cache.path(), ByteSize(one / 2)).unwrap();
+        assert_eq!(done.evicted.len(), 1);
+        assert!(done.over && in_use.exists() && !newest.exists());
+    }
+
+    #[tokio::test]
+    async fn a_shared_lease_keeps_an_exclusive_lock_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.lock");
+        let shared = lock(&path, Mode::Shared).await.unwrap();
+        let also = try_lock(&path, Mode::Shared).unwrap();
+        assert!(also.is_some(), "shared leases coexist");
+        assert!(try_lock(&path, Mode::Exclusive).unwrap().is_none());
+        drop((shared, also));
+        assert!(try_lock(&path, Mode::Exclusive).unwrap().is_some());
+    }
+}

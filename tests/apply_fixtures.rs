@@ -1,0 +1,106 @@
+//! `patchbench apply` through the real binary on the series fixtures
+//! (tests/fixtures/series), against a small local git repository: a patch
+//! sent twice, an author libgit2 would refuse, and a series with nothing
+//! new in it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/series")
+        .join(name)
+}
+
+/// A repository whose `a.txt` holds `content`, committed on HEAD.
+fn repo(dir: &Path, content: &str) -> PathBuf {
+    let path = dir.join("linux");
+    let repo = git2::Repository::init(&path).unwrap();
+    std::fs::write(path.join("a.txt"), content).unwrap();
+    let mut index = repo.index().unwrap();
+    index.add_path(Path::new("a.txt")).unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = git2::Signature::now("t", "t@t").unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "base", &tree, &[])
+        .unwrap();
+    path
+}
+
+fn apply(tree: &Path, series: &Path, cache: &Path) -> (Output, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .arg("apply")
+        .arg("--tree")
+        .arg(tree)
+        .arg("--series")
+        .arg(series)
+        .arg("--cache-dir")
+        .arg(cache)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out, stdout, stderr)
+}
+
+#[test]
+fn a_patch_sent_twice_applies_once_and_the_copy_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = repo(dir.path(), "one\ntwo\nthree\n");
+    let (out, stdout, stderr) = apply(&tree, &fixture("same-patch-twice"), &dir.path().join("c"));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("series: 2 patch(es), 1 already applied and skipped"),
+        "{stdout}"
+    );
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("a.txt: two becomes TWO"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(lines[0].ends_with("[exact]"), "{stdout}");
+    assert!(
+        lines[1].contains("[already applied: applying it (3-way merge on the preimage blobs) changes nothing; skipped, nothing committed]"),
+        "{stdout}"
+    );
+    // B is one commit above the base: no empty commit.
+    let b = stdout.lines().find_map(|l| l.strip_prefix("B = ")).unwrap();
+    let cached = std::fs::read_dir(dir.path().join("c/trees"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let repo = git2::Repository::open(cached).unwrap();
+    let b = repo.find_commit(git2::Oid::from_str(b).unwrap()).unwrap();
+    let base = repo.head().unwrap().peel_to_commit().unwrap();
+    assert_eq!(b.parent_id(0).unwrap(), base.id());
+}
+
+#[test]
+fn an_author_with_angle_brackets_is_no_reason_to_refuse_a_patch() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = repo(dir.path(), "one\ntwo\nthree\n");
+    let (out, stdout, stderr) = apply(
+        &tree,
+        &fixture("angle-brackets-author"),
+        &dir.path().join("c"),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("[exact]"), "{stdout}");
+}
+
+#[test]
+fn a_series_already_in_the_base_exits_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = repo(dir.path(), "one\nTWO\nthree\n");
+    let (out, stdout, stderr) = apply(&tree, &fixture("same-patch-twice"), &dir.path().join("c"));
+    assert_eq!(
+        out.status.code(),
+        Some(patchbench::exit::PATCH),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("is already in the base (2 patch(es), none changes the tree)"),
+        "{stderr}"
+    );
+}
