@@ -1,7 +1,10 @@
-//! A developer mode for the build host, reachable only when the agent is not
-//! PID 1: it runs the ZswapPageout workers (fork, pinning, start barrier,
-//! fill, MADV_PAGEOUT, verify, report) without a VM, a cgroup or zswap, and
-//! prints their combined numbers.
+//! A developer mode, reachable only when the agent is not PID 1:
+//! - `dev-workers` runs the ZswapPageout workers (fork, pinning, start
+//!   barrier, fill, MADV_PAGEOUT, verify, report) without a VM, a cgroup or
+//!   zswap, and prints their combined numbers;
+//! - `marked-loop N` runs a loop of exactly 2N instructions between the
+//!   begin and end markers of the `probe` phase, for testing the cost-model
+//!   plugin (`patchbench boot --cost-model KERNEL -- /init marked-loop N`).
 //!
 //! Exit codes: 0 success, 1 the workers failed, 2 usage error.
 
@@ -11,22 +14,37 @@ use crate::spawn;
 
 const USAGE: &str = "\
 usage: patchbench-agent dev-workers [--workers N] [--mib M]
+       patchbench-agent marked-loop N
 
 patchbench-agent is patchbench's guest agent: it runs as PID 1 (/init) inside
-the benchmark VM. Off PID 1 it only offers this smoke test of the zswap-pageout
-workers, with no cgroup (so no zswap counters). Defaults: 1 worker, 32 MiB.";
+the benchmark VM. Off PID 1 it offers a smoke test of the zswap-pageout
+workers, with no cgroup (so no zswap counters; defaults: 1 worker, 32 MiB),
+and a loop of 2N instructions between the markers of the cost model's probe
+phase.";
 
 /// A validated developer command line.
 #[derive(Debug, PartialEq, Eq)]
 enum Command {
     Help,
     Workers { workers: u32, mib: u64 },
+    MarkedLoop { iterations: u64 },
 }
 
 fn parse_args(args: &[String]) -> Result<Command, String> {
     let mut args = args.iter().map(String::as_str);
     match args.next() {
         Some("dev-workers") => {}
+        Some("marked-loop") => {
+            let iterations = args
+                .next()
+                .and_then(|n| n.parse().ok())
+                .filter(|&n: &u64| n > 0)
+                .ok_or_else(|| "marked-loop takes a positive whole number".to_string())?;
+            if let Some(extra) = args.next() {
+                return Err(format!("unexpected argument {extra:?}"));
+            }
+            return Ok(Command::MarkedLoop { iterations });
+        }
         Some("-h" | "--help") => return Ok(Command::Help),
         Some(other) => return Err(format!("unknown command {other:?}")),
         None => return Err("no command given".to_string()),
@@ -59,6 +77,11 @@ pub fn main(args: Vec<String>) -> i32 {
             println!("{USAGE}");
             0
         }
+        Ok(Command::MarkedLoop { iterations }) => {
+            crate::mark::marked_loop(iterations);
+            println!("marked-loop: {iterations} iterations");
+            0
+        }
         Ok(Command::Workers { workers, mib }) => match run(workers, mib) {
             Ok(line) => {
                 println!("{line}");
@@ -87,7 +110,7 @@ fn run(workers: u32, mib: u64) -> crate::error::Result<String> {
         })
         .collect();
     let body = |_: usize, gate: &mut spawn::Gate| {
-        crate::worker::measure(mib, 0, &mut || gate.wait())
+        crate::worker::measure(mib, 0, false, &mut || gate.wait())
             .map(crate::report::WorkerResult::to_fields)
     };
     let results = spawn::run_workers(&slots, &body, &mut |_| Ok(()))?
@@ -123,6 +146,10 @@ mod tests {
             Ok(Command::Workers { workers: 2, mib: 4 })
         );
         assert_eq!(parse_args(&args("--help")), Ok(Command::Help));
+        assert_eq!(
+            parse_args(&args("marked-loop 1000")),
+            Ok(Command::MarkedLoop { iterations: 1000 })
+        );
     }
 
     #[test]
@@ -133,6 +160,9 @@ mod tests {
             ("dev-workers --mib", "needs a value"),
             ("dev-workers --mib x", "whole number"),
             ("dev-workers --bogus 1", "unknown flag"),
+            ("marked-loop", "positive whole number"),
+            ("marked-loop 0", "positive whole number"),
+            ("marked-loop 5 6", "unexpected argument"),
         ] {
             let err = parse_args(&args(text)).unwrap_err();
             assert!(err.contains(want), "{text:?}: {err}");

@@ -21,6 +21,7 @@ mod fault;
 mod files;
 mod hostroot;
 mod kbuild;
+mod mark;
 mod pageout;
 mod parse;
 mod pattern;
