@@ -1,0 +1,362 @@
+//! The cost-model QEMU plugin: patchbench's deterministic, cache-aware cost
+//! lane (docs/cost-model.md).
+//!
+//! Loaded with `-plugin libpatchbench_cost_plugin.so,out=W,system_map=M,icount=on`
+//! into a QEMU running TCG single-threaded with `-icount shift=0,sleep=off`
+//! (it refuses anything else), it:
+//! - counts instructions per vCPU and per kernel symbol, resolved from
+//!   `System.map` once per instruction at translation time;
+//! - runs every memory access, by physical address, and every instruction
+//!   fetch through the cache model (`patchbench-costmodel`);
+//! - recognises the guest agent's phase markers from their bytes at
+//!   translation time, and appends one JSON line per closed window to `W`,
+//!   written before the guest runs on.
+//!
+//! Counting is per segment: a translation block's instructions up to and
+//! including its first marker are counted when the block starts, and the
+//! instructions after each marker when that marker executes, after it has
+//! opened or closed its window. So a window holds the instructions after its
+//! begin marker up to and including its end marker. A block left early by
+//! an exception (a page fault) has its segment counted whole: a small,
+//! deterministic overcount.
+//!
+//! All state sits behind one mutex: TCG runs every vCPU on one thread here,
+//! so it is never contended. The hot paths (memory and block callbacks)
+//! allocate nothing.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::fs::File;
+use std::io::Write;
+use std::sync::{Mutex, MutexGuard};
+use std::thread::ThreadId;
+
+use patchbench_agent::marker::{self, Edge, Phase};
+use patchbench_costmodel::args::PluginArgs;
+use patchbench_costmodel::cache::LINE_SHIFT;
+use patchbench_costmodel::machine::{Access, MAX_VCPUS, Machine, Model, SKYLAKE_CLIENT};
+use patchbench_costmodel::record::Line;
+use patchbench_costmodel::symbols::{Symbols, code_address};
+use patchbench_costmodel::window::{Tally, Windows};
+use qemu_plugin_sys as sys;
+
+const NAME: &str = "patchbench-cost-plugin";
+
+/// The plugin API version this plugin speaks; QEMU refuses it unless its
+/// own range includes it.
+#[allow(non_upper_case_globals)]
+#[unsafe(no_mangle)]
+pub static qemu_plugin_version: c_int = sys::QEMU_PLUGIN_VERSION as c_int;
+
+const _: () = assert!(sys::QEMU_PLUGIN_VERSION == patchbench_costmodel::PLUGIN_API_VERSION);
+
+/// The instructions of one segment of a translation block, and the marker
+/// that starts it (none for a block's first segment).
+struct Segment {
+    marker: Option<(Edge, Phase)>,
+    /// (symbol id, instructions) runs, in order.
+    runs: Vec<(u32, u64)>,
+    /// (code address of a line, symbol id of its first instruction) for
+    /// every line the segment's instructions occupy.
+    lines: Vec<(u64, u32)>,
+}
+
+impl Segment {
+    fn new(marker: Option<(Edge, Phase)>) -> Segment {
+        Segment {
+            marker,
+            runs: Vec::new(),
+            lines: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, sym: u32, vaddr: u64, size: u64) {
+        match self.runs.last_mut() {
+            Some((s, n)) if *s == sym => *n += 1,
+            _ => self.runs.push((sym, 1)),
+        }
+        let first = code_address(vaddr) >> LINE_SHIFT;
+        let last = code_address(vaddr + size.max(1) - 1) >> LINE_SHIFT;
+        for line in first..=last {
+            if self.lines.last().map(|l| l.0) != Some(line << LINE_SHIFT) {
+                self.lines.push((line << LINE_SHIFT, sym));
+            }
+        }
+    }
+}
+
+struct State {
+    model: &'static Model,
+    machine: Machine,
+    tally: Tally,
+    windows: Windows,
+    symbols: Symbols,
+    out: File,
+    out_path: String,
+    /// What the callbacks' user data point at, kept until QEMU flushes its
+    /// code cache (then no block refers to them any more). Boxed: a
+    /// segment's address must not move when the vector grows.
+    #[allow(clippy::vec_box)]
+    segments: Vec<Box<Segment>>,
+    /// The thread that translates: only ever one (single-threaded TCG).
+    tcg_thread: Option<ThreadId>,
+}
+
+impl State {
+    fn mark(&mut self, (edge, phase): (Edge, Phase)) {
+        match edge {
+            Edge::Begin => self.windows.begin(phase.name(), &self.tally),
+            Edge::End => {
+                match self
+                    .windows
+                    .end(phase.name(), &self.tally, &self.symbols, self.model)
+                {
+                    Ok(Some(record)) => self.write(&Line::Window(record)),
+                    Ok(None) => {}
+                    Err(e) => self.write(&Line::Error {
+                        message: e.to_string(),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// One line, in one write: the host sees it before the guest goes on.
+    fn write(&mut self, line: &Line) {
+        if let Err(e) = self.out.write_all(line.to_json_line().as_bytes()) {
+            eprintln!("{NAME}: cannot write to {}: {e}", self.out_path);
+        }
+    }
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+fn state() -> MutexGuard<'static, Option<State>> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// QEMU's entry point.
+///
+/// # Safety
+/// QEMU calls it once, with valid `info` and `argc` strings in `argv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qemu_plugin_install(
+    id: sys::qemu_plugin_id_t,
+    info: *const sys::qemu_info_t,
+    argc: c_int,
+    argv: *mut *mut c_char,
+) -> c_int {
+    // SAFETY: QEMU's contract for the install function.
+    let (info, args) = unsafe {
+        let args = (0..argc.max(0) as usize)
+            .map(|i| CStr::from_ptr(*argv.add(i)).to_string_lossy().into_owned())
+            .collect::<Vec<_>>();
+        (&*info, args)
+    };
+    match install(info, &args) {
+        Ok(state) => {
+            *self::state() = Some(state);
+            // SAFETY: registering our callbacks with our id.
+            unsafe {
+                sys::qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate));
+                sys::qemu_plugin_register_flush_cb(id, Some(on_flush));
+                sys::qemu_plugin_register_atexit_cb(id, Some(on_exit), std::ptr::null_mut());
+            }
+            0
+        }
+        Err(message) => {
+            eprintln!("{NAME}: {message}");
+            -1
+        }
+    }
+}
+
+fn install(info: &sys::qemu_info_t, args: &[String]) -> Result<State, String> {
+    let args = PluginArgs::parse(args)?;
+    if !args.icount {
+        return Err(
+            "refusing to run without icount=on: the cost model's counts repeat only \
+             under TCG single-threaded with -icount shift=0,sleep=off (-accel tcg,thread=single), \
+             and icount=on says QEMU runs so"
+                .into(),
+        );
+    }
+    if !info.system_emulation {
+        return Err("the cost model needs system emulation (qemu-system-*)".into());
+    }
+    // SAFETY: `system` is the union's member in system emulation.
+    let vcpus = unsafe { info.__bindgen_anon_1.system.max_vcpus };
+    let vcpus = usize::try_from(vcpus)
+        .ok()
+        .filter(|v| (1..=MAX_VCPUS).contains(v))
+        .ok_or_else(|| format!("the cost model tracks 1 to {MAX_VCPUS} vCPUs, QEMU has {vcpus}"))?;
+    let map_path = args.system_map.display().to_string();
+    let map = std::fs::read_to_string(&args.system_map)
+        .map_err(|e| format!("cannot read the System.map {map_path}: {e}"))?;
+    let symbols = Symbols::parse(&map).map_err(|e| format!("{map_path}: {e}"))?;
+    if symbols.code_symbols() == 0 {
+        return Err(format!("{map_path} has no kernel code symbols"));
+    }
+    let out_path = args.out.display().to_string();
+    let out = File::create(&args.out)
+        .map_err(|e| format!("cannot create the window file {out_path}: {e}"))?;
+    let model = &SKYLAKE_CLIENT;
+    Ok(State {
+        model,
+        machine: Machine::new(model, vcpus),
+        tally: Tally::new(symbols.len(), vcpus),
+        windows: Windows::default(),
+        symbols,
+        out,
+        out_path,
+        segments: Vec::new(),
+        tcg_thread: None,
+    })
+}
+
+/// A block is translated: resolve each instruction's symbol, find the
+/// markers, and attach the callbacks.
+unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu_plugin_tb) {
+    let mut guard = state();
+    let Some(state) = guard.as_mut() else { return };
+    let thread = std::thread::current().id();
+    match state.tcg_thread {
+        None => state.tcg_thread = Some(thread),
+        Some(t) if t != thread => {
+            eprintln!(
+                "{NAME}: vCPUs run on more than one thread (multi-threaded TCG); the cost model \
+                 needs -accel tcg,thread=single with -icount shift=0,sleep=off"
+            );
+            std::process::abort();
+        }
+        Some(_) => {}
+    }
+    // SAFETY: `tb` and its instructions are valid during this callback.
+    unsafe {
+        let n = sys::qemu_plugin_tb_n_insns(tb);
+        let mut segment = Segment::new(None);
+        let mut anchor: Option<*mut sys::qemu_plugin_insn> = None;
+        for i in 0..n {
+            let insn = sys::qemu_plugin_tb_get_insn(tb, i);
+            let vaddr = sys::qemu_plugin_insn_vaddr(insn);
+            let size = sys::qemu_plugin_insn_size(insn);
+            let bytes =
+                std::slice::from_raw_parts(sys::qemu_plugin_insn_data(insn).cast::<u8>(), size);
+            let sym = state.symbols.lookup(vaddr);
+            segment.add(sym, vaddr, size as u64);
+            match marker::decode_instruction(bytes) {
+                None => sys::qemu_plugin_register_vcpu_mem_cb(
+                    insn,
+                    Some(on_mem),
+                    sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+                    sym as usize as *mut c_void,
+                ),
+                Some(found) => {
+                    let done = std::mem::replace(&mut segment, Segment::new(Some(found)));
+                    attach(state, tb, anchor, done);
+                    anchor = Some(insn);
+                }
+            }
+        }
+        attach(state, tb, anchor, segment);
+    }
+}
+
+/// Runs `segment` when the block starts (no anchor) or when its marker
+/// instruction executes.
+unsafe fn attach(
+    state: &mut State,
+    tb: *mut sys::qemu_plugin_tb,
+    anchor: Option<*mut sys::qemu_plugin_insn>,
+    segment: Segment,
+) {
+    let segment = Box::new(segment);
+    let data = (&*segment as *const Segment).cast_mut().cast::<c_void>();
+    state.segments.push(segment);
+    let flags = sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS;
+    // SAFETY: the handles are valid during translation; `data` lives in
+    // `state.segments` until the code cache is flushed.
+    unsafe {
+        match anchor {
+            None => sys::qemu_plugin_register_vcpu_tb_exec_cb(tb, Some(on_segment), flags, data),
+            Some(insn) => {
+                sys::qemu_plugin_register_vcpu_insn_exec_cb(insn, Some(on_segment), flags, data)
+            }
+        }
+    }
+}
+
+/// A segment starts executing: its marker acts, then its instructions and
+/// fetches are counted.
+unsafe extern "C" fn on_segment(vcpu: c_uint, data: *mut c_void) {
+    // SAFETY: `data` is a segment kept alive in `State::segments`.
+    let segment = unsafe { &*data.cast::<Segment>() };
+    let mut guard = state();
+    let Some(state) = guard.as_mut() else { return };
+    let v = vcpu as usize;
+    if let Some(found) = segment.marker {
+        state.mark(found);
+    }
+    for &(sym, n) in &segment.runs {
+        state.tally.insns(v, sym, n);
+    }
+    for &(addr, sym) in &segment.lines {
+        let outcome = state.machine.access(v, addr, Access::Fetch);
+        state.tally.access(v, sym, Access::Fetch, outcome);
+    }
+}
+
+/// One memory access, after it happened.
+unsafe extern "C" fn on_mem(
+    vcpu: c_uint,
+    info: sys::qemu_plugin_meminfo_t,
+    vaddr: u64,
+    data: *mut c_void,
+) {
+    // SAFETY: QEMU's contract: `info` and `vaddr` describe this access.
+    let (paddr, size, store) = unsafe {
+        let hw = sys::qemu_plugin_get_hwaddr(info, vaddr);
+        if hw.is_null() || sys::qemu_plugin_hwaddr_is_io(hw) {
+            return; // device memory: not cached
+        }
+        (
+            sys::qemu_plugin_hwaddr_phys_addr(hw),
+            1u64 << sys::qemu_plugin_mem_size_shift(info),
+            sys::qemu_plugin_mem_is_store(info),
+        )
+    };
+    let kind = if store { Access::Write } else { Access::Read };
+    let sym = data as usize as u32;
+    let mut guard = state();
+    let Some(state) = guard.as_mut() else { return };
+    let v = vcpu as usize;
+    // An access that straddles two lines touches both.
+    for line in (paddr >> LINE_SHIFT)..=((paddr + size - 1) >> LINE_SHIFT) {
+        let outcome = state.machine.access(v, line << LINE_SHIFT, kind);
+        state.tally.access(v, sym, kind, outcome);
+    }
+}
+
+/// QEMU flushed its code cache: no block refers to a segment any more.
+unsafe extern "C" fn on_flush(_id: sys::qemu_plugin_id_t) {
+    if let Some(state) = state().as_mut() {
+        state.segments.clear();
+    }
+}
+
+/// QEMU exits: a window still open means a phase never ended.
+unsafe extern "C" fn on_exit(_id: sys::qemu_plugin_id_t, _data: *mut c_void) {
+    if let Some(state) = state().as_mut() {
+        let open: Vec<String> = state
+            .windows
+            .still_open()
+            .into_iter()
+            .map(String::from)
+            .collect();
+        for phase in open {
+            state.write(&Line::Error {
+                message: format!("the window of phase {phase} was still open when QEMU exited"),
+            });
+        }
+    }
+}
