@@ -40,28 +40,38 @@ pub enum State {
 }
 
 impl State {
-    fn valid(self) -> bool {
-        matches!(self, State::Shared | State::Owned)
+    const fn bits(self) -> u64 {
+        match self {
+            State::Invalid => 0,
+            State::Shared => 1,
+            State::Owned => 2,
+            State::Stale => 3,
+        }
+    }
+
+    const fn from_bits(bits: u64) -> State {
+        match bits & 3 {
+            0 => State::Invalid,
+            1 => State::Shared,
+            2 => State::Owned,
+            _ => State::Stale,
+        }
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Way {
-    line: u64,
-    /// The cache's clock when the line was last used (larger is newer).
-    stamp: u64,
-    /// For the shared last level: the vCPUs whose private caches may hold
-    /// the line (one bit each). Unused in private caches.
-    sharers: u64,
-    state: State,
+const STATE_BITS: u64 = 3;
+
+/// A tag: the line number above two bits of [`State`].
+#[inline]
+fn tag(line: u64, state: State) -> u64 {
+    line << 2 | state.bits()
 }
 
-const EMPTY: Way = Way {
-    line: 0,
-    stamp: 0,
-    sharers: 0,
-    state: State::Invalid,
-};
+/// Whether a tag holds `line` validly (Shared or Owned).
+#[inline]
+fn holds(tag: u64, line: u64) -> bool {
+    tag & !STATE_BITS == line << 2 && (tag & STATE_BITS).wrapping_sub(1) < 2
+}
 
 /// A line pushed out of a cache to make room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,47 +80,69 @@ pub struct Evicted {
     pub sharers: u64,
 }
 
-/// One cache.
+/// One cache. A set's tags are contiguous (a set of 8 ways is one host
+/// cache line), apart from the LRU stamps and the directory, which only
+/// hits and fills touch.
 #[derive(Debug, Clone)]
 pub struct Cache {
     set_mask: u64,
     ways: usize,
-    slots: Vec<Way>,
+    /// Per way: [`tag`].
+    tags: Vec<u64>,
+    /// Per way: the cache's clock when the line was last used (larger is
+    /// newer).
+    stamps: Vec<u64>,
+    /// Per way, for a shared last level: the vCPUs whose private caches may
+    /// hold the line (one bit each). Empty for private caches.
+    sharers: Vec<u64>,
     clock: u64,
 }
 
 impl Cache {
-    /// An empty cache. Panics unless the geometry gives a power-of-two
-    /// number of sets (every real cache this models does).
-    pub fn new(geometry: Geometry) -> Cache {
+    /// An empty cache; `directory` gives it per-line sharer bits. Panics
+    /// unless the geometry gives a power-of-two number of sets (every real
+    /// cache this models does).
+    pub fn new(geometry: Geometry, directory: bool) -> Cache {
         let sets = geometry.sets();
         assert!(
             sets.is_power_of_two() && geometry.ways > 0,
             "cache geometry {geometry:?} does not give a power-of-two number of sets"
         );
+        let slots = (sets * u64::from(geometry.ways)) as usize;
         Cache {
             set_mask: sets - 1,
             ways: geometry.ways as usize,
-            slots: vec![EMPTY; (sets * u64::from(geometry.ways)) as usize],
+            tags: vec![0; slots],
+            stamps: vec![0; slots],
+            sharers: if directory {
+                vec![0; slots]
+            } else {
+                Vec::new()
+            },
             clock: 0,
         }
     }
 
-    fn set(&self, line: u64) -> std::ops::Range<usize> {
-        let first = (line & self.set_mask) as usize * self.ways;
-        first..first + self.ways
+    #[inline]
+    fn base(&self, line: u64) -> usize {
+        (line & self.set_mask) as usize * self.ways
     }
 
+    #[inline]
     fn find(&self, line: u64) -> Option<usize> {
-        self.set(line)
-            .find(|&i| self.slots[i].line == line && self.slots[i].state.valid())
+        let base = self.base(line);
+        self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| holds(t, line))
+            .map(|i| base + i)
     }
 
     /// The valid way holding `line`, marked most recently used.
+    #[inline]
     pub fn lookup(&mut self, line: u64) -> Option<usize> {
         let way = self.find(line)?;
         self.clock += 1;
-        self.slots[way].stamp = self.clock;
+        self.stamps[way] = self.clock;
         Some(way)
     }
 
@@ -121,27 +153,29 @@ impl Cache {
 
     /// Whether the set keeps `line`'s tag from a coherence invalidation.
     pub fn is_stale(&self, line: u64) -> bool {
-        self.set(line)
-            .any(|i| self.slots[i].line == line && self.slots[i].state == State::Stale)
+        let base = self.base(line);
+        self.tags[base..base + self.ways].contains(&tag(line, State::Stale))
     }
 
     pub fn state(&self, way: usize) -> State {
-        self.slots[way].state
+        State::from_bits(self.tags[way])
     }
 
+    /// The directory bits of a way (0 in a cache without a directory).
     pub fn sharers(&self, way: usize) -> u64 {
-        self.slots[way].sharers
+        self.sharers.get(way).copied().unwrap_or(0)
     }
 
+    /// Sets the directory bits of a way; panics in a cache without one.
     pub fn set_sharers(&mut self, way: usize, sharers: u64) {
-        self.slots[way].sharers = sharers;
+        self.sharers[way] = sharers;
     }
 
     /// Sets the state of `line` if it is held; returns whether it was.
     pub fn set_state(&mut self, line: u64, state: State) -> bool {
         match self.find(line) {
             Some(way) => {
-                self.slots[way].state = state;
+                self.tags[way] = tag(line, state);
                 true
             }
             None => false,
@@ -153,28 +187,37 @@ impl Cache {
     /// first way holding nothing, else the least recently used line, which
     /// is returned.
     pub fn fill(&mut self, line: u64, state: State) -> (usize, Option<Evicted>) {
-        debug_assert!(!self.contains(line), "line {line:#x} filled twice");
-        let set = self.set(line);
-        let victim = set
-            .clone()
-            .find(|&i| self.slots[i].line == line && self.slots[i].state == State::Stale)
-            .or_else(|| set.clone().find(|&i| !self.slots[i].state.valid()))
-            .unwrap_or_else(|| {
-                set.min_by_key(|&i| self.slots[i].stamp)
-                    .expect("a set has at least one way")
-            });
-        let old = self.slots[victim];
-        let evicted = old.state.valid().then_some(Evicted {
-            line: old.line,
-            sharers: old.sharers,
+        #[cfg(test)]
+        assert!(!self.contains(line), "line {line:#x} filled twice");
+        let base = self.base(line);
+        let tags = &self.tags[base..base + self.ways];
+        let stale = tag(line, State::Stale);
+        let victim = base
+            + tags
+                .iter()
+                .position(|&t| t == stale)
+                .or_else(|| {
+                    tags.iter()
+                        .position(|&t| (t & STATE_BITS).wrapping_sub(1) >= 2)
+                })
+                .unwrap_or_else(|| {
+                    let stamps = &self.stamps[base..base + self.ways];
+                    (0..self.ways)
+                        .min_by_key(|&i| stamps[i])
+                        .expect("a set has at least one way")
+                });
+        let old = self.tags[victim];
+        let evicted = (old & STATE_BITS).wrapping_sub(1) < 2;
+        let evicted = evicted.then(|| Evicted {
+            line: old >> 2,
+            sharers: self.sharers(victim),
         });
         self.clock += 1;
-        self.slots[victim] = Way {
-            line,
-            stamp: self.clock,
-            sharers: 0,
-            state,
-        };
+        self.tags[victim] = tag(line, state);
+        self.stamps[victim] = self.clock;
+        if let Some(bits) = self.sharers.get_mut(victim) {
+            *bits = 0;
+        }
         (victim, evicted)
     }
 
@@ -183,10 +226,10 @@ impl Cache {
     pub fn invalidate(&mut self, line: u64, coherence: bool) -> bool {
         match self.find(line) {
             Some(way) => {
-                self.slots[way].state = if coherence {
-                    State::Stale
+                self.tags[way] = if coherence {
+                    tag(line, State::Stale)
                 } else {
-                    State::Invalid
+                    tag(0, State::Invalid)
                 };
                 true
             }
@@ -201,10 +244,13 @@ mod tests {
 
     /// 2 sets of 4 ways: lines with the same parity share a set.
     fn small() -> Cache {
-        Cache::new(Geometry {
-            size_bytes: 8 * LINE_BYTES,
-            ways: 4,
-        })
+        Cache::new(
+            Geometry {
+                size_bytes: 8 * LINE_BYTES,
+                ways: 4,
+            },
+            false,
+        )
     }
 
     #[test]
@@ -271,7 +317,7 @@ mod tests {
                 ways,
             };
             assert_eq!(g.sets(), sets);
-            Cache::new(g);
+            Cache::new(g, ways == 16);
         }
     }
 }

@@ -161,13 +161,13 @@ impl Machine {
             "the model tracks 1 to {MAX_VCPUS} vCPUs, not {vcpus}"
         );
         let core = Core {
-            l1i: Cache::new(model.l1i),
-            l1d: Cache::new(model.l1d),
-            l2: Cache::new(model.l2),
+            l1i: Cache::new(model.l1i, false),
+            l1d: Cache::new(model.l1d, false),
+            l2: Cache::new(model.l2, false),
         };
         Machine {
             cores: vec![core; vcpus],
-            llc: Cache::new(model.llc),
+            llc: Cache::new(model.llc, true),
         }
     }
 

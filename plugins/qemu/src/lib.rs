@@ -20,15 +20,18 @@
 //! an exception (a page fault) has its segment counted whole: a small,
 //! deterministic overcount.
 //!
-//! All state sits behind one mutex: TCG runs every vCPU on one thread here,
-//! so it is never contended. The hot paths (memory and block callbacks)
-//! allocate nothing.
+//! The model's state belongs to the one thread that runs every vCPU here
+//! (single-threaded TCG), so the hot paths (memory and block callbacks)
+//! take no lock and allocate nothing; a second thread running guest code
+//! stops QEMU. The window file, written rarely, sits behind a mutex.
 
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::fs::File;
 use std::io::Write;
-use std::sync::{Mutex, MutexGuard};
-use std::thread::ThreadId;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use patchbench_agent::marker::{self, Edge, Phase};
 use patchbench_costmodel::args::PluginArgs;
@@ -84,54 +87,120 @@ impl Segment {
     }
 }
 
-struct State {
+/// Segments by address. Boxed: a segment's address is a callback's user
+/// data, so it must not move when the vector grows.
+#[allow(clippy::vec_box)]
+type Segments = Vec<Box<Segment>>;
+
+/// What install prepares, shared read-only by every callback.
+struct Config {
     model: &'static Model,
+    symbols: Symbols,
+    vcpus: usize,
+}
+
+/// The window file, written when a window closes and at exit (rarely, so
+/// a mutex costs nothing).
+struct Output {
+    file: File,
+    path: String,
+    /// Phases with an open window, for the exit check on QEMU's main thread.
+    open: BTreeSet<&'static str>,
+}
+
+impl Output {
+    /// One line, in one write: the host sees it before the guest goes on.
+    fn write(&mut self, line: &Line) {
+        if let Err(e) = self.file.write_all(line.to_json_line().as_bytes()) {
+            eprintln!("{NAME}: cannot write to {}: {e}", self.path);
+        }
+    }
+}
+
+static CONFIG: OnceLock<Config> = OnceLock::new();
+static OUTPUT: Mutex<Option<Output>> = Mutex::new(None);
+/// How many threads have executed guest code: more than one is MTTCG.
+static TCG_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+fn output() -> MutexGuard<'static, Option<Output>> {
+    OUTPUT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The model's state, owned by the one thread that runs every vCPU
+/// (single-threaded TCG): the hot paths touch it with no lock and no
+/// atomic operation.
+struct State {
+    config: &'static Config,
     machine: Machine,
     tally: Tally,
     windows: Windows,
-    symbols: Symbols,
-    out: File,
-    out_path: String,
     /// What the callbacks' user data point at, kept until QEMU flushes its
-    /// code cache (then no block refers to them any more). Boxed: a
-    /// segment's address must not move when the vector grows.
-    #[allow(clippy::vec_box)]
-    segments: Vec<Box<Segment>>,
-    /// The thread that translates: only ever one (single-threaded TCG).
-    tcg_thread: Option<ThreadId>,
+    /// code cache (then no block refers to them any more).
+    segments: Segments,
 }
 
 impl State {
     fn mark(&mut self, (edge, phase): (Edge, Phase)) {
+        let mut output = output();
+        let Some(output) = output.as_mut() else {
+            return;
+        };
         match edge {
-            Edge::Begin => self.windows.begin(phase.name(), &self.tally),
+            Edge::Begin => {
+                self.windows.begin(phase.name(), &self.tally);
+                output.open.insert(phase.name());
+            }
             Edge::End => {
-                match self
-                    .windows
-                    .end(phase.name(), &self.tally, &self.symbols, self.model)
-                {
-                    Ok(Some(record)) => self.write(&Line::Window(record)),
+                let closed = self.windows.end(
+                    phase.name(),
+                    &self.tally,
+                    &self.config.symbols,
+                    self.config.model,
+                );
+                match closed {
+                    Ok(Some(record)) => {
+                        output.open.remove(phase.name());
+                        output.write(&Line::Window(record))
+                    }
                     Ok(None) => {}
-                    Err(e) => self.write(&Line::Error {
+                    Err(e) => output.write(&Line::Error {
                         message: e.to_string(),
                     }),
                 }
             }
         }
     }
-
-    /// One line, in one write: the host sees it before the guest goes on.
-    fn write(&mut self, line: &Line) {
-        if let Err(e) = self.out.write_all(line.to_json_line().as_bytes()) {
-            eprintln!("{NAME}: cannot write to {}: {e}", self.out_path);
-        }
-    }
 }
 
-static STATE: Mutex<Option<State>> = Mutex::new(None);
+thread_local! {
+    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+}
 
-fn state() -> MutexGuard<'static, Option<State>> {
-    STATE.lock().unwrap_or_else(|e| e.into_inner())
+/// Runs `f` on this thread's state, creating it on the first call from the
+/// TCG thread; a second thread running guest code means multi-threaded
+/// TCG, whose counts do not repeat: QEMU is stopped, saying why.
+fn with_state(f: impl FnOnce(&mut State)) {
+    STATE.with(|cell| {
+        let mut state = cell.borrow_mut();
+        if state.is_none() {
+            let Some(config) = CONFIG.get() else { return };
+            if TCG_THREADS.fetch_add(1, Ordering::SeqCst) > 0 {
+                eprintln!(
+                    "{NAME}: vCPUs run on more than one thread (multi-threaded TCG); the cost \
+                     model needs -accel tcg,thread=single with -icount shift=0,sleep=off"
+                );
+                std::process::abort();
+            }
+            *state = Some(State {
+                config,
+                machine: Machine::new(config.model, config.vcpus),
+                tally: Tally::new(config.symbols.len(), config.vcpus),
+                windows: Windows::default(),
+                segments: Vec::new(),
+            });
+        }
+        f(state.as_mut().expect("just created"))
+    })
 }
 
 /// QEMU's entry point.
@@ -153,8 +222,12 @@ pub unsafe extern "C" fn qemu_plugin_install(
         (&*info, args)
     };
     match install(info, &args) {
-        Ok(state) => {
-            *self::state() = Some(state);
+        Ok((config, out)) => {
+            if CONFIG.set(config).is_err() {
+                eprintln!("{NAME}: installed twice");
+                return -1;
+            }
+            *output() = Some(out);
             // SAFETY: registering our callbacks with our id.
             unsafe {
                 sys::qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate));
@@ -170,7 +243,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
     }
 }
 
-fn install(info: &sys::qemu_info_t, args: &[String]) -> Result<State, String> {
+fn install(info: &sys::qemu_info_t, args: &[String]) -> Result<(Config, Output), String> {
     let args = PluginArgs::parse(args)?;
     if !args.icount {
         return Err(
@@ -196,86 +269,75 @@ fn install(info: &sys::qemu_info_t, args: &[String]) -> Result<State, String> {
     if symbols.code_symbols() == 0 {
         return Err(format!("{map_path} has no kernel code symbols"));
     }
-    let out_path = args.out.display().to_string();
-    let out = File::create(&args.out)
-        .map_err(|e| format!("cannot create the window file {out_path}: {e}"))?;
-    let model = &SKYLAKE_CLIENT;
-    Ok(State {
-        model,
-        machine: Machine::new(model, vcpus),
-        tally: Tally::new(symbols.len(), vcpus),
-        windows: Windows::default(),
-        symbols,
-        out,
-        out_path,
-        segments: Vec::new(),
-        tcg_thread: None,
-    })
+    let path = args.out.display().to_string();
+    let file = File::create(&args.out)
+        .map_err(|e| format!("cannot create the window file {path}: {e}"))?;
+    Ok((
+        Config {
+            model: &SKYLAKE_CLIENT,
+            symbols,
+            vcpus,
+        },
+        Output {
+            file,
+            path,
+            open: BTreeSet::new(),
+        },
+    ))
 }
 
 /// A block is translated: resolve each instruction's symbol, find the
 /// markers, and attach the callbacks.
 unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu_plugin_tb) {
-    let mut guard = state();
-    let Some(state) = guard.as_mut() else { return };
-    let thread = std::thread::current().id();
-    match state.tcg_thread {
-        None => state.tcg_thread = Some(thread),
-        Some(t) if t != thread => {
-            eprintln!(
-                "{NAME}: vCPUs run on more than one thread (multi-threaded TCG); the cost model \
-                 needs -accel tcg,thread=single with -icount shift=0,sleep=off"
-            );
-            std::process::abort();
-        }
-        Some(_) => {}
-    }
-    // SAFETY: `tb` and its instructions are valid during this callback.
-    unsafe {
-        let n = sys::qemu_plugin_tb_n_insns(tb);
-        let mut segment = Segment::new(None);
-        let mut anchor: Option<*mut sys::qemu_plugin_insn> = None;
-        for i in 0..n {
-            let insn = sys::qemu_plugin_tb_get_insn(tb, i);
-            let vaddr = sys::qemu_plugin_insn_vaddr(insn);
-            let size = sys::qemu_plugin_insn_size(insn);
-            let bytes =
-                std::slice::from_raw_parts(sys::qemu_plugin_insn_data(insn).cast::<u8>(), size);
-            let sym = state.symbols.lookup(vaddr);
-            segment.add(sym, vaddr, size as u64);
-            match marker::decode_instruction(bytes) {
-                None => sys::qemu_plugin_register_vcpu_mem_cb(
-                    insn,
-                    Some(on_mem),
-                    sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-                    sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
-                    sym as usize as *mut c_void,
-                ),
-                Some(found) => {
-                    let done = std::mem::replace(&mut segment, Segment::new(Some(found)));
-                    attach(state, tb, anchor, done);
-                    anchor = Some(insn);
+    with_state(|state| {
+        let symbols = &state.config.symbols;
+        // SAFETY: `tb` and its instructions are valid during this callback.
+        unsafe {
+            let n = sys::qemu_plugin_tb_n_insns(tb);
+            let mut segment = Segment::new(None);
+            let mut anchor: Option<*mut sys::qemu_plugin_insn> = None;
+            for i in 0..n {
+                let insn = sys::qemu_plugin_tb_get_insn(tb, i);
+                let vaddr = sys::qemu_plugin_insn_vaddr(insn);
+                let size = sys::qemu_plugin_insn_size(insn);
+                let bytes =
+                    std::slice::from_raw_parts(sys::qemu_plugin_insn_data(insn).cast::<u8>(), size);
+                let sym = symbols.lookup(vaddr);
+                segment.add(sym, vaddr, size as u64);
+                match marker::decode_instruction(bytes) {
+                    None => sys::qemu_plugin_register_vcpu_mem_cb(
+                        insn,
+                        Some(on_mem),
+                        sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                        sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+                        sym as usize as *mut c_void,
+                    ),
+                    Some(found) => {
+                        let done = std::mem::replace(&mut segment, Segment::new(Some(found)));
+                        attach(&mut state.segments, tb, anchor, done);
+                        anchor = Some(insn);
+                    }
                 }
             }
+            attach(&mut state.segments, tb, anchor, segment);
         }
-        attach(state, tb, anchor, segment);
-    }
+    })
 }
 
 /// Runs `segment` when the block starts (no anchor) or when its marker
 /// instruction executes.
 unsafe fn attach(
-    state: &mut State,
+    segments: &mut Segments,
     tb: *mut sys::qemu_plugin_tb,
     anchor: Option<*mut sys::qemu_plugin_insn>,
     segment: Segment,
 ) {
     let segment = Box::new(segment);
     let data = (&*segment as *const Segment).cast_mut().cast::<c_void>();
-    state.segments.push(segment);
+    segments.push(segment);
     let flags = sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS;
     // SAFETY: the handles are valid during translation; `data` lives in
-    // `state.segments` until the code cache is flushed.
+    // `segments` until the code cache is flushed.
     unsafe {
         match anchor {
             None => sys::qemu_plugin_register_vcpu_tb_exec_cb(tb, Some(on_segment), flags, data),
@@ -291,19 +353,19 @@ unsafe fn attach(
 unsafe extern "C" fn on_segment(vcpu: c_uint, data: *mut c_void) {
     // SAFETY: `data` is a segment kept alive in `State::segments`.
     let segment = unsafe { &*data.cast::<Segment>() };
-    let mut guard = state();
-    let Some(state) = guard.as_mut() else { return };
-    let v = vcpu as usize;
-    if let Some(found) = segment.marker {
-        state.mark(found);
-    }
-    for &(sym, n) in &segment.runs {
-        state.tally.insns(v, sym, n);
-    }
-    for &(addr, sym) in &segment.lines {
-        let outcome = state.machine.access(v, addr, Access::Fetch);
-        state.tally.access(v, sym, Access::Fetch, outcome);
-    }
+    with_state(|state| {
+        let v = vcpu as usize;
+        if let Some(found) = segment.marker {
+            state.mark(found);
+        }
+        for &(sym, n) in &segment.runs {
+            state.tally.insns(v, sym, n);
+        }
+        for &(addr, sym) in &segment.lines {
+            let outcome = state.machine.access(v, addr, Access::Fetch);
+            state.tally.access(v, sym, Access::Fetch, outcome);
+        }
+    })
 }
 
 /// One memory access, after it happened.
@@ -327,34 +389,32 @@ unsafe extern "C" fn on_mem(
     };
     let kind = if store { Access::Write } else { Access::Read };
     let sym = data as usize as u32;
-    let mut guard = state();
-    let Some(state) = guard.as_mut() else { return };
-    let v = vcpu as usize;
-    // An access that straddles two lines touches both.
-    for line in (paddr >> LINE_SHIFT)..=((paddr + size - 1) >> LINE_SHIFT) {
-        let outcome = state.machine.access(v, line << LINE_SHIFT, kind);
-        state.tally.access(v, sym, kind, outcome);
-    }
+    with_state(|state| {
+        let v = vcpu as usize;
+        // An access that straddles two lines touches both.
+        for line in (paddr >> LINE_SHIFT)..=((paddr + size - 1) >> LINE_SHIFT) {
+            let outcome = state.machine.access(v, line << LINE_SHIFT, kind);
+            state.tally.access(v, sym, kind, outcome);
+        }
+    })
 }
 
 /// QEMU flushed its code cache: no block refers to a segment any more.
+/// (It runs on the TCG thread; elsewhere there is nothing to free.)
 unsafe extern "C" fn on_flush(_id: sys::qemu_plugin_id_t) {
-    if let Some(state) = state().as_mut() {
-        state.segments.clear();
-    }
+    STATE.with(|cell| {
+        if let Some(state) = cell.borrow_mut().as_mut() {
+            state.segments.clear();
+        }
+    })
 }
 
-/// QEMU exits: a window still open means a phase never ended.
+/// QEMU exits (on its main thread, the vCPUs stopped): a window still open
+/// means a phase never ended.
 unsafe extern "C" fn on_exit(_id: sys::qemu_plugin_id_t, _data: *mut c_void) {
-    if let Some(state) = state().as_mut() {
-        let open: Vec<String> = state
-            .windows
-            .still_open()
-            .into_iter()
-            .map(String::from)
-            .collect();
-        for phase in open {
-            state.write(&Line::Error {
+    if let Some(output) = output().as_mut() {
+        for phase in std::mem::take(&mut output.open) {
+            output.write(&Line::Error {
                 message: format!("the window of phase {phase} was still open when QEMU exited"),
             });
         }
