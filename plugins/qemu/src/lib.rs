@@ -12,6 +12,12 @@
 //!   translation time, and appends one JSON line per closed window to `W`,
 //!   written before the guest runs on.
 //!
+//! Until the agent's model-on marker (after its setup, before any
+//! workload) it only watches for markers, so the boot runs at icount's
+//! speed; that marker resets the plugin (`qemu_plugin_reset`: QEMU drops
+//! every translated block), and from then on every block is translated
+//! with the model's callbacks.
+//!
 //! Counting is per segment: a translation block's instructions up to and
 //! including its first marker are counted when the block starts, and the
 //! instructions after each marker when that marker executes, after it has
@@ -30,10 +36,10 @@ use std::collections::BTreeSet;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use patchbench_agent::marker::{self, Edge, Phase};
+use patchbench_agent::marker::{self, Marker};
 use patchbench_costmodel::args::PluginArgs;
 use patchbench_costmodel::cache::LINE_SHIFT;
 use patchbench_costmodel::machine::{Access, MAX_VCPUS, Machine, Model, SKYLAKE_CLIENT};
@@ -55,7 +61,7 @@ const _: () = assert!(sys::QEMU_PLUGIN_VERSION == patchbench_costmodel::PLUGIN_A
 /// The instructions of one segment of a translation block, and the marker
 /// that starts it (none for a block's first segment).
 struct Segment {
-    marker: Option<(Edge, Phase)>,
+    marker: Option<Marker>,
     /// (symbol id, instructions) runs, in order.
     runs: Vec<(u32, u64)>,
     /// (code address of a line, symbol id of its first instruction) for
@@ -64,7 +70,7 @@ struct Segment {
 }
 
 impl Segment {
-    fn new(marker: Option<(Edge, Phase)>) -> Segment {
+    fn new(marker: Option<Marker>) -> Segment {
         Segment {
             marker,
             runs: Vec::new(),
@@ -118,6 +124,12 @@ impl Output {
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
+/// QEMU's id for this plugin (for `qemu_plugin_reset`).
+static PLUGIN_ID: AtomicU64 = AtomicU64::new(0);
+/// Whether blocks are translated with the model's instrumentation: from
+/// the reset that the agent's model-on marker asks for.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static RESET_ASKED: AtomicBool = AtomicBool::new(false);
 static OUTPUT: Mutex<Option<Output>> = Mutex::new(None);
 /// How many threads have executed guest code: more than one is MTTCG.
 static TCG_THREADS: AtomicUsize = AtomicUsize::new(0);
@@ -140,17 +152,33 @@ struct State {
 }
 
 impl State {
-    fn mark(&mut self, (edge, phase): (Edge, Phase)) {
+    fn mark(&mut self, marker: Marker) {
         let mut output = output();
         let Some(output) = output.as_mut() else {
             return;
         };
-        match edge {
-            Edge::Begin => {
+        let active = ACTIVE.load(Ordering::Relaxed);
+        match marker {
+            Marker::ModelOn => {
+                if !active && !RESET_ASKED.swap(true, Ordering::Relaxed) {
+                    // SAFETY: our id; the reset runs after this callback,
+                    // between blocks, and then calls `on_reset`.
+                    unsafe {
+                        sys::qemu_plugin_reset(PLUGIN_ID.load(Ordering::Relaxed), Some(on_reset))
+                    };
+                }
+            }
+            Marker::Begin(phase) | Marker::End(phase) if !active => output.write(&Line::Error {
+                message: format!(
+                    "a marker of phase {} came before the agent switched the model on",
+                    phase.name()
+                ),
+            }),
+            Marker::Begin(phase) => {
                 self.windows.begin(phase.name(), &self.tally);
                 output.open.insert(phase.name());
             }
-            Edge::End => {
+            Marker::End(phase) => {
                 let closed = self.windows.end(
                     phase.name(),
                     &self.tally,
@@ -228,12 +256,8 @@ pub unsafe extern "C" fn qemu_plugin_install(
                 return -1;
             }
             *output() = Some(out);
-            // SAFETY: registering our callbacks with our id.
-            unsafe {
-                sys::qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate));
-                sys::qemu_plugin_register_flush_cb(id, Some(on_flush));
-                sys::qemu_plugin_register_atexit_cb(id, Some(on_exit), std::ptr::null_mut());
-            }
+            PLUGIN_ID.store(id, Ordering::Relaxed);
+            register(id);
             0
         }
         Err(message) => {
@@ -241,6 +265,30 @@ pub unsafe extern "C" fn qemu_plugin_install(
             -1
         }
     }
+}
+
+/// Our callbacks (at install, and again after the reset, which drops them).
+fn register(id: sys::qemu_plugin_id_t) {
+    // SAFETY: registering our callbacks with our id.
+    unsafe {
+        sys::qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate));
+        sys::qemu_plugin_register_flush_cb(id, Some(on_flush));
+        sys::qemu_plugin_register_atexit_cb(id, Some(on_exit), std::ptr::null_mut());
+    }
+}
+
+/// The reset the model-on marker asked for is done: every block was
+/// dropped, so from now on each is translated with the model's callbacks.
+unsafe extern "C" fn on_reset(id: sys::qemu_plugin_id_t) {
+    ACTIVE.store(true, Ordering::Relaxed);
+    STATE.with(|cell| {
+        if let Ok(mut state) = cell.try_borrow_mut()
+            && let Some(state) = state.as_mut()
+        {
+            state.segments.clear();
+        }
+    });
+    register(id);
 }
 
 fn install(info: &sys::qemu_info_t, args: &[String]) -> Result<(Config, Output), String> {
@@ -289,11 +337,31 @@ fn install(info: &sys::qemu_info_t, args: &[String]) -> Result<(Config, Output),
 /// A block is translated: resolve each instruction's symbol, find the
 /// markers, and attach the callbacks.
 unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu_plugin_tb) {
+    let active = ACTIVE.load(Ordering::Relaxed);
     with_state(|state| {
         let symbols = &state.config.symbols;
         // SAFETY: `tb` and its instructions are valid during this callback.
         unsafe {
             let n = sys::qemu_plugin_tb_n_insns(tb);
+            if !active {
+                // Before the model is on, only markers are watched.
+                for i in 0..n {
+                    let insn = sys::qemu_plugin_tb_get_insn(tb, i);
+                    let bytes = std::slice::from_raw_parts(
+                        sys::qemu_plugin_insn_data(insn).cast::<u8>(),
+                        sys::qemu_plugin_insn_size(insn),
+                    );
+                    if let Some(found) = marker::decode_instruction(bytes) {
+                        attach(
+                            &mut state.segments,
+                            tb,
+                            Some(insn),
+                            Segment::new(Some(found)),
+                        );
+                    }
+                }
+                return;
+            }
             let mut segment = Segment::new(None);
             let mut anchor: Option<*mut sys::qemu_plugin_insn> = None;
             for i in 0..n {

@@ -1,7 +1,8 @@
 //! A developer mode, reachable only when the agent is not PID 1:
 //! - `dev-workers` runs the ZswapPageout workers (fork, pinning, start
 //!   barrier, fill, MADV_PAGEOUT, verify, report) without a VM, a cgroup or
-//!   zswap, and prints their combined numbers;
+//!   zswap, and prints their combined numbers; with `--marked` they mark
+//!   their phases for the cost model as the timed pass does;
 //! - `marked-loop N` runs a loop of exactly 2N instructions between the
 //!   begin and end markers of the `probe` phase, for testing the cost-model
 //!   plugin (`patchbench boot --cost-model KERNEL -- /init marked-loop N`).
@@ -13,12 +14,13 @@ use crate::setup;
 use crate::spawn;
 
 const USAGE: &str = "\
-usage: patchbench-agent dev-workers [--workers N] [--mib M]
+usage: patchbench-agent dev-workers [--workers N] [--mib M] [--marked]
        patchbench-agent marked-loop N
 
 patchbench-agent is patchbench's guest agent: it runs as PID 1 (/init) inside
 the benchmark VM. Off PID 1 it offers a smoke test of the zswap-pageout
-workers, with no cgroup (so no zswap counters; defaults: 1 worker, 32 MiB),
+workers, with no cgroup (so no zswap counters; defaults: 1 worker, 32 MiB;
+--marked marks their total, pageout and verify phases for the cost model),
 and a loop of 2N instructions between the markers of the cost model's probe
 phase.";
 
@@ -26,8 +28,14 @@ phase.";
 #[derive(Debug, PartialEq, Eq)]
 enum Command {
     Help,
-    Workers { workers: u32, mib: u64 },
-    MarkedLoop { iterations: u64 },
+    Workers {
+        workers: u32,
+        mib: u64,
+        marked: bool,
+    },
+    MarkedLoop {
+        iterations: u64,
+    },
 }
 
 fn parse_args(args: &[String]) -> Result<Command, String> {
@@ -49,8 +57,12 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
         Some(other) => return Err(format!("unknown command {other:?}")),
         None => return Err("no command given".to_string()),
     }
-    let (mut workers, mut mib) = (1u32, 32u64);
+    let (mut workers, mut mib, mut marked) = (1u32, 32u64, false);
     while let Some(flag) = args.next() {
+        if flag == "--marked" {
+            marked = true;
+            continue;
+        }
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag {
             "--workers" => {
@@ -67,7 +79,11 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
             other => return Err(format!("unknown flag {other:?}")),
         }
     }
-    Ok(Command::Workers { workers, mib })
+    Ok(Command::Workers {
+        workers,
+        mib,
+        marked,
+    })
 }
 
 /// Runs the developer mode and returns the process exit code.
@@ -82,7 +98,11 @@ pub fn main(args: Vec<String>) -> i32 {
             println!("marked-loop: {iterations} iterations");
             0
         }
-        Ok(Command::Workers { workers, mib }) => match run(workers, mib) {
+        Ok(Command::Workers {
+            workers,
+            mib,
+            marked,
+        }) => match run(workers, mib, marked) {
             Ok(line) => {
                 println!("{line}");
                 0
@@ -99,7 +119,7 @@ pub fn main(args: Vec<String>) -> i32 {
     }
 }
 
-fn run(workers: u32, mib: u64) -> crate::error::Result<String> {
+fn run(workers: u32, mib: u64, marked: bool) -> crate::error::Result<String> {
     let online = setup::online_cpus()?;
     let cpus = pageout::worker_cpus(&online, workers)?;
     let slots: Vec<spawn::Slot> = cpus
@@ -110,7 +130,7 @@ fn run(workers: u32, mib: u64) -> crate::error::Result<String> {
         })
         .collect();
     let body = |_: usize, gate: &mut spawn::Gate| {
-        crate::worker::measure(mib, 0, false, &mut || gate.wait())
+        crate::worker::measure(mib, 0, marked, &mut || gate.wait())
             .map(crate::report::WorkerResult::to_fields)
     };
     let results = spawn::run_workers(&slots, &body, &mut |_| Ok(()))?
@@ -138,12 +158,17 @@ mod tests {
             parse_args(&args("dev-workers")),
             Ok(Command::Workers {
                 workers: 1,
-                mib: 32
+                mib: 32,
+                marked: false
             })
         );
         assert_eq!(
-            parse_args(&args("dev-workers --workers 2 --mib 4")),
-            Ok(Command::Workers { workers: 2, mib: 4 })
+            parse_args(&args("dev-workers --workers 2 --marked --mib 4")),
+            Ok(Command::Workers {
+                workers: 2,
+                mib: 4,
+                marked: true
+            })
         );
         assert_eq!(parse_args(&args("--help")), Ok(Command::Help));
         assert_eq!(

@@ -133,6 +133,10 @@ fn run(port: &mut Port) -> Result<()> {
     facts.profiled_symbol = profiler.as_ref().map(|p| p.symbol().to_string());
     port.send(&Message::Facts(facts))?;
 
+    // The cost model (if the boot runs in the cost lane) starts here: the
+    // boot and the setup ran at icount's speed; the workload is modelled.
+    mark::model_on();
+
     // The main workload, then each control, in this same boot; the port tags
     // each sample with its condition. Every condition is the main one's
     // kind, so the profiler set up above serves them all.

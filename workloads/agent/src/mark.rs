@@ -2,7 +2,7 @@
 //! assembly: one 8-byte NOP each, which the cost-model plugin recognises and
 //! everything else executes as a NOP.
 
-use patchbench_agent::marker::{Edge, Phase, encode};
+use patchbench_agent::marker::{Marker, Phase, encode};
 
 #[cfg(not(target_arch = "x86_64"))]
 compile_error!("the agent runs in x86-64 guests: its phase markers are x86-64 NOPs");
@@ -24,30 +24,34 @@ fn emit<const DISPLACEMENT: u32>() {
 }
 
 macro_rules! markers {
-    ($edge:expr, $phase:expr, $($p:ident),+) => {
-        match ($edge, $phase) {
+    ($marker:expr, $($p:ident),+) => {
+        match $marker {
             $(
-                (Edge::Begin, Phase::$p) => emit::<{ encode(Edge::Begin, Phase::$p) }>(),
-                (Edge::End, Phase::$p) => emit::<{ encode(Edge::End, Phase::$p) }>(),
+                Marker::Begin(Phase::$p) => emit::<{ encode(Marker::Begin(Phase::$p)) }>(),
+                Marker::End(Phase::$p) => emit::<{ encode(Marker::End(Phase::$p)) }>(),
             )+
+            Marker::ModelOn => emit::<{ encode(Marker::ModelOn) }>(),
         }
     };
 }
 
-fn mark(edge: Edge, phase: Phase) {
-    markers!(
-        edge, phase, Total, Pageout, Verify, ReadLoop, Run, Build, Probe
-    )
+fn mark(marker: Marker) {
+    markers!(marker, Total, Pageout, Verify, ReadLoop, Run, Build, Probe)
 }
 
 /// Marks the start of `phase`.
 pub fn begin(phase: Phase) {
-    mark(Edge::Begin, phase)
+    mark(Marker::Begin(phase))
 }
 
 /// Marks the end of `phase`.
 pub fn end(phase: Phase) {
-    mark(Edge::End, phase)
+    mark(Marker::End(phase))
+}
+
+/// Tells the cost model to start modelling (once, before the workload).
+pub fn model_on() {
+    mark(Marker::ModelOn)
 }
 
 /// Between a begin and an end marker of [`Phase::Probe`], in one block of
@@ -69,8 +73,8 @@ pub fn marked_loop(iterations: u64) {
             ".byte 0x0f, 0x1f, 0x84, 0x00",
             ".long {end}",
             n = inout(reg) iterations => _,
-            begin = const encode(Edge::Begin, Phase::Probe),
-            end = const encode(Edge::End, Phase::Probe),
+            begin = const encode(Marker::Begin(Phase::Probe)),
+            end = const encode(Marker::End(Phase::Probe)),
             options(nostack, nomem),
         );
     }
@@ -83,6 +87,7 @@ mod tests {
     /// On the host (no plugin) markers are NOPs: every phase's markers run.
     #[test]
     fn markers_are_harmless_nops() {
+        model_on();
         for phase in Phase::ALL {
             begin(phase);
             end(phase);

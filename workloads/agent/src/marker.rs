@@ -4,8 +4,8 @@
 //!
 //! A marker is one 8-byte multi-byte NOP, `nopl disp32(%rax,%rax,1)`
 //! (`0f 1f 84 00` + a little-endian 32-bit displacement), whose
-//! displacement carries [`MAGIC`] in its top 16 bits, the edge (begin or
-//! end) in the next 4 and the phase in the low 12. The CPU ignores the
+//! displacement carries [`MAGIC`] in its top 16 bits, the kind (begin, end,
+//! model on) in the next 4 and the phase in the low 12. The CPU ignores the
 //! displacement: on real hardware, under KVM and under TCG without the
 //! plugin, a marker is a NOP. The plugin recognises it from the
 //! instruction's bytes when it translates it. Compilers pad with the same
@@ -21,11 +21,18 @@ pub const LEN: usize = 8;
 /// The displacement's top 16 bits: "PB".
 pub const MAGIC: u32 = 0x5042_0000;
 
-/// Which side of a phase.
+/// What a marker says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Edge {
-    Begin,
-    End,
+pub enum Marker {
+    /// A phase starts.
+    Begin(Phase),
+    /// A phase ends.
+    End(Phase),
+    /// Start modelling caches: the agent says so once, after its setup and
+    /// before any workload. Until then the plugin only watches for markers,
+    /// so the boot runs at icount's speed; at this marker it has QEMU
+    /// retranslate everything with the model's instrumentation.
+    ModelOn,
 }
 
 /// The phases a workload marks. A phase's name prefixes its metrics
@@ -88,31 +95,31 @@ impl Phase {
 }
 
 /// The displacement of a marker.
-pub const fn encode(edge: Edge, phase: Phase) -> u32 {
-    let edge = match edge {
-        Edge::Begin => 1,
-        Edge::End => 2,
-    };
-    MAGIC | edge << 12 | phase.id()
+pub const fn encode(marker: Marker) -> u32 {
+    match marker {
+        Marker::Begin(phase) => MAGIC | 1 << 12 | phase.id(),
+        Marker::End(phase) => MAGIC | 2 << 12 | phase.id(),
+        Marker::ModelOn => MAGIC | 3 << 12,
+    }
 }
 
 /// The marker a displacement encodes, if it is one.
-pub fn decode(displacement: u32) -> Option<(Edge, Phase)> {
+pub fn decode(displacement: u32) -> Option<Marker> {
     if displacement & 0xffff_0000 != MAGIC {
         return None;
     }
-    let edge = match (displacement >> 12) & 0xf {
-        1 => Edge::Begin,
-        2 => Edge::End,
-        _ => return None,
-    };
     let id = displacement & 0xfff;
-    let phase = Phase::ALL.into_iter().find(|p| p.id() == id)?;
-    Some((edge, phase))
+    let phase = || Phase::ALL.into_iter().find(|p| p.id() == id);
+    match (displacement >> 12) & 0xf {
+        1 => phase().map(Marker::Begin),
+        2 => phase().map(Marker::End),
+        3 if id == 0 => Some(Marker::ModelOn),
+        _ => None,
+    }
 }
 
 /// The marker an instruction's bytes encode, if it is one.
-pub fn decode_instruction(bytes: &[u8]) -> Option<(Edge, Phase)> {
+pub fn decode_instruction(bytes: &[u8]) -> Option<Marker> {
     if bytes.len() != LEN || bytes[..4] != OPCODE {
         return None;
     }
@@ -125,16 +132,19 @@ mod tests {
 
     #[test]
     fn every_marker_decodes_to_itself() {
-        for phase in Phase::ALL {
-            for edge in [Edge::Begin, Edge::End] {
-                let d = encode(edge, phase);
-                assert_eq!(decode(d), Some((edge, phase)), "{d:#x}");
-                let mut bytes = OPCODE.to_vec();
-                bytes.extend(d.to_le_bytes());
-                assert_eq!(decode_instruction(&bytes), Some((edge, phase)));
-            }
+        let markers = Phase::ALL
+            .into_iter()
+            .flat_map(|p| [Marker::Begin(p), Marker::End(p)])
+            .chain([Marker::ModelOn]);
+        for marker in markers {
+            let d = encode(marker);
+            assert_eq!(decode(d), Some(marker), "{d:#x}");
+            let mut bytes = OPCODE.to_vec();
+            bytes.extend(d.to_le_bytes());
+            assert_eq!(decode_instruction(&bytes), Some(marker));
         }
-        assert_eq!(encode(Edge::Begin, Phase::Pageout), 0x5042_1002);
+        assert_eq!(encode(Marker::Begin(Phase::Pageout)), 0x5042_1002);
+        assert_eq!(encode(Marker::ModelOn), 0x5042_3000);
     }
 
     #[test]
@@ -144,12 +154,13 @@ mod tests {
             decode_instruction(&[0x0f, 0x1f, 0x84, 0x00, 0, 0, 0, 0]),
             None
         );
-        // Magic, but no such edge or phase.
+        // Magic, but no such kind or phase.
+        assert_eq!(decode(MAGIC | 4 << 12 | 1), None);
         assert_eq!(decode(MAGIC | 3 << 12 | 1), None);
         assert_eq!(decode(MAGIC | 1 << 12 | 0xfff), None);
         // A marker's displacement on another opcode (a real load).
         let mut load = vec![0x48, 0x8b, 0x84, 0x00];
-        load.extend(encode(Edge::Begin, Phase::Total).to_le_bytes());
+        load.extend(encode(Marker::Begin(Phase::Total)).to_le_bytes());
         assert_eq!(decode_instruction(&load), None);
         assert_eq!(decode_instruction(&OPCODE), None);
     }
