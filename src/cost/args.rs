@@ -38,6 +38,11 @@ pub fn qemu_args(plugin: &Path, system_map: &Path, windows: &Path) -> Vec<String
         // from boot to boot.
         "-seed".into(),
         "1".into(),
+        // The guest's wall clock starts at a fixed date and runs on the
+        // instruction-count clock: the time the kernel reads at boot (and
+        // mixes into its randomness) repeats too.
+        "-rtc".into(),
+        "base=2020-01-01T00:00:00,clock=vm".into(),
     ]
 }
 
@@ -72,7 +77,9 @@ mod tests {
                 "-plugin",
                 "/t/libpatchbench_cost_plugin.so,out=/b/cost-windows.jsonl,system_map=/k,,1/System.map,icount=on",
                 "-seed",
-                "1"
+                "1",
+                "-rtc",
+                "base=2020-01-01T00:00:00,clock=vm"
             ]
         );
         assert_eq!(kernel_params(), ["nokaslr"]);
