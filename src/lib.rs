@@ -2,7 +2,7 @@
 //!
 //! [`model`] is the vocabulary at the bottom, importing nothing of the crate.
 //! The modules follow the pipeline: [`config`] → [`tree`] / [`series`] →
-//! [`kconfig`] / [`build`] → [`kbuild`] / [`image`] / [`vm`] → [`campaign`] → [`stats`] →
+//! [`kconfig`] / [`build`] → [`kbuild`] / [`image`] / [`vm`] (and [`cost`], the cost lane) → [`campaign`] → [`stats`] →
 //! [`results`] / [`report`] → [`html`] / [`github`]. [`process`] is the only module that spawns host
 //! processes; [`events`] is how the engine talks to the UI.
 
@@ -13,6 +13,7 @@ pub mod campaign;
 pub mod cli;
 pub mod config;
 pub mod controls;
+pub mod cost;
 pub mod events;
 pub mod exit;
 pub mod fsutil;

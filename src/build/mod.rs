@@ -114,6 +114,16 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError {
     move |source| BuildError::Io { path, source }
 }
 
+/// The `System.map` built with a `bzImage` (the cost lane attributes
+/// instructions to its symbols): kbuild writes it at the top of the build
+/// directory, whose `arch/x86/boot/bzImage` the kernel is, and a cache entry
+/// keeps the whole build directory. `None` if it is not there.
+pub fn system_map(bzimage: &Path) -> Option<PathBuf> {
+    let build_dir = bzimage.ancestors().nth(4)?;
+    let map = build_dir.join("System.map");
+    (bzimage.ends_with("arch/x86/boot/bzImage") && map.is_file()).then_some(map)
+}
+
 /// The first compiler or linker error in build output: `file:line:col: error: ...`.
 pub fn first_error(lines: &[String]) -> Option<String> {
     lines
@@ -721,5 +731,24 @@ mod tests {
                 .iter()
                 .any(|a| a.starts_with("CC="))
         );
+    }
+
+    #[test]
+    fn the_system_map_is_found_at_the_top_of_the_bzimages_build_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let boot = dir.path().join("key/arch/x86/boot");
+        std::fs::create_dir_all(&boot).unwrap();
+        let bzimage = boot.join("bzImage");
+        std::fs::write(&bzimage, b"kernel").unwrap();
+        assert_eq!(system_map(&bzimage), None, "no map yet");
+        std::fs::write(dir.path().join("key/System.map"), b"").unwrap();
+        assert_eq!(
+            system_map(&bzimage),
+            Some(dir.path().join("key/System.map"))
+        );
+        // A kernel elsewhere has no build directory to look in.
+        let loose = dir.path().join("key/bzImage");
+        std::fs::write(&loose, b"kernel").unwrap();
+        assert_eq!(system_map(&loose), None);
     }
 }

@@ -1,6 +1,7 @@
 //! `patchbench boot`: boot one kernel with the guest agent and run one
 //! command in it, for debugging a kernel or timing boots. `--repeat N`
-//! boots it N times and prints the median boot times.
+//! boots it N times and prints the median boot times. `--cost-model` boots
+//! in the cost lane and prints the windows the guest marked.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +9,9 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::args::{AccelArg, load_plan_file};
+use crate::build;
 use crate::campaign;
+use crate::cost::{self, CostLane, WindowRecord};
 use crate::events::{Event, Sink};
 use crate::image;
 use crate::vm::{self, accel};
@@ -39,6 +42,19 @@ pub struct BootArgs {
     /// Where console logs go [default: a temporary directory, removed after].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Boot in the cost lane (docs/cost-model.md): load the cost-model
+    /// plugin, run under TCG single-threaded with icount and `nokaslr`
+    /// whatever --accel or the campaign say, and print every window the
+    /// guest marked: instructions, cache misses, modeled cycles and the
+    /// costliest kernel symbols. `-- /init marked-loop N` runs a marked loop
+    /// of 2N instructions. The windows stay in the boot's directory
+    /// (`cost-windows.jsonl`, see --out).
+    #[arg(long)]
+    cost_model: bool,
+    /// The kernel's System.map, for --cost-model [default: the one at the
+    /// top of the kernel's build directory, as `patchbench build` keeps it].
+    #[arg(long, value_name = "FILE", requires = "cost_model")]
+    system_map: Option<PathBuf>,
 }
 
 /// The median of some durations (the mean of the middle two for an even count).
@@ -59,13 +75,31 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
         args.kernel.display()
     );
     let plan = load_plan_file(args.campaign.as_deref(), args.accel.map(Into::into))?;
-    let decision = accel::decide(plan.vm.accel, &accel::probe())?;
-    if decision.accel == accel::Accel::Tcg {
-        sink.emit(Event::Note(format!(
-            "accelerator: TCG — {}",
-            decision.reason
-        )));
-    }
+    let lane = if args.cost_model {
+        Some(cost_lane(&args)?)
+    } else {
+        None
+    };
+    let chosen = match &lane {
+        Some(lane) => {
+            sink.emit(Event::Note(format!(
+                "cost lane: TCG single-threaded with icount, nokaslr, plugin {}, symbols {}",
+                lane.plugin.display(),
+                lane.system_map.display()
+            )));
+            accel::Accel::Tcg
+        }
+        None => {
+            let decision = accel::decide(plan.vm.accel, &accel::probe())?;
+            if decision.accel == accel::Accel::Tcg {
+                sink.emit(Event::Note(format!(
+                    "accelerator: TCG — {}",
+                    decision.reason
+                )));
+            }
+            decision.accel
+        }
+    };
     let argv = if args.command.is_empty() {
         vec!["uname".to_string(), "-a".to_string()]
     } else {
@@ -90,7 +124,7 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
             label: &label,
             kernel: &args.kernel,
             dir: &dir,
-            accel: decision.accel,
+            accel: chosen,
             workload: patchbench_agent::Workload::Exec { argv: argv.clone() },
             controls: Vec::new(),
             host_root: args.host_root,
@@ -102,12 +136,23 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
             stage: label.clone(),
             detail: format!("{} {argv:?}", args.kernel.display()),
         });
-        let result = vm::boot(&spec, |_| Ok(())).await;
+        let result = match &lane {
+            Some(lane) => vm::boot_cost(&spec, lane, |_| Ok(())).await,
+            None => vm::boot(&spec, |_| Ok(())).await,
+        };
         let console = std::fs::read_to_string(spec.console_log()).unwrap_or_default();
         if args.repeat == 1 || result.is_err() {
             sink.emit(Event::Output(command_output(&console).to_string()));
         }
         let outcome = result?;
+        if lane.is_some() {
+            let path = spec.cost_windows();
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read the cost windows {}", path.display()))?;
+            let windows = cost::parse_windows(&text, &path)?;
+            print!("{}", render_windows(&windows, TOP_SYMBOLS));
+            println!("cost windows: {}", path.display());
+        }
         sink.emit(Event::Finished {
             stage: label,
             elapsed: outcome.total,
@@ -123,7 +168,7 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
     sink.emit(Event::Output(format!(
         "boots: {}  accelerator: {:?}  median QEMU start → agent hello: {:.2} s  median QEMU start → exit: {:.2} s\nhello times (s): {}\n",
         args.repeat,
-        decision.accel,
+        chosen,
         secs(median(&mut hellos)),
         secs(median(&mut totals)),
         hellos
@@ -133,6 +178,70 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
             .join(" ")
     )));
     Ok(())
+}
+
+/// Symbols shown per window.
+const TOP_SYMBOLS: usize = 8;
+
+/// The plugin, the kernel's symbols, and a QEMU that can load the plugin.
+fn cost_lane(args: &BootArgs) -> anyhow::Result<CostLane> {
+    let system_map = match &args.system_map {
+        Some(map) => {
+            anyhow::ensure!(
+                map.is_file(),
+                "the System.map {} does not exist",
+                map.display()
+            );
+            map.clone()
+        }
+        None => build::system_map(&args.kernel).with_context(|| {
+            format!(
+                "no System.map at the top of {}'s build directory; pass --system-map",
+                args.kernel.display()
+            )
+        })?,
+    };
+    let qemu = cost::api::qemu_on_path()
+        .context("qemu-system-x86_64 is not on PATH: apt-get install qemu-system-x86")?;
+    cost::api::check_qemu(&qemu)?;
+    Ok(CostLane {
+        plugin: cost::find_plugin()?,
+        system_map,
+    })
+}
+
+/// Each window on a few lines: its totals, then its costliest symbols.
+pub fn render_windows(windows: &[WindowRecord], top: usize) -> String {
+    let mut out = String::new();
+    if windows.is_empty() {
+        out.push_str("cost model: no window closed (did the command mark any phase?)\n");
+    }
+    for w in windows {
+        let t = &w.total;
+        out.push_str(&format!(
+            "window {} {} ({}): {} insns, misses L1D {} L1I {} L2 {} LLC {} (coherence {}), {} modeled cycles\n",
+            w.seq,
+            w.phase,
+            w.model,
+            t.insns,
+            t.l1d_misses,
+            t.l1i_misses,
+            t.l2_misses,
+            t.llc_misses,
+            t.coherence_misses,
+            t.modeled_cycles
+        ));
+        for s in w.symbols.iter().take(top) {
+            out.push_str(&format!(
+                "  {:<32} {:>14} cycles {:>14} insns\n",
+                s.symbol, s.cost.modeled_cycles, s.cost.insns
+            ));
+        }
+        if w.symbols.len() > top {
+            out.push_str(&format!("  ({} more symbols)\n", w.symbols.len() - top));
+        }
+    }
+    out
 }
 
 /// The console from the agent's `exec:` line on: the command's output.
@@ -152,6 +261,42 @@ mod tests {
         assert_eq!(median(&mut []), None);
         assert_eq!(median(&mut [s(3), s(1), s(2)]), Some(s(2)));
         assert_eq!(median(&mut [s(4), s(1), s(2), s(3)]), Some(s(2) + s(1) / 2));
+    }
+
+    #[test]
+    fn windows_render_with_their_costliest_symbols() {
+        use crate::cost::{Cost, SymbolCost};
+        let cost = |insns, modeled_cycles| Cost {
+            insns,
+            modeled_cycles,
+            ..Cost::default()
+        };
+        let w = WindowRecord {
+            seq: 1,
+            phase: "probe".into(),
+            model: "skylake-client".into(),
+            total: cost(2001, 2100),
+            vcpus: Vec::new(),
+            symbols: vec![
+                SymbolCost {
+                    symbol: "user".into(),
+                    cost: cost(2001, 2001),
+                },
+                SymbolCost {
+                    symbol: "asm_sysvec_apic_timer_interrupt".into(),
+                    cost: cost(0, 99),
+                },
+            ],
+        };
+        let text = render_windows(std::slice::from_ref(&w), 1);
+        assert!(
+            text.starts_with("window 1 probe (skylake-client): 2001 insns,"),
+            "{text}"
+        );
+        assert!(text.contains("2100 modeled cycles"), "{text}");
+        assert!(text.contains("  user "), "{text}");
+        assert!(text.ends_with("  (1 more symbols)\n"), "{text}");
+        assert!(render_windows(&[], 5).contains("no window closed"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `patchbench doctor`: is this host ready? One line per requirement, what
-//! is wrong, and the command that fixes it.
+//! is wrong, and the command that fixes it. The cost lane's needs (a QEMU
+//! that loads the plugin's API version, the plugin built) are optional.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -56,6 +57,42 @@ async fn ninep_check() -> Check {
     }
 }
 
+/// Whether QEMU can load the cost-model plugin: plugin support, and an API
+/// version range that includes the plugin's.
+fn plugin_api_check() -> Check {
+    use crate::cost::api;
+    let needed = patchbench_costmodel::PLUGIN_API_VERSION;
+    Check {
+        what: "QEMU plugin API",
+        // Only the cost lane (`boot --cost-model`) needs it.
+        result: match api::qemu_on_path() {
+            None => {
+                Err("`qemu-system-x86_64` is not on PATH: apt-get install qemu-system-x86".into())
+            }
+            Some(qemu) => api::qemu_api(&qemu)
+                .and_then(|found| api::check(&qemu, found, needed))
+                .map(|range| {
+                    format!(
+                        "TCG plugins, API {range}: the cost-model plugin (version {needed}) loads"
+                    )
+                })
+                .map_err(|e| e.to_string()),
+        },
+        optional: true,
+    }
+}
+
+/// Whether the cost-model plugin is built where patchbench looks for it.
+fn plugin_built_check() -> Check {
+    Check {
+        what: "cost-model plugin",
+        result: crate::cost::find_plugin()
+            .map(|p| p.display().to_string())
+            .map_err(|e| e.to_string()),
+        optional: true,
+    }
+}
+
 /// Every check, in the order the pipeline needs them.
 pub async fn checks(cache_dir: &Path) -> Vec<Check> {
     let mut checks = vec![program(
@@ -65,6 +102,8 @@ pub async fn checks(cache_dir: &Path) -> Vec<Check> {
         false,
     )];
     checks.push(ninep_check().await);
+    checks.push(plugin_api_check());
+    checks.push(plugin_built_check());
     let probe = accel::probe();
     checks.push(Check {
         what: "KVM",
@@ -193,6 +232,8 @@ mod tests {
             [
                 "QEMU",
                 "host-root mode",
+                "QEMU plugin API",
+                "cost-model plugin",
                 "KVM",
                 "kernel toolchain",
                 "ccache",
@@ -202,9 +243,11 @@ mod tests {
             ]
         );
         // The probe's verdict is the one `run --accel auto` acts on.
-        let kvm = &checks[2];
-        // QEMU is installed here (ci/setup-host.sh), with virtio-9p.
+        let kvm = &checks[4];
+        // QEMU is installed here (ci/setup-host.sh), with virtio-9p, and
+        // Debian 12's QEMU 7.2 loads plugins of API version 1.
         assert!(checks[1].result.is_ok(), "{:?}", checks[1]);
+        assert!(checks[2].result.is_ok(), "{:?}", checks[2]);
         assert_eq!(kvm.result.is_ok(), accel::probe().usable().is_ok());
     }
 }

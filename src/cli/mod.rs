@@ -62,7 +62,7 @@ pub enum Command {
     /// stdout; a failing command, a panic or a hang fail the boot. With
     /// --repeat, the median boot times (QEMU start to the agent's hello).
     #[command(
-        after_help = "Examples:\n  patchbench boot ~/.cache/patchbench/builds/<tree>/<key>/arch/x86/boot/bzImage -- cat /proc/meminfo\n  patchbench boot --repeat 10 bzImage -- true      # boot-time benchmark\n  patchbench boot --campaign ci/smoke.yaml bzImage -- sh -c 'cat /sys/module/zswap/parameters/*'"
+        after_help = "Examples:\n  patchbench boot ~/.cache/patchbench/builds/<tree>/<key>/arch/x86/boot/bzImage -- cat /proc/meminfo\n  patchbench boot --repeat 10 bzImage -- true      # boot-time benchmark\n  patchbench boot --campaign ci/smoke.yaml bzImage -- sh -c 'cat /sys/module/zswap/parameters/*'\n  patchbench boot --cost-model --out /tmp/pb bzImage -- /init marked-loop 1000000   # the cost lane"
     )]
     Boot(boot::BootArgs),
     /// Re-render stored results without running anything: the terminal
@@ -75,8 +75,9 @@ pub enum Command {
         after_help = "Examples:\n  patchbench compare patchbench-out/smoke-20261130-031500/results.json\n  patchbench compare --markdown out/results.json > report.md\n  patchbench compare --against old/results.json new/results.json   # B of old vs B of new"
     )]
     Compare(compare::CompareArgs),
-    /// Check this host: QEMU, KVM (and why not), the kernel toolchain,
-    /// busybox, the kernel source, disk space. Prints what to install.
+    /// Check this host: QEMU, KVM (and why not), the cost lane's QEMU
+    /// plugin API and plugin, the kernel toolchain, busybox, the kernel
+    /// source, disk space. Prints what to install.
     /// Exits 0 when a campaign can run, 3 when something required is missing.
     Doctor {
         /// The cache directory whose free space matters.

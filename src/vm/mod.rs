@@ -18,6 +18,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::UnixListener;
 
 use crate::config::CpuShape;
+use crate::cost::{self, CostLane};
 use crate::process::{Cmd, Daemon, ProcessError};
 use accel::Accel;
 
@@ -60,6 +61,10 @@ impl BootSpec {
     fn swap_file(&self) -> PathBuf {
         self.dir.join("swap.img")
     }
+    /// Where the cost-model plugin writes its windows (cost lane only).
+    pub fn cost_windows(&self) -> PathBuf {
+        self.dir.join(cost::WINDOWS_FILE)
+    }
 }
 
 /// The longest a boot can legitimately last: the boot timeout, the run
@@ -72,15 +77,29 @@ pub fn qemu_deadline(spec: &BootSpec) -> Duration {
 
 /// The full QEMU command for a boot.
 pub fn qemu_command(spec: &BootSpec, socket: &Path) -> Cmd {
+    command(spec, None, socket)
+}
+
+/// The full QEMU command for a boot in the cost lane: always TCG,
+/// single-threaded, with icount, whatever `spec` says.
+pub fn cost_qemu_command(spec: &BootSpec, lane: &CostLane, socket: &Path) -> Cmd {
+    command(spec, Some(lane), socket)
+}
+
+fn command(spec: &BootSpec, lane: Option<&CostLane>, socket: &Path) -> Cmd {
+    let mut cmdline = [args::kernel_cmdline(spec.cpus), spec.extra_cmdline.clone()].concat();
+    let accel = match lane {
+        Some(_) => {
+            cmdline.extend(cost::args::kernel_params());
+            cost::args::accel()
+        }
+        None => args::accel_args(spec.accel, spec.icount),
+    };
     Cmd::new("qemu-system-x86_64", qemu_deadline(spec))
         .args(args::base_args())
-        .args(args::accel_args(spec.accel, spec.icount))
+        .args(accel)
         .args(args::machine_args(spec.memory_mib, spec.cpus))
-        .args(args::boot_args(
-            &spec.kernel,
-            &spec.initrd,
-            &[args::kernel_cmdline(spec.cpus), spec.extra_cmdline.clone()].concat(),
-        ))
+        .args(args::boot_args(&spec.kernel, &spec.initrd, &cmdline))
         .args(args::console_args(&spec.console_log()))
         .args(args::channel_args(socket, PORT_NAME))
         .args(args::swap_disk_args(&spec.swap_file()))
@@ -89,6 +108,9 @@ pub fn qemu_command(spec: &BootSpec, socket: &Path) -> Cmd {
         } else {
             Vec::new()
         })
+        .args(lane.map_or_else(Vec::new, |l| {
+            cost::args::qemu_args(&l.plugin, &l.system_map, &spec.cost_windows())
+        }))
 }
 
 /// What a boot produced.
@@ -140,6 +162,30 @@ pub enum VmError {
 /// samples to disk there); an error it returns aborts the boot.
 pub async fn boot(
     spec: &BootSpec,
+    on_message: impl FnMut(&Message) -> anyhow::Result<()>,
+) -> Result<BootOutcome, VmError> {
+    boot_in_lane(spec, None, on_message).await
+}
+
+/// [`boot`] in the cost lane: with the cost-model plugin writing its
+/// windows to [`BootSpec::cost_windows`], under TCG single-threaded with
+/// icount whatever `spec` says.
+pub async fn boot_cost(
+    spec: &BootSpec,
+    lane: &CostLane,
+    on_message: impl FnMut(&Message) -> anyhow::Result<()>,
+) -> Result<BootOutcome, VmError> {
+    let spec = BootSpec {
+        accel: Accel::Tcg,
+        icount: true,
+        ..spec.clone()
+    };
+    boot_in_lane(&spec, Some(lane), on_message).await
+}
+
+async fn boot_in_lane(
+    spec: &BootSpec,
+    lane: Option<&CostLane>,
     mut on_message: impl FnMut(&Message) -> anyhow::Result<()>,
 ) -> Result<BootOutcome, VmError> {
     let setup = |what: &str| {
@@ -165,7 +211,7 @@ pub async fn boot(
     let listener = UnixListener::bind(&socket).map_err(setup("listen on the agent socket"))?;
 
     let started = Instant::now();
-    let cmd = qemu_command(spec, &socket);
+    let cmd = command(spec, lane, &socket);
     let mut qemu = Daemon::spawn(&cmd, &spec.qemu_stderr()).map_err(|source| VmError::Spawn {
         label: spec.label.clone(),
         source,
@@ -375,6 +421,10 @@ mod tests {
         };
         let root_cmd = qemu_command(&with_root, Path::new("/tmp/s/agent.sock")).to_string();
         assert!(root_cmd.contains("mount_tag=hostroot"), "{root_cmd}");
+        assert!(
+            !cmd.contains("-plugin") && !cmd.contains("nokaslr"),
+            "{cmd}"
+        );
         for part in [
             "qemu-system-x86_64 -nodefaults",
             "-accel tcg,thread=multi",
@@ -388,5 +438,43 @@ mod tests {
         ] {
             assert!(cmd.contains(part), "missing {part} in {cmd}");
         }
+    }
+
+    #[test]
+    fn a_cost_lane_boot_is_tcg_icount_with_the_plugin_and_nokaslr() {
+        let spec = BootSpec {
+            label: "A".into(),
+            kernel: "/k/bzImage".into(),
+            initrd: "/b/initramfs.cpio".into(),
+            dir: "/b".into(),
+            // Asked for KVM without icount: the lane overrides both.
+            accel: Accel::Kvm,
+            icount: false,
+            memory_mib: 1024,
+            cpus: CpuShape {
+                possible: 20,
+                online: 2,
+            },
+            swap_bytes: 1 << 29,
+            boot_timeout: Duration::from_secs(60),
+            run_timeout: Duration::from_secs(600),
+            host_root: false,
+            extra_cmdline: Vec::new(),
+        };
+        let lane = CostLane {
+            plugin: "/t/libpatchbench_cost_plugin.so".into(),
+            system_map: "/k/System.map".into(),
+        };
+        let cmd = cost_qemu_command(&spec, &lane, Path::new("/tmp/s/agent.sock")).to_string();
+        for part in [
+            "-accel tcg,thread=single",
+            "-icount shift=0,sleep=off",
+            "maxcpus=2 rdinit=/init nokaslr",
+            "-plugin /t/libpatchbench_cost_plugin.so,out=/b/cost-windows.jsonl,system_map=/k/System.map,icount=on",
+            "-seed 1",
+        ] {
+            assert!(cmd.contains(part), "missing {part} in {cmd}");
+        }
+        assert!(!cmd.contains("kvm"), "{cmd}");
     }
 }

@@ -13,7 +13,8 @@
 //! Timed: `make O=<build> -j<jobs> <targets>` in the source tree, from
 //! spawn to exit: `real` on CLOCK_MONOTONIC, `user` and `sys` from
 //! `getrusage(RUSAGE_CHILDREN)` (make waits for every compiler it starts,
-//! so their time is included). Afterwards every target must exist and be
+//! so their time is included); that span is the cost model's `build` phase.
+//! Afterwards every target must exist and be
 //! non-empty, and the cgroup's `memory.stat` and `memory.peak` give the
 //! memory counters. make's output goes to a log whose tail is shown if it
 //! fails.
@@ -22,6 +23,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::Path;
 
+use patchbench_agent::marker::Phase;
 use patchbench_agent::{BuildDriver, Limit, RECORDED_MAKEFILE};
 
 use crate::cgroup;
@@ -29,6 +31,7 @@ use crate::console;
 use crate::error::{Context, Result, bail};
 use crate::files;
 use crate::hostroot;
+use crate::mark;
 use crate::pageout::{counter_delta, emit, read_stat};
 use crate::port::Port;
 use crate::refault::Times;
@@ -169,9 +172,12 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
     let before = read_stat(&stat)?;
     let (user0, sys0) = sys::children_cpu_ns().context("getrusage")?;
     let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
+    mark::begin(Phase::Build);
     let status = cmd
         .status()
-        .with_context(|| format!("running make in {} (host root)", params.src))?;
+        .with_context(|| format!("running make in {} (host root)", params.src));
+    mark::end(Phase::Build);
+    let status = status?;
     let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
     let (user1, sys1) = sys::children_cpu_ns().context("getrusage")?;
     if !status.success() {

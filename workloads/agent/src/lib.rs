@@ -11,11 +11,16 @@
 //! Direction guest → host: one JSON [`Message`] per line on the virtio-serial
 //! port named [`PORT_NAME`]. Every message is written the moment it exists, so
 //! a sample measured before a crash is never lost.
+//!
+//! Direction guest → cost-model plugin: phase markers in the instruction
+//! stream ([`marker`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+pub mod marker;
 
 /// Bumped on any incompatible change to [`Job`] or [`Message`].
 ///

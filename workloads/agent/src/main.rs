@@ -22,6 +22,7 @@ mod files;
 mod gate;
 mod hostroot;
 mod kbuild;
+mod mark;
 mod pageout;
 mod parse;
 mod pattern;
@@ -134,6 +135,10 @@ fn run(port: &mut Port) -> Result<()> {
     facts.profiled_symbol = profiler.as_ref().map(|p| p.symbol().to_string());
     facts.settings = settings;
     port.send(&Message::Facts(facts))?;
+
+    // The cost model (if the boot runs in the cost lane) starts here: the
+    // boot and the setup ran at icount's speed; the workload is modelled.
+    mark::model_on();
 
     // The main workload, then each control, in this same boot; the port tags
     // each sample with its condition. Every condition is the main one's

@@ -8,7 +8,9 @@
 //! wait at a gate right before and right after their PAGEOUT while the agent
 //! starts and stops the profiler, so `pageout_flushes` counts the stats
 //! flushes of the PAGEOUTs only (all workers' together), not of the fill or
-//! the re-reads. Every other metric comes from the timed pass.
+//! the re-reads. Every other metric comes from the timed pass, and only the
+//! timed pass marks its phases (`total`, `pageout`, `verify`) for the cost
+//! model.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -64,8 +66,13 @@ pub fn run(
         .collect();
     let mib = params.mib_per_worker;
     let random_percent = params.random_percent;
-    let body = |_: usize, gate: &mut Gate| -> Result<Fields> {
-        worker::measure(mib, random_percent, &mut || gate.wait()).map(WorkerResult::to_fields)
+    // Only the timed pass marks its phases for the cost model.
+    let timed = |_: usize, gate: &mut Gate| -> Result<Fields> {
+        worker::measure(mib, random_percent, true, &mut || gate.wait()).map(WorkerResult::to_fields)
+    };
+    let counting = |_: usize, gate: &mut Gate| -> Result<Fields> {
+        worker::measure(mib, random_percent, false, &mut || gate.wait())
+            .map(WorkerResult::to_fields)
     };
     let total = warmups + samples;
     for index in 0..total {
@@ -73,9 +80,13 @@ pub fn run(
         // The timed pass runs without the profiler's hook on the flush path,
         // so the CPU times are the kernel's own; a second pass of the same
         // sample, with the profiler on, counts the flushes.
-        let (results, before, after, _) = pass(&slots, &body, &stat, None).with_context(during)?;
+        let (results, before, after, _) = pass(&slots, &timed, &stat, None).with_context(during)?;
         let flushes = match profiler {
-            Some(p) => pass(&slots, &body, &stat, Some(p)).with_context(during)?.3,
+            Some(p) => {
+                pass(&slots, &counting, &stat, Some(p))
+                    .with_context(during)?
+                    .3
+            }
             None => None,
         };
         let metrics = sample_metrics(&results, &before, &after, flushes).with_context(during)?;

@@ -9,7 +9,8 @@
 //! children with their limits, a tmpfs. Timed: from the start of every
 //! worker (gate 0, after fork and cgroup migration) to the last one's end,
 //! wall clock (`real`) and the workers' user and system CPU time
-//! (`getrusage(RUSAGE_CHILDREN)`, like `time` on the script). The files are
+//! (`getrusage(RUSAGE_CHILDREN)`, like `time` on the script); that span is
+//! the cost model's `run` phase. The files are
 //! deleted after each sample, outside the timing. The parent's
 //! `memory.stat` before and after gives pgscan, pgsteal and refaults.
 
@@ -20,10 +21,12 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use patchbench_agent::Limit;
+use patchbench_agent::marker::Phase;
 
 use crate::cgroup;
 use crate::console;
 use crate::error::{Context, Result, bail};
+use crate::mark;
 use crate::pageout::{counter_delta, emit, read_stat};
 use crate::pattern;
 use crate::port::Port;
@@ -88,9 +91,11 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
         let mut start = 0;
         spawn::run_workers(&slots, &body, &mut |_| {
             start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
+            mark::begin(Phase::Run);
             Ok(())
         })
         .with_context(during)?;
+        mark::end(Phase::Run);
         let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
         let (user1, sys1) = sys::children_cpu_ns().context("getrusage")?;
         let after = read_stat(&stat).with_context(during)?;

@@ -12,7 +12,8 @@
 //!
 //! A sample: start the profiler, `pread()` the open `memory.stat` at offset 0
 //! `reads` times (one process, no fork per read; reading it flushes the
-//! subtree's stats once enough updates are pending), stop the profiler.
+//! subtree's stats once enough updates are pending), stop the profiler. The
+//! loop is the cost model's `read_loop` phase.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -21,10 +22,13 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use patchbench_agent::marker::Phase;
+
 use crate::cgroup;
 use crate::console;
 use crate::error::{Context, Error, Result, bail};
 use crate::files;
+use crate::mark;
 use crate::pageout::emit;
 use crate::port::Port;
 use crate::profiler::{Profiler, Stat};
@@ -95,6 +99,7 @@ fn sample(
     let mut buf = vec![0u8; 1 << 16];
     profiler.start().context("starting the function profiler")?;
     let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
+    mark::begin(Phase::ReadLoop);
     for _ in 0..reads {
         let n = file
             .read_at(&mut buf, 0)
@@ -103,6 +108,7 @@ fn sample(
             bail!("pread of {} returned nothing", path.display());
         }
     }
+    mark::end(Phase::ReadLoop);
     let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
     profiler.stop().context("stopping the function profiler")?;
     let flush = profiler.read().context("reading the function profiler")?;

@@ -10,8 +10,11 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::panic::AssertUnwindSafe;
 
+use patchbench_agent::marker::Phase;
+
 use crate::error::{Context, Error, Result, bail};
 use crate::gate::{Body, EXIT_FAILED, EXIT_PANICKED, Gate, Slot};
+use crate::mark;
 use crate::pattern;
 use crate::report::{Line, WorkerResult};
 use crate::sys::{self, Mapping};
@@ -63,13 +66,20 @@ fn mono_now() -> Result<u64> {
 /// The timed body: fill `mib` MiB of anonymous memory, page it all out,
 /// read it all back and check it, unmap it. `gate` runs right before and
 /// right after the PAGEOUT (the agent switches the function profiler there).
-/// The caller must be single-threaded, since the CPU clock is the whole
-/// process's.
+/// With `marked`, the body marks its `total`, `pageout` and `verify` phases
+/// for the cost model (inside the clock reads that time them). The caller
+/// must be single-threaded, since the CPU clock is the whole process's.
 pub fn measure(
     mib: u64,
     random_percent: u8,
+    marked: bool,
     gate: &mut dyn FnMut() -> Result<()>,
 ) -> Result<WorkerResult> {
+    let if_marked = |edge: fn(Phase), phase| {
+        if marked {
+            edge(phase)
+        }
+    };
     let page_size = sys::page_size();
     let page_words = page_size / 8;
     let random = pattern::random_words(page_words, random_percent);
@@ -82,6 +92,7 @@ pub fn measure(
 
     let total_start = cpu_now()?;
     let start_mono_ns = mono_now()?;
+    if_marked(mark::begin, Phase::Total);
 
     let mut map = Mapping::anonymous(len).with_context(|| format!("mmap of {mib} MiB"))?;
     map.advise(libc::MADV_NOHUGEPAGE)
@@ -92,12 +103,15 @@ pub fn measure(
 
     gate()?;
     let pageout_start = cpu_now()?;
+    if_marked(mark::begin, Phase::Pageout);
     map.advise(libc::MADV_PAGEOUT)
         .context("madvise(MADV_PAGEOUT)")?;
+    if_marked(mark::end, Phase::Pageout);
     let pageout_end = cpu_now()?;
     gate()?;
 
     let verify_start = cpu_now()?;
+    if_marked(mark::begin, Phase::Verify);
     for (index, page) in map.words().chunks_exact(page_words).enumerate() {
         if let Err(m) = pattern::check_page_mixed(index as u64, page, random) {
             bail!(
@@ -108,9 +122,11 @@ pub fn measure(
             );
         }
     }
+    if_marked(mark::end, Phase::Verify);
     let verify_end = cpu_now()?;
 
     map.unmap().context("munmap")?;
+    if_marked(mark::end, Phase::Total);
     let total_end = cpu_now()?;
     let end_mono_ns = mono_now()?;
 

@@ -1,0 +1,115 @@
+//! The plugin's arguments: built by patchbench, parsed by the plugin, one
+//! type for both so that the two cannot drift apart.
+//!
+//! QEMU hands a plugin its options as `key=value` strings:
+//! `-plugin libpatchbench_cost_plugin.so,out=W,system_map=M,icount=on`.
+
+use std::path::PathBuf;
+
+/// What the plugin needs to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginArgs {
+    /// The file the window records are appended to.
+    pub out: PathBuf,
+    /// The booted kernel's `System.map` (the kernel runs with `nokaslr`).
+    pub system_map: PathBuf,
+    /// The caller's promise that QEMU runs TCG single-threaded with
+    /// `-icount shift=0,sleep=off`: the plugin refuses to run without it,
+    /// since its counts are repeatable only there.
+    pub icount: bool,
+}
+
+impl PluginArgs {
+    /// The `key=value` strings, in a fixed order.
+    pub fn to_args(&self) -> Vec<String> {
+        vec![
+            format!("out={}", self.out.display()),
+            format!("system_map={}", self.system_map.display()),
+            format!("icount={}", if self.icount { "on" } else { "off" }),
+        ]
+    }
+
+    /// Parses QEMU's `key=value` strings; every key is required once.
+    pub fn parse(args: &[String]) -> Result<PluginArgs, String> {
+        let (mut out, mut system_map, mut icount) = (None, None, None);
+        for arg in args {
+            let (key, value) = arg
+                .split_once('=')
+                .ok_or_else(|| format!("argument {arg:?} is not key=value"))?;
+            let slot = match key {
+                "out" => &mut out,
+                "system_map" => &mut system_map,
+                "icount" => &mut icount,
+                _ => {
+                    return Err(format!(
+                        "unknown argument {key:?} (known: out, system_map, icount)"
+                    ));
+                }
+            };
+            if slot.replace(value.to_string()).is_some() {
+                return Err(format!("argument {key:?} given twice"));
+            }
+        }
+        let required = |v: Option<String>, key: &str| {
+            v.filter(|v| !v.is_empty())
+                .ok_or_else(|| format!("argument {key}= is required"))
+        };
+        let icount = match required(icount, "icount")?.as_str() {
+            "on" | "true" | "yes" => true,
+            "off" | "false" | "no" => false,
+            other => return Err(format!("icount={other:?}: expected on or off")),
+        };
+        Ok(PluginArgs {
+            out: required(out, "out")?.into(),
+            system_map: required(system_map, "system_map")?.into(),
+            icount,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn what_the_host_builds_the_plugin_parses() {
+        let args = PluginArgs {
+            out: "/b/cost,1.jsonl".into(),
+            system_map: "/k/System.map".into(),
+            icount: true,
+        };
+        assert_eq!(
+            args.to_args(),
+            [
+                "out=/b/cost,1.jsonl",
+                "system_map=/k/System.map",
+                "icount=on"
+            ]
+        );
+        assert_eq!(PluginArgs::parse(&args.to_args()), Ok(args));
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        for (words, want) in [
+            (&["out=/o", "system_map=/m"][..], "icount= is required"),
+            (
+                &["out=/o", "system_map=/m", "icount=maybe"],
+                "expected on or off",
+            ),
+            (&["out=/o", "out=/p"], "given twice"),
+            (&["verbose"], "not key=value"),
+            (&["colour=red"], "unknown argument \"colour\""),
+            (&["out=", "system_map=/m", "icount=on"], "out= is required"),
+        ] {
+            let err = PluginArgs::parse(&strings(words)).unwrap_err();
+            assert!(err.contains(want), "{words:?}: {err}");
+        }
+        let off = PluginArgs::parse(&strings(&["out=/o", "system_map=/m", "icount=off"]));
+        assert!(!off.unwrap().icount);
+    }
+}

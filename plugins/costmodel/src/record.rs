@@ -1,0 +1,145 @@
+//! The plugin's output: one JSON object per line, written and flushed the
+//! moment a window closes, so the host has it before the guest agent's
+//! sample message arrives. A documented wire format between the plugin and
+//! patchbench (docs/cost-model.md), like the agent's protocol.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::Counts;
+use crate::machine::Latency;
+
+/// One output line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Line {
+    /// A window closed.
+    Window(WindowRecord),
+    /// The plugin saw something that makes the windows untrustworthy (an
+    /// end marker without its begin, a window still open at exit, a write
+    /// that failed).
+    Error { message: String },
+}
+
+impl Line {
+    /// The line as written: JSON and a newline.
+    pub fn to_json_line(&self) -> String {
+        let mut text = serde_json::to_string(self).expect("records serialize");
+        text.push('\n');
+        text
+    }
+}
+
+/// What a window cost: counts and the model's cycles for them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cost {
+    pub insns: u64,
+    pub l1d_misses: u64,
+    pub l1i_misses: u64,
+    pub l2_misses: u64,
+    pub llc_misses: u64,
+    pub coherence_misses: u64,
+    pub modeled_cycles: u64,
+}
+
+impl Cost {
+    pub fn of(counts: &Counts, latency: &Latency) -> Cost {
+        Cost {
+            insns: counts.insns,
+            l1d_misses: counts.l1d_misses,
+            l1i_misses: counts.l1i_misses,
+            l2_misses: counts.l2_misses,
+            llc_misses: counts.llc_misses,
+            coherence_misses: counts.coherence_misses,
+            modeled_cycles: counts.modeled_cycles(latency),
+        }
+    }
+}
+
+/// One vCPU's share of a window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VcpuCost {
+    pub vcpu: u32,
+    #[serde(flatten)]
+    pub cost: Cost,
+}
+
+/// One kernel symbol's share of a window (`user` for all of user space,
+/// `kernel-unknown` for kernel code outside any symbol).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SymbolCost {
+    pub symbol: String,
+    #[serde(flatten)]
+    pub cost: Cost,
+}
+
+/// One closed window: a phase of a sample, on every vCPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WindowRecord {
+    /// Windows closed in this boot so far, this one included.
+    pub seq: u64,
+    /// The phase, as the agent's marker names it (`pageout`...).
+    pub phase: String,
+    /// The machine model ([`crate::machine::Model::name`]).
+    pub model: String,
+    pub total: Cost,
+    /// vCPUs that did anything in the window, by index.
+    pub vcpus: Vec<VcpuCost>,
+    /// Symbols with a non-zero count, most modeled cycles first (ties by
+    /// name); symbols of one name are merged.
+    pub symbols: Vec<SymbolCost>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_round_trip_and_name_their_type() {
+        let cost = Cost {
+            insns: 5,
+            modeled_cycles: 13,
+            l1d_misses: 1,
+            ..Cost::default()
+        };
+        let line = Line::Window(WindowRecord {
+            seq: 1,
+            phase: "pageout".into(),
+            model: "skylake-client".into(),
+            total: cost,
+            vcpus: vec![VcpuCost { vcpu: 1, cost }],
+            symbols: vec![SymbolCost {
+                symbol: "do_flush_stats".into(),
+                cost,
+            }],
+        });
+        let text = line.to_json_line();
+        assert!(text.ends_with('\n') && text.matches('\n').count() == 1);
+        assert!(
+            text.starts_with(r#"{"type":"window","seq":1,"phase":"pageout""#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"{"symbol":"do_flush_stats","insns":5,"#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<Line>(&text).unwrap(), line);
+        let error = Line::Error {
+            message: "end of pageout without a begin".into(),
+        };
+        assert_eq!(
+            serde_json::from_str::<Line>(&error.to_json_line()).unwrap(),
+            error
+        );
+    }
+
+    #[test]
+    fn unknown_fields_in_a_window_are_rejected() {
+        let text = r#"{"type":"window","seq":1,"phase":"p","model":"m","bogus":1,
+            "total":{"insns":0,"l1d_misses":0,"l1i_misses":0,"l2_misses":0,"llc_misses":0,
+            "coherence_misses":0,"modeled_cycles":0},"vcpus":[],"symbols":[]}"#;
+        let err = serde_json::from_str::<Line>(text).unwrap_err();
+        assert!(err.to_string().contains("bogus"), "{err}");
+    }
+}

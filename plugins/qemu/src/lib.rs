@@ -1,0 +1,490 @@
+//! The cost-model QEMU plugin: patchbench's deterministic, cache-aware cost
+//! lane (docs/cost-model.md).
+//!
+//! Loaded with `-plugin libpatchbench_cost_plugin.so,out=W,system_map=M,icount=on`
+//! into a QEMU running TCG single-threaded with `-icount shift=0,sleep=off`
+//! (it refuses anything else), it:
+//! - counts instructions per vCPU and per kernel symbol, resolved from
+//!   `System.map` once per instruction at translation time;
+//! - runs every memory access, by physical address, and every instruction
+//!   fetch through the cache model (`patchbench-costmodel`);
+//! - recognises the guest agent's phase markers from their bytes at
+//!   translation time, and appends one JSON line per closed window to `W`,
+//!   written before the guest runs on.
+//!
+//! Until the agent's model-on marker (after its setup, before any
+//! workload) it only watches for markers, so the boot runs at icount's
+//! speed; that marker resets the plugin (`qemu_plugin_reset`: QEMU drops
+//! every translated block), and from then on every block is translated
+//! with the model's callbacks.
+//!
+//! Counting is per segment: a translation block's instructions up to and
+//! including its first marker are counted when the block starts, and the
+//! instructions after each marker when that marker executes, after it has
+//! opened or closed its window. So a window holds the instructions after its
+//! begin marker up to and including its end marker. A block left early by
+//! an exception (a page fault) has its segment counted whole: a small,
+//! deterministic overcount.
+//!
+//! The model's state belongs to the one thread that runs every vCPU here
+//! (single-threaded TCG), so the hot paths (memory and block callbacks)
+//! take no lock and allocate nothing; a second thread running guest code
+//! stops QEMU. The window file, written rarely, sits behind a mutex.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::fs::File;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use patchbench_agent::marker::{self, Marker};
+use patchbench_costmodel::args::PluginArgs;
+use patchbench_costmodel::cache::LINE_SHIFT;
+use patchbench_costmodel::machine::{Access, MAX_VCPUS, Machine, Model, SKYLAKE_CLIENT};
+use patchbench_costmodel::record::Line;
+use patchbench_costmodel::symbols::{Symbols, code_address};
+use patchbench_costmodel::window::{Tally, Windows};
+use qemu_plugin_sys as sys;
+
+const NAME: &str = "patchbench-cost-plugin";
+
+/// The plugin API version this plugin speaks; QEMU refuses it unless its
+/// own range includes it.
+#[allow(non_upper_case_globals)]
+#[unsafe(no_mangle)]
+pub static qemu_plugin_version: c_int = sys::QEMU_PLUGIN_VERSION as c_int;
+
+const _: () = assert!(sys::QEMU_PLUGIN_VERSION == patchbench_costmodel::PLUGIN_API_VERSION);
+
+/// The instructions of one segment of a translation block, and the marker
+/// that starts it (none for a block's first segment).
+struct Segment {
+    marker: Option<Marker>,
+    /// (symbol id, instructions) runs, in order.
+    runs: Vec<(u32, u64)>,
+    /// (code address of a line, symbol id of its first instruction) for
+    /// every line the segment's instructions occupy.
+    lines: Vec<(u64, u32)>,
+}
+
+impl Segment {
+    fn new(marker: Option<Marker>) -> Segment {
+        Segment {
+            marker,
+            runs: Vec::new(),
+            lines: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, sym: u32, vaddr: u64, size: u64) {
+        match self.runs.last_mut() {
+            Some((s, n)) if *s == sym => *n += 1,
+            _ => self.runs.push((sym, 1)),
+        }
+        let first = code_address(vaddr) >> LINE_SHIFT;
+        let last = code_address(vaddr + size.max(1) - 1) >> LINE_SHIFT;
+        for line in first..=last {
+            if self.lines.last().map(|l| l.0) != Some(line << LINE_SHIFT) {
+                self.lines.push((line << LINE_SHIFT, sym));
+            }
+        }
+    }
+}
+
+/// Segments by address. Boxed: a segment's address is a callback's user
+/// data, so it must not move when the vector grows.
+#[allow(clippy::vec_box)]
+type Segments = Vec<Box<Segment>>;
+
+/// What install prepares, shared read-only by every callback.
+struct Config {
+    model: &'static Model,
+    symbols: Symbols,
+    vcpus: usize,
+}
+
+/// The window file, written when a window closes and at exit (rarely, so
+/// a mutex costs nothing).
+struct Output {
+    file: File,
+    path: String,
+    /// Phases with an open window, for the exit check on QEMU's main thread.
+    open: BTreeSet<&'static str>,
+}
+
+impl Output {
+    /// One line, in one write: the host sees it before the guest goes on.
+    fn write(&mut self, line: &Line) {
+        if let Err(e) = self.file.write_all(line.to_json_line().as_bytes()) {
+            eprintln!("{NAME}: cannot write to {}: {e}", self.path);
+        }
+    }
+}
+
+static CONFIG: OnceLock<Config> = OnceLock::new();
+/// QEMU's id for this plugin (for `qemu_plugin_reset`).
+static PLUGIN_ID: AtomicU64 = AtomicU64::new(0);
+/// Whether blocks are translated with the model's instrumentation: from
+/// the reset that the agent's model-on marker asks for.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static RESET_ASKED: AtomicBool = AtomicBool::new(false);
+static OUTPUT: Mutex<Option<Output>> = Mutex::new(None);
+/// How many threads have executed guest code: more than one is MTTCG.
+static TCG_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+fn output() -> MutexGuard<'static, Option<Output>> {
+    OUTPUT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The model's state, owned by the one thread that runs every vCPU
+/// (single-threaded TCG): the hot paths touch it with no lock and no
+/// atomic operation.
+struct State {
+    config: &'static Config,
+    machine: Machine,
+    tally: Tally,
+    windows: Windows,
+    /// What the callbacks' user data point at, kept until QEMU flushes its
+    /// code cache (then no block refers to them any more).
+    segments: Segments,
+}
+
+impl State {
+    fn mark(&mut self, marker: Marker) {
+        let mut output = output();
+        let Some(output) = output.as_mut() else {
+            return;
+        };
+        let active = ACTIVE.load(Ordering::Relaxed);
+        match marker {
+            Marker::ModelOn => {
+                if !active && !RESET_ASKED.swap(true, Ordering::Relaxed) {
+                    // SAFETY: our id; the reset runs after this callback,
+                    // between blocks, and then calls `on_reset`.
+                    unsafe {
+                        sys::qemu_plugin_reset(PLUGIN_ID.load(Ordering::Relaxed), Some(on_reset))
+                    };
+                }
+            }
+            Marker::Begin(phase) | Marker::End(phase) if !active => output.write(&Line::Error {
+                message: format!(
+                    "a marker of phase {} came before the agent switched the model on",
+                    phase.name()
+                ),
+            }),
+            Marker::Begin(phase) => {
+                self.windows.begin(phase.name(), &self.tally);
+                output.open.insert(phase.name());
+            }
+            Marker::End(phase) => {
+                let closed = self.windows.end(
+                    phase.name(),
+                    &self.tally,
+                    &self.config.symbols,
+                    self.config.model,
+                );
+                match closed {
+                    Ok(Some(record)) => {
+                        output.open.remove(phase.name());
+                        output.write(&Line::Window(record))
+                    }
+                    Ok(None) => {}
+                    Err(e) => output.write(&Line::Error {
+                        message: e.to_string(),
+                    }),
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this thread's state, creating it on the first call from the
+/// TCG thread; a second thread running guest code means multi-threaded
+/// TCG, whose counts do not repeat: QEMU is stopped, saying why.
+fn with_state(f: impl FnOnce(&mut State)) {
+    STATE.with(|cell| {
+        let mut state = cell.borrow_mut();
+        if state.is_none() {
+            let Some(config) = CONFIG.get() else { return };
+            if TCG_THREADS.fetch_add(1, Ordering::SeqCst) > 0 {
+                eprintln!(
+                    "{NAME}: vCPUs run on more than one thread (multi-threaded TCG); the cost \
+                     model needs -accel tcg,thread=single with -icount shift=0,sleep=off"
+                );
+                std::process::abort();
+            }
+            *state = Some(State {
+                config,
+                machine: Machine::new(config.model, config.vcpus),
+                tally: Tally::new(config.symbols.len(), config.vcpus),
+                windows: Windows::default(),
+                segments: Vec::new(),
+            });
+        }
+        f(state.as_mut().expect("just created"))
+    })
+}
+
+/// QEMU's entry point.
+///
+/// # Safety
+/// QEMU calls it once, with valid `info` and `argc` strings in `argv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qemu_plugin_install(
+    id: sys::qemu_plugin_id_t,
+    info: *const sys::qemu_info_t,
+    argc: c_int,
+    argv: *mut *mut c_char,
+) -> c_int {
+    // SAFETY: QEMU's contract for the install function.
+    let (info, args) = unsafe {
+        let args = (0..argc.max(0) as usize)
+            .map(|i| CStr::from_ptr(*argv.add(i)).to_string_lossy().into_owned())
+            .collect::<Vec<_>>();
+        (&*info, args)
+    };
+    match install(info, &args) {
+        Ok((config, out)) => {
+            if CONFIG.set(config).is_err() {
+                eprintln!("{NAME}: installed twice");
+                return -1;
+            }
+            *output() = Some(out);
+            PLUGIN_ID.store(id, Ordering::Relaxed);
+            register(id);
+            0
+        }
+        Err(message) => {
+            eprintln!("{NAME}: {message}");
+            -1
+        }
+    }
+}
+
+/// Our callbacks (at install, and again after the reset, which drops them).
+fn register(id: sys::qemu_plugin_id_t) {
+    // SAFETY: registering our callbacks with our id.
+    unsafe {
+        sys::qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate));
+        sys::qemu_plugin_register_flush_cb(id, Some(on_flush));
+        sys::qemu_plugin_register_atexit_cb(id, Some(on_exit), std::ptr::null_mut());
+    }
+}
+
+/// The reset the model-on marker asked for is done: every block was
+/// dropped, so from now on each is translated with the model's callbacks.
+unsafe extern "C" fn on_reset(id: sys::qemu_plugin_id_t) {
+    ACTIVE.store(true, Ordering::Relaxed);
+    STATE.with(|cell| {
+        if let Ok(mut state) = cell.try_borrow_mut()
+            && let Some(state) = state.as_mut()
+        {
+            state.segments.clear();
+        }
+    });
+    register(id);
+}
+
+fn install(info: &sys::qemu_info_t, args: &[String]) -> Result<(Config, Output), String> {
+    let args = PluginArgs::parse(args)?;
+    if !args.icount {
+        return Err(
+            "refusing to run without icount=on: the cost model's counts repeat only \
+             under TCG single-threaded with -icount shift=0,sleep=off (-accel tcg,thread=single), \
+             and icount=on says QEMU runs so"
+                .into(),
+        );
+    }
+    if !info.system_emulation {
+        return Err("the cost model needs system emulation (qemu-system-*)".into());
+    }
+    // SAFETY: `system` is the union's member in system emulation.
+    let vcpus = unsafe { info.__bindgen_anon_1.system.max_vcpus };
+    let vcpus = usize::try_from(vcpus)
+        .ok()
+        .filter(|v| (1..=MAX_VCPUS).contains(v))
+        .ok_or_else(|| format!("the cost model tracks 1 to {MAX_VCPUS} vCPUs, QEMU has {vcpus}"))?;
+    let map_path = args.system_map.display().to_string();
+    let map = std::fs::read_to_string(&args.system_map)
+        .map_err(|e| format!("cannot read the System.map {map_path}: {e}"))?;
+    let symbols = Symbols::parse(&map).map_err(|e| format!("{map_path}: {e}"))?;
+    if symbols.code_symbols() == 0 {
+        return Err(format!("{map_path} has no kernel code symbols"));
+    }
+    let path = args.out.display().to_string();
+    let file = File::create(&args.out)
+        .map_err(|e| format!("cannot create the window file {path}: {e}"))?;
+    Ok((
+        Config {
+            model: &SKYLAKE_CLIENT,
+            symbols,
+            vcpus,
+        },
+        Output {
+            file,
+            path,
+            open: BTreeSet::new(),
+        },
+    ))
+}
+
+/// A block is translated: resolve each instruction's symbol, find the
+/// markers, and attach the callbacks.
+unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu_plugin_tb) {
+    let active = ACTIVE.load(Ordering::Relaxed);
+    with_state(|state| {
+        let symbols = &state.config.symbols;
+        // SAFETY: `tb` and its instructions are valid during this callback.
+        unsafe {
+            let n = sys::qemu_plugin_tb_n_insns(tb);
+            if !active {
+                // Before the model is on, only markers are watched.
+                for i in 0..n {
+                    let insn = sys::qemu_plugin_tb_get_insn(tb, i);
+                    let bytes = std::slice::from_raw_parts(
+                        sys::qemu_plugin_insn_data(insn).cast::<u8>(),
+                        sys::qemu_plugin_insn_size(insn),
+                    );
+                    if let Some(found) = marker::decode_instruction(bytes) {
+                        attach(
+                            &mut state.segments,
+                            tb,
+                            Some(insn),
+                            Segment::new(Some(found)),
+                        );
+                    }
+                }
+                return;
+            }
+            let mut segment = Segment::new(None);
+            let mut anchor: Option<*mut sys::qemu_plugin_insn> = None;
+            for i in 0..n {
+                let insn = sys::qemu_plugin_tb_get_insn(tb, i);
+                let vaddr = sys::qemu_plugin_insn_vaddr(insn);
+                let size = sys::qemu_plugin_insn_size(insn);
+                let bytes =
+                    std::slice::from_raw_parts(sys::qemu_plugin_insn_data(insn).cast::<u8>(), size);
+                let sym = symbols.lookup(vaddr);
+                segment.add(sym, vaddr, size as u64);
+                match marker::decode_instruction(bytes) {
+                    None => sys::qemu_plugin_register_vcpu_mem_cb(
+                        insn,
+                        Some(on_mem),
+                        sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                        sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+                        sym as usize as *mut c_void,
+                    ),
+                    Some(found) => {
+                        let done = std::mem::replace(&mut segment, Segment::new(Some(found)));
+                        attach(&mut state.segments, tb, anchor, done);
+                        anchor = Some(insn);
+                    }
+                }
+            }
+            attach(&mut state.segments, tb, anchor, segment);
+        }
+    })
+}
+
+/// Runs `segment` when the block starts (no anchor) or when its marker
+/// instruction executes.
+unsafe fn attach(
+    segments: &mut Segments,
+    tb: *mut sys::qemu_plugin_tb,
+    anchor: Option<*mut sys::qemu_plugin_insn>,
+    segment: Segment,
+) {
+    let segment = Box::new(segment);
+    let data = (&*segment as *const Segment).cast_mut().cast::<c_void>();
+    segments.push(segment);
+    let flags = sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS;
+    // SAFETY: the handles are valid during translation; `data` lives in
+    // `segments` until the code cache is flushed.
+    unsafe {
+        match anchor {
+            None => sys::qemu_plugin_register_vcpu_tb_exec_cb(tb, Some(on_segment), flags, data),
+            Some(insn) => {
+                sys::qemu_plugin_register_vcpu_insn_exec_cb(insn, Some(on_segment), flags, data)
+            }
+        }
+    }
+}
+
+/// A segment starts executing: its marker acts, then its instructions and
+/// fetches are counted.
+unsafe extern "C" fn on_segment(vcpu: c_uint, data: *mut c_void) {
+    // SAFETY: `data` is a segment kept alive in `State::segments`.
+    let segment = unsafe { &*data.cast::<Segment>() };
+    with_state(|state| {
+        let v = vcpu as usize;
+        if let Some(found) = segment.marker {
+            state.mark(found);
+        }
+        for &(sym, n) in &segment.runs {
+            state.tally.insns(v, sym, n);
+        }
+        for &(addr, sym) in &segment.lines {
+            let outcome = state.machine.access(v, addr, Access::Fetch);
+            state.tally.access(v, sym, Access::Fetch, outcome);
+        }
+    })
+}
+
+/// One memory access, after it happened.
+unsafe extern "C" fn on_mem(
+    vcpu: c_uint,
+    info: sys::qemu_plugin_meminfo_t,
+    vaddr: u64,
+    data: *mut c_void,
+) {
+    // SAFETY: QEMU's contract: `info` and `vaddr` describe this access.
+    let (paddr, size, store) = unsafe {
+        let hw = sys::qemu_plugin_get_hwaddr(info, vaddr);
+        if hw.is_null() || sys::qemu_plugin_hwaddr_is_io(hw) {
+            return; // device memory: not cached
+        }
+        (
+            sys::qemu_plugin_hwaddr_phys_addr(hw),
+            1u64 << sys::qemu_plugin_mem_size_shift(info),
+            sys::qemu_plugin_mem_is_store(info),
+        )
+    };
+    let kind = if store { Access::Write } else { Access::Read };
+    let sym = data as usize as u32;
+    with_state(|state| {
+        let v = vcpu as usize;
+        // An access that straddles two lines touches both.
+        for line in (paddr >> LINE_SHIFT)..=((paddr + size - 1) >> LINE_SHIFT) {
+            let outcome = state.machine.access(v, line << LINE_SHIFT, kind);
+            state.tally.access(v, sym, kind, outcome);
+        }
+    })
+}
+
+/// QEMU flushed its code cache: no block refers to a segment any more.
+/// (It runs on the TCG thread; elsewhere there is nothing to free.)
+unsafe extern "C" fn on_flush(_id: sys::qemu_plugin_id_t) {
+    STATE.with(|cell| {
+        if let Some(state) = cell.borrow_mut().as_mut() {
+            state.segments.clear();
+        }
+    })
+}
+
+/// QEMU exits (on its main thread, the vCPUs stopped): a window still open
+/// means a phase never ended.
+unsafe extern "C" fn on_exit(_id: sys::qemu_plugin_id_t, _data: *mut c_void) {
+    if let Some(output) = output().as_mut() {
+        for phase in std::mem::take(&mut output.open) {
+            output.write(&Line::Error {
+                message: format!("the window of phase {phase} was still open when QEMU exited"),
+            });
+        }
+    }
+}

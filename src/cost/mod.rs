@@ -1,0 +1,407 @@
+//! The cost lane, host side: boots that load the cost-model plugin
+//! (`plugins/qemu`, model in `plugins/costmodel`, docs/cost-model.md), and
+//! what patchbench makes of the windows it writes.
+//!
+//! - [`args`]: the QEMU arguments and kernel parameters of the lane (pure);
+//! - [`api`]: which plugin API a QEMU speaks, and refusing one the plugin
+//!   cannot run in;
+//! - here: finding the plugin, reading its window file, turning a sample's
+//!   windows into metrics and symbol profiles, and the "top symbols by
+//!   Δ modeled cycles" table (pure).
+
+pub mod api;
+pub mod args;
+mod error;
+
+pub use error::{ApiRange, CostError};
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+pub use patchbench_costmodel::record::{Cost, Line, SymbolCost, WindowRecord};
+
+/// The window file's name in a boot's directory.
+pub const WINDOWS_FILE: &str = "cost-windows.jsonl";
+
+/// What a boot in the cost lane needs besides its [`crate::vm::BootSpec`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CostLane {
+    /// The plugin (`libpatchbench_cost_plugin.so`).
+    pub plugin: PathBuf,
+    /// The booted kernel's `System.map`.
+    pub system_map: PathBuf,
+}
+
+/// Find the plugin: `$PATCHBENCH_COST_PLUGIN`, else next to the running
+/// executable (as `cargo build --workspace` leaves it), else one folder up
+/// (test binaries live in `target/<profile>/deps`).
+pub fn find_plugin() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("PATCHBENCH_COST_PLUGIN") {
+        let path = PathBuf::from(path);
+        anyhow::ensure!(
+            path.is_file(),
+            "PATCHBENCH_COST_PLUGIN={} is not a file",
+            path.display()
+        );
+        return Ok(path);
+    }
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let file = patchbench_costmodel::PLUGIN_FILE;
+    for candidate in [dir.join(file), dir.join("..").join(file)] {
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    anyhow::bail!(
+        "the cost-model plugin {file} is not next to {}; build it with `cargo build --release --workspace` or set PATCHBENCH_COST_PLUGIN",
+        exe.display()
+    )
+}
+
+/// The window records in `text` (a window file, or the part of it read so
+/// far); a plugin error line is an error. `path` names the file in errors.
+pub fn parse_windows(text: &str, path: &Path) -> Result<Vec<WindowRecord>, CostError> {
+    let mut windows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Line>(line) {
+            Ok(Line::Window(w)) => windows.push(w),
+            Ok(Line::Error { message }) => {
+                return Err(CostError::Plugin {
+                    path: path.to_owned(),
+                    message,
+                });
+            }
+            Err(source) => {
+                return Err(CostError::Parse {
+                    path: path.to_owned(),
+                    line: i + 1,
+                    source,
+                });
+            }
+        }
+    }
+    Ok(windows)
+}
+
+/// Reads a window file as it grows: each call returns the windows whose
+/// lines were completed since the last call. The plugin writes a window
+/// before the guest runs on, so after the agent's sample message the
+/// sample's windows are all there.
+#[derive(Debug)]
+pub struct WindowReader {
+    path: PathBuf,
+    offset: u64,
+    lines_before: usize,
+}
+
+impl WindowReader {
+    pub fn new(path: &Path) -> WindowReader {
+        WindowReader {
+            path: path.to_owned(),
+            offset: 0,
+            lines_before: 0,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The windows completed since the last call.
+    pub fn read_new(&mut self) -> Result<Vec<WindowRecord>, CostError> {
+        let read_err = |source| CostError::Read {
+            path: self.path.clone(),
+            source,
+        };
+        let mut file = std::fs::File::open(&self.path).map_err(read_err)?;
+        file.seek(SeekFrom::Start(self.offset)).map_err(read_err)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(read_err)?;
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let text = String::from_utf8_lossy(&bytes[..complete]);
+        let windows = parse_windows(&text, &self.path).map_err(|e| match e {
+            CostError::Parse { path, line, source } => CostError::Parse {
+                path,
+                line: line + self.lines_before,
+                source,
+            },
+            other => other,
+        })?;
+        self.offset += complete as u64;
+        self.lines_before += text.lines().count();
+        Ok(windows)
+    }
+}
+
+/// The metric names of a phase, in the order [`sample_metrics`] makes them:
+/// `<phase>_insns`, `_l1d_misses`, `_llc_misses`, `_coherence_misses`,
+/// `_modeled_cycles`.
+pub fn metric_names(phase: &str) -> [String; 5] {
+    [
+        format!("{phase}_insns"),
+        format!("{phase}_l1d_misses"),
+        format!("{phase}_llc_misses"),
+        format!("{phase}_coherence_misses"),
+        format!("{phase}_modeled_cycles"),
+    ]
+}
+
+/// A sample's metrics from the windows that closed during it (the records
+/// since the previous sample): five per phase (see [`metric_names`]), to
+/// merge into the sample's metrics map.
+pub fn sample_metrics(windows: &[WindowRecord]) -> Result<BTreeMap<String, u64>, CostError> {
+    if windows.is_empty() {
+        return Err(CostError::NoWindows);
+    }
+    let mut metrics = BTreeMap::new();
+    for w in windows {
+        let t = &w.total;
+        let values = [
+            t.insns,
+            t.l1d_misses,
+            t.llc_misses,
+            t.coherence_misses,
+            t.modeled_cycles,
+        ];
+        for (name, value) in metric_names(&w.phase).into_iter().zip(values) {
+            if metrics.insert(name, value).is_some() {
+                return Err(CostError::DuplicatePhase {
+                    phase: w.phase.clone(),
+                });
+            }
+        }
+    }
+    Ok(metrics)
+}
+
+/// Modeled cycles per symbol in one window of one sample.
+pub type SymbolProfile = BTreeMap<String, u64>;
+
+/// A sample's symbol profile per phase.
+pub fn sample_profiles(windows: &[WindowRecord]) -> BTreeMap<String, SymbolProfile> {
+    windows
+        .iter()
+        .map(|w| {
+            let profile = w
+                .symbols
+                .iter()
+                .map(|s| (s.symbol.clone(), s.cost.modeled_cycles))
+                .collect();
+            (w.phase.clone(), profile)
+        })
+        .collect()
+}
+
+/// One row of the "top symbols by Δ modeled cycles per sample" table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SymbolDelta {
+    pub symbol: String,
+    /// Mean modeled cycles per sample of A (a sample without the symbol
+    /// counts 0).
+    pub a_mean: f64,
+    pub b_mean: f64,
+    /// `b_mean − a_mean`.
+    pub delta: f64,
+    /// `delta` over the total Δ (B's mean total minus A's): the share of
+    /// the change this symbol explains; negative when it moved against the
+    /// total. `None` when the total did not change.
+    pub share: Option<f64>,
+}
+
+/// The `limit` symbols whose mean modeled cycles per sample changed most
+/// from A's samples to B's (largest |Δ| first, ties by name), from the
+/// per-sample profiles of one phase. Empty if either side has no sample.
+pub fn top_symbol_deltas(
+    a: &[SymbolProfile],
+    b: &[SymbolProfile],
+    limit: usize,
+) -> Vec<SymbolDelta> {
+    if a.is_empty() || b.is_empty() {
+        return Vec::new();
+    }
+    let (a_means, b_means) = (mean_profile(a), mean_profile(b));
+    let total = b_means.values().sum::<f64>() - a_means.values().sum::<f64>();
+    let symbols: std::collections::BTreeSet<&str> =
+        a_means.keys().chain(b_means.keys()).copied().collect();
+    let mut rows: Vec<SymbolDelta> = symbols
+        .into_iter()
+        .map(|symbol| {
+            let a_mean = a_means.get(symbol).copied().unwrap_or(0.0);
+            let b_mean = b_means.get(symbol).copied().unwrap_or(0.0);
+            let delta = b_mean - a_mean;
+            SymbolDelta {
+                symbol: symbol.to_string(),
+                a_mean,
+                b_mean,
+                delta,
+                share: (total != 0.0).then(|| delta / total),
+            }
+        })
+        .filter(|r| r.delta != 0.0)
+        .collect();
+    // Stable: equal |Δ| keep name order.
+    rows.sort_by(|x, y| y.delta.abs().total_cmp(&x.delta.abs()));
+    rows.truncate(limit);
+    rows
+}
+
+/// Mean cycles per sample of each symbol (absent in a sample: 0).
+fn mean_profile(side: &[SymbolProfile]) -> BTreeMap<&str, f64> {
+    let mut sums: BTreeMap<&str, u64> = BTreeMap::new();
+    for profile in side {
+        for (symbol, cycles) in profile {
+            *sums.entry(symbol).or_default() += cycles;
+        }
+    }
+    let n = side.len() as f64;
+    sums.into_iter()
+        .map(|(s, sum)| (s, sum as f64 / n))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use patchbench_costmodel::record::VcpuCost;
+
+    fn cost(insns: u64, cycles: u64) -> Cost {
+        Cost {
+            insns,
+            l1d_misses: 2,
+            l1i_misses: 0,
+            l2_misses: 1,
+            llc_misses: 1,
+            coherence_misses: 1,
+            modeled_cycles: cycles,
+        }
+    }
+
+    fn window(seq: u64, phase: &str, symbols: &[(&str, u64)]) -> WindowRecord {
+        let cycles = symbols.iter().map(|s| s.1).sum();
+        WindowRecord {
+            seq,
+            phase: phase.into(),
+            model: "skylake-client".into(),
+            total: cost(cycles / 2, cycles),
+            vcpus: vec![VcpuCost {
+                vcpu: 0,
+                cost: cost(cycles / 2, cycles),
+            }],
+            symbols: symbols
+                .iter()
+                .map(|&(s, c)| SymbolCost {
+                    symbol: s.into(),
+                    cost: cost(c / 2, c),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_samples_windows_become_five_metrics_per_phase() {
+        let windows = [
+            window(1, "pageout", &[("do_flush_stats", 300), ("user", 100)]),
+            window(2, "verify", &[("user", 50)]),
+        ];
+        let m = sample_metrics(&windows).unwrap();
+        let got: Vec<(&str, u64)> = m.iter().map(|(k, &v)| (k.as_str(), v)).collect();
+        assert_eq!(
+            got,
+            [
+                ("pageout_coherence_misses", 1),
+                ("pageout_insns", 200),
+                ("pageout_l1d_misses", 2),
+                ("pageout_llc_misses", 1),
+                ("pageout_modeled_cycles", 400),
+                ("verify_coherence_misses", 1),
+                ("verify_insns", 25),
+                ("verify_l1d_misses", 2),
+                ("verify_llc_misses", 1),
+                ("verify_modeled_cycles", 50),
+            ]
+        );
+        assert!(matches!(sample_metrics(&[]), Err(CostError::NoWindows)));
+        let twice = [window(1, "pageout", &[]), window(2, "pageout", &[])];
+        assert!(matches!(
+            sample_metrics(&twice),
+            Err(CostError::DuplicatePhase { .. })
+        ));
+        let profiles = sample_profiles(&windows);
+        assert_eq!(profiles["pageout"]["do_flush_stats"], 300);
+        assert_eq!(profiles["verify"].len(), 1);
+    }
+
+    #[test]
+    fn the_delta_table_ranks_symbols_by_change_and_shares_the_total() {
+        let p = |pairs: &[(&str, u64)]| -> SymbolProfile {
+            pairs.iter().map(|&(s, c)| (s.to_string(), c)).collect()
+        };
+        // A: the flush costs 1000 and 1200; B: it is gone, a counter update
+        // costs 100 more, user code is unchanged.
+        let a = [
+            p(&[
+                ("do_flush_stats", 1000),
+                ("user", 500),
+                ("mod_memcg_state", 10),
+            ]),
+            p(&[
+                ("do_flush_stats", 1200),
+                ("user", 500),
+                ("mod_memcg_state", 10),
+            ]),
+        ];
+        let b = [
+            p(&[("user", 500), ("mod_memcg_state", 110)]),
+            p(&[("user", 500), ("mod_memcg_state", 110)]),
+        ];
+        let rows = top_symbol_deltas(&a, &b, 10);
+        // Total Δ: (610) − (1610) = −1000.
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(rows[0].symbol, "do_flush_stats");
+        assert_eq!((rows[0].a_mean, rows[0].b_mean), (1100.0, 0.0));
+        assert_eq!(rows[0].delta, -1100.0);
+        assert_eq!(rows[0].share, Some(1.1));
+        assert_eq!(rows[1].symbol, "mod_memcg_state");
+        assert_eq!((rows[1].delta, rows[1].share), (100.0, Some(-0.1)));
+        // The listed shares add up to the whole change.
+        let sum: f64 = rows.iter().filter_map(|r| r.share).sum();
+        assert!((sum - 1.0).abs() < 1e-12);
+        assert_eq!(top_symbol_deltas(&a, &b, 1).len(), 1);
+        assert!(top_symbol_deltas(&a, &[], 10).is_empty());
+        // No change at all: no rows, and no shares to divide by zero.
+        assert!(top_symbol_deltas(&a, &a, 10).is_empty());
+    }
+
+    #[test]
+    fn the_reader_returns_only_complete_new_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(WINDOWS_FILE);
+        let line = |w: WindowRecord| Line::Window(w).to_json_line();
+        let first = line(window(1, "pageout", &[("user", 10)]));
+        let second = line(window(2, "verify", &[("user", 20)]));
+        std::fs::write(&path, format!("{first}{}", &second[..10])).unwrap();
+        let mut reader = WindowReader::new(&path);
+        let got = reader.read_new().unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].phase, "pageout");
+        assert!(reader.read_new().unwrap().is_empty(), "half a line waits");
+        std::fs::write(&path, format!("{first}{second}")).unwrap();
+        let got = reader.read_new().unwrap();
+        assert_eq!((got.len(), got[0].seq), (1, 2));
+        // A plugin error line is an error, and a broken line names its number.
+        let error = Line::Error {
+            message: "the end of phase pageout came without its begin".into(),
+        };
+        std::fs::write(&path, format!("{first}{second}{}", error.to_json_line())).unwrap();
+        let err = reader.read_new().unwrap_err().to_string();
+        assert!(err.contains("without its begin"), "{err}");
+        std::fs::write(&path, format!("{first}{second}{{nope\n")).unwrap();
+        let err = reader.read_new().unwrap_err();
+        assert!(matches!(err, CostError::Parse { line: 3, .. }), "{err:?}");
+    }
+}
