@@ -3,8 +3,9 @@
 //!
 //! A build directory is keyed by the commit, the configuration inputs and the
 //! compiler, so a repeated run reuses it. A variant's first build starts from
-//! a copy of the base's build directory, so `make` recompiles only what the
-//! series changed.
+//! the base's build directory, restored in place into the work directory
+//! (only differing files are copied, see [`seed`]), so `make` recompiles only
+//! what the series changed.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -19,6 +20,7 @@ use crate::kconfig;
 use crate::process::{self, Cmd};
 
 pub mod objects;
+pub mod seed;
 pub mod toolchain;
 
 /// A whole kernel build may take this long before it is killed.
@@ -103,12 +105,6 @@ pub enum BuildError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
-    },
-    #[error("copying build directory {} failed", from.display())]
-    Seed {
-        from: PathBuf,
-        #[source]
-        source: Box<process::ProcessError>,
     },
     #[error("cannot determine the compiler version")]
     Compiler(#[source] Box<process::ProcessError>),
@@ -235,24 +231,6 @@ fn cached(dir: &Path) -> Result<Option<KernelArtifact>, BuildError> {
     Ok(Some(stamp))
 }
 
-/// Copy a directory with `cp -a` (mtimes kept, so make sees copied objects
-/// as up to date), through a staging name so `to` appears whole or not at all.
-async fn copy_dir(from: &Path, to: &Path) -> Result<(), BuildError> {
-    let staging = to.with_extension("copying");
-    let _ = std::fs::remove_dir_all(&staging);
-    let cp = Cmd::new("cp")
-        .arg("-a")
-        .arg("--reflink=auto")
-        .arg(from)
-        .arg(&staging);
-    process::run(&cp).await.map_err(|source| BuildError::Seed {
-        from: from.to_owned(),
-        source: Box::new(source),
-    })?;
-    let _ = std::fs::remove_dir_all(to);
-    std::fs::rename(&staging, to).map_err(io_err(to))
-}
-
 /// Fail before building when the toolchain or the disk cannot do it.
 fn preflight(builds_dir: &Path) -> Result<(), BuildError> {
     let missing = toolchain::missing();
@@ -304,10 +282,14 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
         Some(dir) => cached(dir)?,
         None => None,
     };
+    // From here until the build finishes, the work directory is in flux.
+    let _ = std::fs::remove_file(&marker);
     let started_from = match (seed, holds) {
         (Some(seed), holds) => {
             if holds.as_ref().map(|h| &h.key) != Some(&seed.key) {
-                copy_dir(&seed.build_dir, &work).await?;
+                // Whatever the work directory holds (another series' B, a
+                // failed build, nothing), it becomes the seed's build.
+                seed::restore(&seed.build_dir, &work).map_err(io_err(&work))?;
             }
             Some((seed.key, seed.commit))
         }
@@ -318,8 +300,6 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
         }
     };
     std::fs::create_dir_all(&work).map_err(io_err(&work))?;
-    // From here until the build finishes, the work directory is in flux.
-    let _ = std::fs::remove_file(&marker);
     let _ = std::fs::remove_file(work.join(STAMP));
     let objects_from = started_from
         .as_ref()
@@ -350,8 +330,13 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
     let state = serde_json::to_string(&state).expect("work state serializes");
     crate::fsutil::write_atomic(&marker, state.as_bytes()).map_err(io_err(&marker))?;
 
-    copy_dir(&work, &entry).await?;
-    let _ = std::fs::remove_file(entry.join(WORK_MARKER));
+    // The entry the build started from shares every file this build did
+    // not rewrite (a cache entry is never written again).
+    let previous = started_from
+        .as_ref()
+        .map(|(from, _)| spec.builds_dir.join(from))
+        .filter(|dir| *dir != entry && dir.join(STAMP).is_file());
+    seed::snapshot(&work, &entry, previous.as_deref(), &[WORK_MARKER]).map_err(io_err(&entry))?;
     let bzimage = entry.join("arch/x86/boot/bzImage");
     let artifact = KernelArtifact {
         commit: spec.commit.to_string(),
