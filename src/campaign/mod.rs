@@ -246,7 +246,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         let (spec, initramfs_sha256) = prepare_boot(
             plan,
             &label,
-            &kernel.bzimage,
+            kernel.boot_image(),
             &boot_dir,
             decision.accel,
             &base_entries,
