@@ -31,6 +31,7 @@ fn run_campaign(text: &str, out: &Path) -> anyhow::Result<Outcome> {
         out_dir: out.to_owned(),
         cache_dir: cache_dir(),
         agent: patchbench::find_agent()?,
+        kernels: None,
     };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(campaign::run(&plan, &opts, &Recorder::default()))

@@ -19,7 +19,10 @@ use crate::results::{
 use crate::vm::{self, BootSpec, accel};
 
 mod kernels;
-pub use kernels::{AppliedSeries, BuildOutcome, apply_series, build_only, describe};
+pub use kernels::{
+    AppliedSeries, BuildOutcome, MANIFEST, Prebuilt, PrebuiltError, apply_series, build_only,
+    describe, export,
+};
 use kernels::{Prepared, prepare};
 
 /// Where a run reads and writes.
@@ -31,6 +34,8 @@ pub struct RunOptions {
     pub cache_dir: PathBuf,
     /// The guest agent binary.
     pub agent: PathBuf,
+    /// Boot these kernels (`patchbench build --out DIR`) instead of building.
+    pub kernels: Option<PathBuf>,
 }
 
 /// What a finished campaign produced.
@@ -102,7 +107,14 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         applied,
         a: kernel_a,
         b: kernel_b,
-    } = prepare(&mut stages, plan, &opts.cache_dir, false).await?;
+    } = prepare(
+        &mut stages,
+        plan,
+        &opts.cache_dir,
+        false,
+        opts.kernels.as_deref(),
+    )
+    .await?;
     let AppliedSeries {
         series,
         base,

@@ -2,8 +2,6 @@
 
 use std::fmt::Write;
 
-use anyhow::Context;
-
 use super::{BuildArgs, cache_dir, load_plan};
 use crate::build::KernelArtifact;
 use crate::build::objects::Reason;
@@ -16,14 +14,12 @@ pub(super) async fn build(args: BuildArgs) -> anyhow::Result<()> {
     let outcome =
         campaign::build_only(&plan, &cache_dir(&args.campaign), args.fresh, &sink).await?;
     if let Some(out) = &args.out {
-        std::fs::create_dir_all(out)
-            .with_context(|| format!("cannot create output directory {}", out.display()))?;
-        let path = out.join("kernels.json");
-        let mut text = serde_json::to_string_pretty(&outcome.kernels).expect("kernels serialize");
-        text.push('\n');
-        crate::fsutil::write_atomic(&path, text.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        eprintln!("manifest: {}", path.display());
+        let path = campaign::export(&outcome.kernels, out)?;
+        eprintln!(
+            "manifest: {} (with the kernels; boot them with `patchbench run --kernels {}`)",
+            path.display(),
+            out.display()
+        );
     }
     print!("{}", render(&outcome));
     Ok(())

@@ -37,7 +37,7 @@ pub struct Cli {
 pub enum Command {
     /// Run an A/B campaign: apply, build, boot, measure, report.
     #[command(
-        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml"
+        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml\n  patchbench build --out /tmp/k && patchbench run --kernels /tmp/k   # boot kernels built elsewhere"
     )]
     Run(RunArgs),
     /// Apply a series to a tree and report, per patch, whether and how it
@@ -183,6 +183,13 @@ pub struct RunArgs {
     /// [default: patchbench-out/<campaign>-<time>].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Boot the kernels `patchbench build --out DIR` wrote instead of
+    /// building: DIR/kernels.json, DIR/bzImage-A and -B (and vmlinux-A and
+    /// -B, which boot, when the kernels have PVH). Each image's sha256 must
+    /// match the manifest, and their commits this campaign's base and
+    /// series, or nothing boots.
+    #[arg(long, value_name = "DIR")]
+    kernels: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -194,7 +201,10 @@ pub struct BuildArgs {
     /// CCACHE_DISABLE=1 is set).
     #[arg(long)]
     fresh: bool,
-    /// Write the kernels' manifest (`kernels.json`) into this directory.
+    /// Write the kernels' manifest (`kernels.json`) and a copy of each
+    /// kernel (`bzImage-A`, `bzImage-B`, and `vmlinux-A`, `vmlinux-B` when
+    /// they have PVH) into this directory, for `patchbench run --kernels
+    /// DIR` here or on another machine.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
@@ -311,6 +321,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         out_dir,
         cache_dir: cache_dir(&args.campaign),
         agent: crate::find_agent()?,
+        kernels: args.kernels,
     };
     let sink = ui::Ui::new();
     let outcome = campaign::run(&plan, &opts, &sink).await?;
