@@ -116,11 +116,22 @@ pub fn tarball_cache_name(tarball: &Path, sha256: &str) -> String {
     format!("{stem}-{}", &sha256[..16])
 }
 
+/// Hears `(files done, files in all)` while an imported tree is committed.
+pub type FileProgress<'a> = &'a (dyn Fn(u64, Option<u64>) + Sync);
+
+/// How many files the commit of an import adds between two progress reports.
+const FILES_PER_REPORT: u64 = 1000;
+
 /// Import a kernel tarball into `<cache>/trees/`, or reuse an earlier import.
 ///
 /// The import commit has a fixed author and time, so its id is a function of
-/// the tarball's content alone.
-pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeError> {
+/// the tarball's content alone. `progress` hears how many of the extracted
+/// files have been added to the commit.
+pub async fn import_tarball(
+    tarball: &Path,
+    cache: &Path,
+    progress: FileProgress<'_>,
+) -> Result<Tree, TreeError> {
     let sha = {
         let owned = tarball.to_owned();
         tokio::task::spawn_blocking(move || sha256_file(&owned))
@@ -168,9 +179,24 @@ pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeEr
     let base = {
         let src = src.clone();
         let tarball = tarball.to_owned();
-        tokio::task::spawn_blocking(move || commit_whole_tree(&src, &tarball, &message))
-            .await
-            .expect("import task panicked")?
+        // The commit runs on a blocking thread; its counts come back here.
+        let (tx, mut counts) = tokio::sync::mpsc::unbounded_channel();
+        let mut task = tokio::task::spawn_blocking(move || {
+            commit_whole_tree(&src, &tarball, &message, &|done, total| {
+                let _ = tx.send((done, total));
+            })
+        });
+        loop {
+            tokio::select! {
+                Some((done, total)) = counts.recv() => progress(done, total),
+                joined = &mut task => {
+                    while let Ok((done, total)) = counts.try_recv() {
+                        progress(done, total);
+                    }
+                    break joined.expect("import task panicked")?;
+                }
+            }
+        }
     };
     std::fs::rename(&src, &dest).map_err(io_err(&dest))?;
     Ok(Tree {
@@ -183,17 +209,32 @@ pub async fn import_tarball(tarball: &Path, cache: &Path) -> Result<Tree, TreeEr
 
 /// `git init` + force-add everything + commit, then check the commit holds
 /// every file that is on disk.
-fn commit_whole_tree(src: &Path, tarball: &Path, message: &str) -> Result<Oid, TreeError> {
+fn commit_whole_tree(
+    src: &Path,
+    tarball: &Path,
+    message: &str,
+    progress: &dyn Fn(u64, Option<u64>),
+) -> Result<Oid, TreeError> {
+    let on_disk = count_files(src).map_err(io_err(src))?;
     let repo = Repository::init(src).map_err(git_err(src, "init"))?;
     let mut index = repo.index().map_err(git_err(src, "open the index"))?;
+    let mut added = 0;
+    progress(0, Some(on_disk as u64));
+    let mut each = |_: &Path, _: &[u8]| {
+        added += 1;
+        if added % FILES_PER_REPORT == 0 {
+            progress(added, Some(on_disk as u64));
+        }
+        0
+    };
     // FORCE: Debian's tree ignores everything at its top level (`/*`), so a
     // plain add would commit nothing.
     index
-        .add_all(["*"], IndexAddOption::FORCE, None)
+        .add_all(["*"], IndexAddOption::FORCE, Some(&mut each))
         .map_err(git_err(src, "add the extracted files"))?;
+    progress(added, Some(on_disk as u64));
     index.write().map_err(git_err(src, "write the index"))?;
     let committed = index.len();
-    let on_disk = count_files(src).map_err(io_err(src))?;
     if committed != on_disk {
         return Err(TreeError::IncompleteImport {
             tarball: tarball.to_owned(),
@@ -266,9 +307,14 @@ pub fn clone_local(path: &Path, rev: Option<&str>, cache: &Path) -> Result<Tree,
 }
 
 /// Get the tree a campaign names, from the cache when it is there.
-pub async fn obtain(source: &crate::config::TreeSource, cache: &Path) -> Result<Tree, TreeError> {
+/// A tarball's import reports its files to `progress`.
+pub async fn obtain(
+    source: &crate::config::TreeSource,
+    cache: &Path,
+    progress: FileProgress<'_>,
+) -> Result<Tree, TreeError> {
     match source {
-        crate::config::TreeSource::Tarball(path) => import_tarball(path, cache).await,
+        crate::config::TreeSource::Tarball(path) => import_tarball(path, cache, progress).await,
         crate::config::TreeSource::Git { path, rev } => clone_local(path, rev.as_deref(), cache),
         crate::config::TreeSource::Url { url, rev } => {
             let (url, rev, cache) = (url.clone(), rev.clone(), cache.to_owned());
@@ -562,14 +608,20 @@ mod tests {
         .await
         .unwrap();
         let cache = work.path().join("cache");
-        let tree = import_tarball(&tarball, &cache).await.unwrap();
+        let reports = std::sync::Mutex::new(Vec::new());
+        let progress = |done, total| reports.lock().unwrap().push((done, total));
+        let tree = import_tarball(&tarball, &cache, &progress).await.unwrap();
+        // Every file the commit holds was reported, of all on disk.
+        let last = *reports.lock().unwrap().last().unwrap();
+        assert_eq!(last.0, last.1.unwrap());
+        assert!(last.0 > 0);
         assert!(tree.fresh);
         let repo = tree.open().unwrap();
         let commit = repo.find_commit(tree.base).unwrap();
         let files = commit.tree().unwrap();
         assert!(files.get_path(Path::new("mm/memcontrol.c")).is_ok());
         assert!(files.get_path(Path::new("Makefile")).is_ok());
-        let again = import_tarball(&tarball, &cache).await.unwrap();
+        let again = import_tarball(&tarball, &cache, &progress).await.unwrap();
         assert!(!again.fresh);
         assert_eq!(again.base, tree.base);
     }

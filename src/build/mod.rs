@@ -234,6 +234,69 @@ const WORK_MARKER: &str = "patchbench-work.json";
 struct WorkState {
     key: String,
     commit: String,
+    /// Objects the last full build of this configuration compiled: what
+    /// the next full build is expected to compile (its progress total).
+    #[serde(default)]
+    full_build_objects: Option<u64>,
+    /// Objects the last incremental build compiled, likewise.
+    #[serde(default)]
+    incremental_build_objects: Option<u64>,
+}
+
+/// How often a running `make`'s log is read for its progress.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Reports `progress(compiled, expected)` about every second, from the
+/// lines `make` appends to `log` after byte `from`, until dropped.
+async fn watch_compiles(
+    log: &Path,
+    from: u64,
+    expected: Option<u64>,
+    progress: &(dyn Fn(u64, Option<u64>) + Sync),
+) {
+    use std::io::{Read, Seek};
+    let mut offset = from;
+    let mut partial = Vec::new();
+    let mut compiled = 0;
+    progress(0, expected);
+    loop {
+        tokio::time::sleep(PROGRESS_INTERVAL).await;
+        let Ok(mut file) = std::fs::File::open(log) else {
+            continue;
+        };
+        if file.seek(std::io::SeekFrom::Start(offset)).is_err() {
+            continue;
+        }
+        let before = compiled;
+        let mut bytes = Vec::new();
+        if let Ok(n) = file.read_to_end(&mut bytes) {
+            offset += n as u64;
+            partial.extend_from_slice(&bytes);
+            // Count whole lines only; keep a line still being written.
+            let end = partial
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |i| i + 1);
+            compiled += String::from_utf8_lossy(&partial[..end])
+                .lines()
+                .filter(|l| objects::compiled_object(l))
+                .count() as u64;
+            partial.drain(..end);
+        }
+        if compiled != before {
+            progress(compiled, expected);
+        }
+    }
+}
+
+/// Objects compiled, by kbuild's lines in `log` after byte `from`.
+fn compiled_in_log(log: &Path, from: u64) -> u64 {
+    let text = std::fs::read(log).unwrap_or_default();
+    let start = (from as usize).min(text.len());
+    String::from_utf8_lossy(&text[start..])
+        .lines()
+        .filter(|l| objects::compiled_object(l))
+        .count() as u64
 }
 
 /// Read a finished build's manifest, if its bzImage is still intact.
@@ -278,7 +341,16 @@ fn preflight(builds_dir: &Path) -> Result<(), BuildError> {
 /// (`<key>`), which is what later runs reuse and what seeds the next
 /// incremental build. `repo` is checked out at `spec.commit` only when a
 /// build is needed.
-pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<KernelArtifact> {
+///
+/// While `make` runs, `progress(compiled, expected)` hears how many objects
+/// it compiled, of those expected when that is known: as many as the last
+/// build of the same kind (full or incremental) of this configuration
+/// compiled.
+pub async fn build(
+    spec: &BuildSpec,
+    repo: &git2::Repository,
+    progress: &(dyn Fn(u64, Option<u64>) + Sync),
+) -> anyhow::Result<KernelArtifact> {
     let fragments = kconfig::read_fragments(&spec.fragments)
         .map_err(io_err(spec.fragments.first().map_or(Path::new("."), |p| p)))?;
     let compiler = compiler_version().await?;
@@ -302,6 +374,8 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
     let holds = std::fs::read_to_string(&marker)
         .ok()
         .and_then(|t| serde_json::from_str::<WorkState>(&t).ok());
+    let full_build_objects = holds.as_ref().and_then(|h| h.full_build_objects);
+    let incremental_build_objects = holds.as_ref().and_then(|h| h.incremental_build_objects);
     let seed = match &spec.seed_from {
         Some(dir) => cached(dir)?,
         None => None,
@@ -344,6 +418,11 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
         configure(spec, &work, &fragments, &log, ccache).await?;
     }
 
+    let expected = match &started_from {
+        None => full_build_objects,
+        Some(_) => incremental_build_objects,
+    };
+    let log_from = std::fs::metadata(&log).map_or(0, |m| m.len());
     let started_wall = SystemTime::now();
     let started = Instant::now();
     let make = Cmd::new("make")
@@ -351,14 +430,28 @@ pub async fn build(spec: &BuildSpec, repo: &git2::Repository) -> anyhow::Result<
         .arg("bzImage")
         .log_to(&log)
         .deadline(BUILD_DEADLINE);
-    if let Err(source) = process::run(&make).await {
+    let made = tokio::select! {
+        made = process::run(&make) => made,
+        () = watch_compiles(&log, log_from, expected, progress) => unreachable!("the watch never ends"),
+    };
+    if let Err(source) = made {
         return Err(make_failed("bzImage", &log, &work, source).into());
     }
     let build_seconds = started.elapsed().as_secs_f64();
+    let compiled = compiled_in_log(&log, log_from);
+    progress(compiled, expected.map(|e| e.max(compiled)));
     let rebuilt = objects::rebuilt_since(&work, started_wall, &touched).map_err(io_err(&work))?;
     let state = WorkState {
         key: key.clone(),
         commit: spec.commit.to_string(),
+        full_build_objects: match started_from {
+            None => Some(compiled),
+            Some(_) => full_build_objects,
+        },
+        incremental_build_objects: match started_from {
+            None => incremental_build_objects,
+            Some(_) => Some(compiled),
+        },
     };
     let state = serde_json::to_string(&state).expect("work state serializes");
     crate::fsutil::write_atomic(&marker, state.as_bytes()).map_err(io_err(&marker))?;
@@ -701,6 +794,19 @@ mod tests {
     }
 
     #[test]
+    fn the_oldest_file_of_a_build_directory_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(oldest_mtime(dir.path()).unwrap(), OLD);
+        let at = |secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+        std::fs::create_dir_all(dir.path().join("mm")).unwrap();
+        for (file, secs) in [(".config", 2000), ("mm/zswap.o", 1500), ("vmlinux", 3000)] {
+            let f = std::fs::File::create(dir.path().join(file)).unwrap();
+            f.set_modified(at(secs)).unwrap();
+        }
+        assert_eq!(oldest_mtime(dir.path()).unwrap(), at(1500));
+    }
+
+    #[test]
     fn only_what_kconfig_reads_forces_a_new_configuration() {
         for path in [
             "mm/Kconfig",
@@ -716,19 +822,6 @@ mod tests {
         for path in ["mm/zswap.c", "include/linux/memcontrol.h", "mm/Makefile"] {
             assert!(!shapes_config(Path::new(path)), "{path}");
         }
-    }
-
-    #[test]
-    fn the_oldest_file_of_a_build_directory_is_found() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(oldest_mtime(dir.path()).unwrap(), OLD);
-        let at = |secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
-        std::fs::create_dir_all(dir.path().join("mm")).unwrap();
-        for (file, secs) in [(".config", 2000), ("mm/zswap.o", 1500), ("vmlinux", 3000)] {
-            let f = std::fs::File::create(dir.path().join(file)).unwrap();
-            f.set_modified(at(secs)).unwrap();
-        }
-        assert_eq!(oldest_mtime(dir.path()).unwrap(), at(1500));
     }
 
     #[test]

@@ -37,7 +37,15 @@ pub(crate) async fn prepare(
     let prebuilt = prebuilt.map(Prebuilt::load).transpose()?;
     let tree = stages
         .time("import", &plan.tree.to_string(), async {
-            Ok(tree::obtain(&plan.tree, cache_dir).await?)
+            let files = |done, total| {
+                sink.emit(Event::Count {
+                    stage: "import".into(),
+                    done,
+                    total,
+                    unit: "files",
+                })
+            };
+            Ok(tree::obtain(&plan.tree, cache_dir, &files).await?)
         })
         .await?;
     if !tree.fresh {
@@ -217,9 +225,18 @@ async fn build_variant(
     spec: &BuildSpec,
     repo: &git2::Repository,
 ) -> anyhow::Result<KernelArtifact> {
+    let sink = stages.sink;
+    let progress = |done, total| {
+        sink.emit(Event::Count {
+            stage: stage.to_string(),
+            done,
+            total,
+            unit: "objects",
+        })
+    };
     let artifact = stages
         .time(stage, &format!("commit {}", spec.commit), async {
-            build::build(spec, repo).await
+            build::build(spec, repo, &progress).await
         })
         .await?;
     stages

@@ -460,6 +460,15 @@ fn record(
             } else {
                 boot.samples.push(sample.clone());
             }
+            // Warm-ups and samples of every condition, for the progress bar.
+            let runs = total * (1 + results.controls.len() as u32);
+            let boot = results.boots.last().expect("a boot is running");
+            sink.emit(Event::Count {
+                stage: stage.into(),
+                done: (boot.warmups.len() + boot.samples.len()) as u64,
+                total: Some(runs.into()),
+                unit: "runs",
+            });
         }
         Message::Hello { .. } | Message::Done | Message::Error { .. } => return Ok(()),
     }

@@ -29,6 +29,10 @@ inside the guest, and compares A with B.",
     after_help = "Exit codes:\n  0  the campaign ran and its results were written; no metric regressed\n  1  the campaign ran and a metric regressed, in the main workload or in any control condition\n  2  usage: a bad flag or campaign file; nothing ran\n  3  infrastructure: a missing tool, a failed build, QEMU or KVM trouble\n  4  the series does not apply or is malformed\n  5  a guest failed: panic, oops, warning, hang or workload error"
 )]
 pub struct Cli {
+    /// Show no progress and no stage lines, only warnings and errors (the
+    /// command's own output, such as the report, still goes to stdout).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -93,6 +97,7 @@ pub enum Command {
 impl Cli {
     /// Run the chosen subcommand.
     pub async fn run(self) -> anyhow::Result<()> {
+        ui::set_quiet(self.quiet);
         match self.command {
             Command::Run(args) => run(args).await,
             Command::Apply(args) => apply(args).await,
@@ -343,7 +348,7 @@ async fn apply(args: ApplyArgs) -> anyhow::Result<()> {
     let cache = args.cache_dir.unwrap_or_else(default_cache_dir);
     let sink = ui::Ui::new();
     sink.emit(crate::events::Event::Note(format!("tree: {tree_source}")));
-    let tree = crate::tree::obtain(&tree_source, &cache).await?;
+    let tree = crate::tree::obtain(&tree_source, &cache, &|_, _| {}).await?;
     let repo = tree.open()?;
     let applied =
         campaign::apply_series(&repo, &tree, &tree_source, &source, &args.lore_url).await?;
