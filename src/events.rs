@@ -9,6 +9,14 @@ pub enum Event {
     Started { stage: String, detail: String },
     /// Progress inside a stage, such as a sample of a boot.
     Progress { stage: String, detail: String },
+    /// How far a stage is, counted: `done` of `total` (when known) `unit`s,
+    /// such as objects compiled of those expected.
+    Count {
+        stage: String,
+        done: u64,
+        total: Option<u64>,
+        unit: &'static str,
+    },
     /// The stage ended after `elapsed`.
     Finished {
         stage: String,

@@ -20,6 +20,8 @@ fn main() -> ExitCode {
     // (each in its own process group, so the terminal's SIGINT never
     // reaches it) is killed by its guard, and results.json already holds
     // every sample measured. Re-running the same command resumes.
+    // `--quiet` decides how the UI shows events, so it is set before the UI is made.
+    ui::set_quiet(cli.quiet);
     let ui: std::sync::Arc<dyn patchbench::events::Sink> = std::sync::Arc::new(ui::Ui::new());
     let result = runtime.block_on(async {
         let mut term =

@@ -32,6 +32,7 @@ fn run_campaign(text: &str, out: &Path) -> anyhow::Result<Outcome> {
         cache_dir: cache_dir(),
         agent: patchbench::find_agent()?,
         cache_max: patchbench::build::cache::DEFAULT_BUDGET,
+        kernels: None,
     };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(campaign::run(&plan, &opts, &Recorder::default()))
@@ -485,4 +486,55 @@ fn an_interrupted_campaign_resumes_without_redoing_a_finished_boot() {
     assert!(results.boots.iter().all(|b| b.complete));
     // Boot A is the very boot measured before the interruption.
     assert_eq!(serde_json::to_value(&results.boots[0]).unwrap(), first_boot);
+}
+
+/// `build --out DIR` then `run --kernels DIR`: the run boots the copies in
+/// DIR (the build job's upload, in CI), and its results name them.
+#[test]
+fn kernels_built_elsewhere_boot_without_a_build() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let built = smoke();
+    let dir = tempfile::tempdir().unwrap().keep();
+    let campaign = smoke_variant(
+        &dir,
+        "prebuilt",
+        &[("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 1")],
+    );
+    let kernels = dir.join("kernels");
+    let patchbench = |args: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_patchbench"))
+            .args(args)
+            .arg("--cache-dir")
+            .arg(cache_dir())
+            .arg(&campaign)
+            .env("PATCHBENCH_AGENT", patchbench::find_agent().unwrap())
+            .output()
+            .unwrap()
+    };
+    let build = patchbench(&["build".as_ref(), "--out".as_ref(), kernels.as_os_str()]);
+    assert_eq!(
+        build.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let out = dir.join("out");
+    let run = patchbench(&[
+        "run".as_ref(),
+        "--kernels".as_ref(),
+        kernels.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    // 0 or 1: the campaign ran (1 would be a verdict, not a failure).
+    assert!(matches!(run.status.code(), Some(0 | 1)), "{stderr}");
+    assert!(!stderr.contains("build A: commit"), "it built: {stderr}");
+    assert!(stderr.contains("kernel A: prebuilt"), "{stderr}");
+    let results = patchbench::results::Results::load(&out.join("results.json")).unwrap();
+    for (ran, smoke) in results.variants.iter().zip(&built.results.variants) {
+        assert!(ran.kernel.bzimage.starts_with(&kernels), "{ran:?}");
+        assert_eq!(ran.kernel.bzimage_sha256, smoke.kernel.bzimage_sha256);
+    }
+    assert!(results.boots.iter().all(|b| b.complete));
 }

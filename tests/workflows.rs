@@ -1,7 +1,10 @@
-//! The GitHub Actions workflows shipped in `ci/workflows/`: every
-//! `patchbench` command line in their `run:` steps parses with the real CLI,
-//! actionlint finds nothing, and the trust boundaries hold (the PR workflow
-//! holds no write permission; the posting workflow never checks out the PR).
+//! The GitHub Actions workflows: the reusable ones in `.github/workflows/`
+//! and the short callers in `ci/workflows/` that a kernel repository copies.
+//! Every `patchbench` command line in their `run:` steps parses with the real
+//! CLI, actionlint finds nothing, the callers match what the reusable
+//! workflows accept, and the trust boundaries hold (the PR workflow holds no
+//! write permission; the posting workflow never checks out the PR; the bench
+//! boots the build job's kernels and never builds).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,18 +13,34 @@ use clap::Parser;
 use patchbench::cli::Cli;
 use yaml_serde::Value;
 
-fn workflows_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/workflows")
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn workflow_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(workflows_dir())
-        .expect("ci/workflows exists")
+/// The reusable workflows, called by `uses: OWNER/patchbench/.github/workflows/...`.
+fn reusable_dir() -> PathBuf {
+    root().join(".github/workflows")
+}
+
+/// The callers a kernel repository copies into its own `.github/workflows/`.
+fn callers_dir() -> PathBuf {
+    root().join("ci/workflows")
+}
+
+fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "yml" || e == "yaml"))
         .collect();
     files.sort();
-    assert!(!files.is_empty(), "no workflow in ci/workflows");
+    assert!(!files.is_empty(), "no workflow in {}", dir.display());
+    files
+}
+
+fn workflow_files() -> Vec<PathBuf> {
+    let mut files = yaml_files(&reusable_dir());
+    files.extend(yaml_files(&callers_dir()));
     files
 }
 
@@ -405,36 +424,66 @@ fn actionlint_finds_nothing_in_the_workflows() {
     );
 }
 
-fn workflow(name: &str) -> Value {
-    load(&workflows_dir().join(name))
+fn reusable(name: &str) -> Value {
+    load(&reusable_dir().join(name))
+}
+
+fn caller(name: &str) -> Value {
+    load(&callers_dir().join(name))
+}
+
+/// The top-level `permissions` of a workflow, as (scope, level) pairs.
+fn permissions(doc: &Value) -> Vec<(String, String)> {
+    doc["permissions"]
+        .as_mapping()
+        .expect("top-level permissions")
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().unwrap().to_string(),
+                v.as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
 }
 
 #[test]
 fn the_pull_request_workflow_can_only_read() {
-    let doc = workflow("patchbench-pr.yml");
-    assert!(doc["on"].get("pull_request").is_some());
-    let perms = doc["permissions"]
-        .as_mapping()
-        .expect("top-level permissions");
-    assert_eq!(perms.len(), 1, "{perms:?}");
-    assert_eq!(doc["permissions"]["contents"].as_str(), Some("read"));
-    for (id, job) in doc["jobs"].as_mapping().unwrap() {
-        assert!(
-            job.get("permissions").is_none(),
-            "job {id:?} widens permissions"
+    let call = caller("patchbench-pr.yml");
+    assert!(
+        call["on"].as_str() == Some("pull_request") || call["on"].get("pull_request").is_some()
+    );
+    let doc = reusable("patchbench.yml");
+    for (name, doc) in [("caller", &call), ("reusable", &doc)] {
+        assert_eq!(
+            permissions(doc),
+            [("contents".to_string(), "read".to_string())],
+            "{name}"
         );
+        for (id, job) in doc["jobs"].as_mapping().unwrap() {
+            assert!(
+                job.get("permissions").is_none(),
+                "{name}: job {id:?} widens permissions"
+            );
+        }
     }
-    let text = std::fs::read_to_string(workflows_dir().join("patchbench-pr.yml")).unwrap();
+    let text = std::fs::read_to_string(reusable_dir().join("patchbench.yml")).unwrap();
     assert!(
         !text.contains("secrets."),
         "the PR workflow must not use secrets"
+    );
+    let text = std::fs::read_to_string(callers_dir().join("patchbench-pr.yml")).unwrap();
+    assert!(
+        !text.contains("secrets"),
+        "the PR caller must not pass secrets"
     );
 }
 
 #[test]
 fn the_posting_workflow_never_checks_out_the_pull_request() {
-    let doc = workflow("patchbench-post.yml");
-    assert!(doc["on"].get("workflow_run").is_some());
+    let call = caller("patchbench-post.yml");
+    assert!(call["on"].get("workflow_run").is_some());
+    let doc = reusable("patchbench-post.yml");
     for (_, job) in doc["jobs"].as_mapping().unwrap() {
         for step in job["steps"].as_sequence().unwrap() {
             let uses = step["uses"].as_str().unwrap_or("");
@@ -453,4 +502,138 @@ fn the_posting_workflow_never_checks_out_the_pull_request() {
             }
         }
     }
+}
+
+/// Each caller's job calls a reusable workflow of this repository, with
+/// only inputs that workflow declares, and the caller stays short: adoption
+/// is copying two small files.
+#[test]
+fn the_callers_are_short_and_match_the_reusable_workflows() {
+    for file in yaml_files(&callers_dir()) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines = text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .count();
+        assert!(lines <= 20, "{}: {lines} lines of YAML", file.display());
+        let doc = load(&file);
+        let jobs = doc["jobs"].as_mapping().unwrap();
+        assert_eq!(jobs.len(), 1, "{}", file.display());
+        let (_, job) = jobs.iter().next().unwrap();
+        let uses = job["uses"]
+            .as_str()
+            .expect("the caller's job calls a workflow");
+        let (path, reference) = uses
+            .strip_prefix("patchbench/patchbench/")
+            .and_then(|rest| rest.split_once('@'))
+            .unwrap_or_else(|| panic!("{}: unexpected `uses: {uses}`", file.display()));
+        assert!(!reference.is_empty());
+        let callee = load(&root().join(path));
+        let inputs = callee["on"]["workflow_call"]["inputs"]
+            .as_mapping()
+            .unwrap_or_else(|| panic!("{path} is not a reusable workflow"));
+        for (name, _) in job["with"].as_mapping().into_iter().flatten() {
+            assert!(
+                inputs.contains_key(name),
+                "{}: {path} has no input {name:?}",
+                file.display()
+            );
+        }
+        // A caller grants what its callee's jobs ask for.
+        let granted = permissions(&doc);
+        for (id, callee_job) in callee["jobs"].as_mapping().unwrap() {
+            for (scope, level) in callee_job["permissions"].as_mapping().into_iter().flatten() {
+                let want = (
+                    scope.as_str().unwrap().to_string(),
+                    level.as_str().unwrap().to_string(),
+                );
+                assert!(
+                    granted.contains(&want),
+                    "{}: {path} job {id:?} needs {want:?}, the caller grants {granted:?}",
+                    file.display()
+                );
+            }
+        }
+    }
+}
+
+fn job_scripts(doc: &Value, job: &str) -> String {
+    doc["jobs"][job]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The bench job boots the build job's kernels (`run --kernels`, which
+/// checks their sha256) and has nothing it could build them with.
+#[test]
+fn the_bench_job_boots_the_uploaded_kernels_and_never_builds() {
+    let doc = reusable("patchbench.yml");
+    let bench = job_scripts(&doc, "bench");
+    let runs: Vec<Vec<String>> = commands(&bench)
+        .into_iter()
+        .filter_map(|c| patchbench_argv(&c))
+        .collect();
+    assert!(!runs.is_empty(), "no patchbench command in the bench job");
+    for argv in &runs {
+        assert_ne!(argv[1], "build", "{argv:?}");
+        if argv[1] == "run" {
+            assert!(argv.contains(&"--kernels".to_string()), "{argv:?}");
+        }
+    }
+    let steps = doc["jobs"]["bench"]["steps"].as_sequence().unwrap();
+    assert!(
+        !steps.iter().any(|s| s["uses"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("actions/cache"))),
+        "the bench restores a cache: it could build from it"
+    );
+    assert!(
+        steps.iter().any(|s| s["uses"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("actions/download-artifact"))
+            && s["with"]["name"].as_str() == Some("kernels-${{ matrix.build }}")),
+        "the bench does not download the build job's kernels"
+    );
+    // What it downloads is what the build job uploads.
+    let build = doc["jobs"]["build"]["steps"].as_sequence().unwrap();
+    assert!(build.iter().any(|s| {
+        s["uses"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("actions/upload-artifact"))
+            && s["with"]["name"].as_str() == Some("kernels-${{ matrix.build }}")
+    }));
+}
+
+/// The pages are deployed from the posting workflow (which GitHub runs from
+/// the default branch), rendered there by patchbench from the results.
+#[test]
+fn the_pages_are_rendered_and_deployed_from_the_default_branch() {
+    let doc = reusable("patchbench-post.yml");
+    let pages = &doc["jobs"]["pages"];
+    let steps = pages["steps"].as_sequence().expect("a pages job");
+    assert!(steps.iter().any(|s| {
+        s["uses"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("actions/deploy-pages@"))
+    }));
+    assert_eq!(pages["environment"]["name"].as_str(), Some("github-pages"));
+    let script = job_scripts(&doc, "pages");
+    assert!(
+        commands(&script)
+            .iter()
+            .filter_map(|c| patchbench_argv(c))
+            .any(|argv| argv[1] == "publish" && argv.contains(&"--pages".to_string())),
+        "the pages job does not render the pages itself"
+    );
+    // The caller runs on workflow_run, which GitHub runs from the default branch.
+    assert!(
+        caller("patchbench-post.yml")["on"]
+            .get("workflow_run")
+            .is_some()
+    );
+    assert!(caller("patchbench-pr.yml").get("jobs").is_some());
 }

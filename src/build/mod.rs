@@ -3,8 +3,9 @@
 //!
 //! A build directory is keyed by the commit, the configuration inputs and the
 //! compiler, so a repeated run reuses it. A variant's first build starts from
-//! a copy of the base's build directory, so `make` recompiles only what the
-//! series changed.
+//! the base's build directory, restored in place into the work directory
+//! (only differing files are copied, see [`seed`]), so `make` recompiles only
+//! what the series changed.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -20,10 +21,11 @@ use crate::process::{self, Cmd};
 mod artifact;
 pub mod cache;
 pub mod objects;
+pub mod seed;
 pub mod toolchain;
 
-pub use artifact::KernelArtifact;
 use artifact::STAMP;
+pub use artifact::{Image, KernelArtifact};
 
 /// A whole kernel build may take this long before it is killed: a cold
 /// tinyconfig-based build took 15 min at -j2 here (domain notes), and a
@@ -36,10 +38,6 @@ pub(crate) const CONFIG_DEADLINE: Duration = Duration::from_secs(600);
 /// `gcc --version` and `ccache --version` print one line and exit in
 /// milliseconds; 30 s allows for a cold page cache on a loaded host.
 const VERSION_DEADLINE: Duration = Duration::from_secs(30);
-/// `cp -a` of a build directory (about 250 MB, thousands of objects)
-/// took seconds here; 30 minutes covers a slow disk without letting a
-/// copy stuck on a hung filesystem hold the run forever.
-const COPY_DEADLINE: Duration = Duration::from_secs(30 * 60);
 
 /// What a build needs.
 #[derive(Debug, Clone)]
@@ -80,17 +78,17 @@ pub enum BuildError {
     /// Checking out the commit to build (its message names the commit).
     #[error(transparent)]
     Checkout(#[from] crate::tree::TreeError),
+    #[error("cannot {what} of the tree")]
+    Index {
+        what: &'static str,
+        #[source]
+        source: git2::Error,
+    },
     #[error("cannot set the mtime of {}", path.display())]
     Mtime {
         path: PathBuf,
         #[source]
         source: std::io::Error,
-    },
-    #[error("copying build directory {} failed", from.display())]
-    Seed {
-        from: PathBuf,
-        #[source]
-        source: Box<process::ProcessError>,
     },
     #[error("cannot determine the compiler version")]
     Compiler(#[source] Box<process::ProcessError>),
@@ -211,6 +209,69 @@ const WORK_MARKER: &str = "patchbench-work.json";
 struct WorkState {
     key: String,
     commit: String,
+    /// Objects the last full build of this configuration compiled: what
+    /// the next full build is expected to compile (its progress total).
+    #[serde(default)]
+    full_build_objects: Option<u64>,
+    /// Objects the last incremental build compiled, likewise.
+    #[serde(default)]
+    incremental_build_objects: Option<u64>,
+}
+
+/// How often a running `make`'s log is read for its progress.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Reports `progress(compiled, expected)` about every second, from the
+/// lines `make` appends to `log` after byte `from`, until dropped.
+async fn watch_compiles(
+    log: &Path,
+    from: u64,
+    expected: Option<u64>,
+    progress: &(dyn Fn(u64, Option<u64>) + Sync),
+) {
+    use std::io::{Read, Seek};
+    let mut offset = from;
+    let mut partial = Vec::new();
+    let mut compiled = 0;
+    progress(0, expected);
+    loop {
+        tokio::time::sleep(PROGRESS_INTERVAL).await;
+        let Ok(mut file) = std::fs::File::open(log) else {
+            continue;
+        };
+        if file.seek(std::io::SeekFrom::Start(offset)).is_err() {
+            continue;
+        }
+        let before = compiled;
+        let mut bytes = Vec::new();
+        if let Ok(n) = file.read_to_end(&mut bytes) {
+            offset += n as u64;
+            partial.extend_from_slice(&bytes);
+            // Count whole lines only; keep a line still being written.
+            let end = partial
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |i| i + 1);
+            compiled += String::from_utf8_lossy(&partial[..end])
+                .lines()
+                .filter(|l| objects::compiled_object(l))
+                .count() as u64;
+            partial.drain(..end);
+        }
+        if compiled != before {
+            progress(compiled, expected);
+        }
+    }
+}
+
+/// Objects compiled, by kbuild's lines in `log` after byte `from`.
+fn compiled_in_log(log: &Path, from: u64) -> u64 {
+    let text = std::fs::read(log).unwrap_or_default();
+    let start = (from as usize).min(text.len());
+    String::from_utf8_lossy(&text[start..])
+        .lines()
+        .filter(|l| objects::compiled_object(l))
+        .count() as u64
 }
 
 /// Read a finished build's manifest, if its bzImage is still intact.
@@ -224,25 +285,12 @@ fn cached(dir: &Path) -> Result<Option<KernelArtifact>, BuildError> {
     if !stamp.bzimage.is_file() || tree_sha256(&stamp.bzimage)? != stamp.bzimage_sha256 {
         return Ok(None);
     }
+    if let Some(v) = &stamp.vmlinux
+        && (!v.path.is_file() || tree_sha256(&v.path)? != v.sha256)
+    {
+        return Ok(None);
+    }
     Ok(Some(stamp))
-}
-
-/// Copy a directory with `cp -a` (mtimes kept, so make sees copied objects
-/// as up to date), through a staging name so `to` appears whole or not at all.
-async fn copy_dir(from: &Path, to: &Path) -> Result<(), BuildError> {
-    let staging = to.with_extension("copying");
-    let _ = std::fs::remove_dir_all(&staging);
-    let cp = Cmd::new("cp", COPY_DEADLINE)
-        .arg("-a")
-        .arg("--reflink=auto")
-        .arg(from)
-        .arg(&staging);
-    process::run(&cp).await.map_err(|source| BuildError::Seed {
-        from: from.to_owned(),
-        source: Box::new(source),
-    })?;
-    let _ = std::fs::remove_dir_all(to);
-    std::fs::rename(&staging, to).map_err(io_err(to))
 }
 
 /// Fail before building when the toolchain or the disk cannot do it.
@@ -283,7 +331,15 @@ pub struct Built {
 /// Runs sharing the cache directory coordinate through the entry's lock
 /// and the tree's (see [`cache`]): a run that finds another building the
 /// same kernel waits and then reuses it; builds of one tree take turns.
-pub async fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
+///
+/// While `make` runs, `progress(compiled, expected)` hears how many objects
+/// it compiled, of those expected when that is known: as many as the last
+/// build of the same kind (full or incremental) of this configuration
+/// compiled.
+pub async fn build(
+    spec: &BuildSpec,
+    progress: &(dyn Fn(u64, Option<u64>) + Sync),
+) -> Result<Built, BuildError> {
     let fragments = kconfig::read_fragments(&spec.fragments)
         .map_err(io_err(spec.fragments.first().map_or(Path::new("."), |p| p)))?;
     let compiler = compiler_version().await?;
@@ -335,6 +391,8 @@ pub async fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
     let holds = std::fs::read_to_string(&marker)
         .ok()
         .and_then(|t| serde_json::from_str::<WorkState>(&t).ok());
+    let full_build_objects = holds.as_ref().and_then(|h| h.full_build_objects);
+    let incremental_build_objects = holds.as_ref().and_then(|h| h.incremental_build_objects);
     let seed = match &spec.seed_from {
         Some(dir) => {
             let _ = cache::touch(dir);
@@ -342,10 +400,17 @@ pub async fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
         }
         None => None,
     };
+    // From here until the build finishes, the work directory is in flux.
+    let _ = std::fs::remove_file(&marker);
     let started_from = match (seed, holds) {
         (Some(seed), holds) => {
             if holds.as_ref().map(|h| &h.key) != Some(&seed.key) {
-                copy_dir(&seed.build_dir, &work).await?;
+                // Whatever the work directory holds (another series' B, a
+                // failed build, nothing), it becomes the seed's build.
+                let (from, to) = (seed.build_dir.clone(), work.clone());
+                crate::blocking::unblock(move || seed::restore(&from, &to))
+                    .await
+                    .map_err(io_err(&work))?;
             }
             Some((seed.key, seed.commit))
         }
@@ -356,32 +421,51 @@ pub async fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
         }
     };
     std::fs::create_dir_all(&work).map_err(io_err(&work))?;
-    // From here until the build finishes, the work directory is in flux.
-    let _ = std::fs::remove_file(&marker);
     let _ = std::fs::remove_file(work.join(STAMP));
     let objects_from = started_from
         .as_ref()
         .and_then(|(_, commit)| Oid::from_str(commit).ok());
     let touched = {
-        let (src, commit) = (spec.src.clone(), spec.commit);
-        crate::blocking::unblock(move || checkout_for_make(&src, commit, objects_from)).await?
+        let (src, commit, dir) = (spec.src.clone(), spec.commit, work.clone());
+        crate::blocking::unblock(move || checkout_for_make(&src, commit, objects_from, &dir))
+            .await?
     };
 
     let log = work.join("build.log");
     let _ = std::fs::remove_file(&log);
     let ccache = have_ccache().await;
-    configure(spec, &work, &fragments, &log, ccache).await?;
+    // The work directory holds a build of this same configuration (base,
+    // fragments, compiler); unless the tree's Kconfig changed since, its
+    // verified .config is what configuring again would give, and the two
+    // `make`s that would rebuild kconfig's tools are skipped.
+    let still_configured = started_from.is_some()
+        && work.join(".config").is_file()
+        && !touched.iter().any(|p| shapes_config(p));
+    if !still_configured {
+        configure(spec, &work, &fragments, &log, ccache).await?;
+    }
 
+    let expected = match &started_from {
+        None => full_build_objects,
+        Some(_) => incremental_build_objects,
+    };
+    let log_from = std::fs::metadata(&log).map_or(0, |m| m.len());
     let started_wall = SystemTime::now();
     let started = Instant::now();
     let make = Cmd::new("make", BUILD_DEADLINE)
         .args(make_args(&spec.src, &work, jobs(), ccache))
         .arg("bzImage")
         .log_to(&log);
-    if let Err(source) = process::run(&make).await {
+    let made = tokio::select! {
+        made = process::run(&make) => made,
+        () = watch_compiles(&log, log_from, expected, progress) => unreachable!("the watch never ends"),
+    };
+    if let Err(source) = made {
         return Err(make_failed("bzImage", &log, &work, source));
     }
     let build_seconds = started.elapsed().as_secs_f64();
+    let compiled = compiled_in_log(&log, log_from);
+    progress(compiled, expected.map(|e| e.max(compiled)));
     let rebuilt = {
         let dir = work.clone();
         crate::blocking::unblock(move || objects::rebuilt_since(&dir, started_wall, &touched))
@@ -391,18 +475,51 @@ pub async fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
     let state = WorkState {
         key: key.clone(),
         commit: spec.commit.to_string(),
+        full_build_objects: match started_from {
+            None => Some(compiled),
+            Some(_) => full_build_objects,
+        },
+        incremental_build_objects: match started_from {
+            None => incremental_build_objects,
+            Some(_) => Some(compiled),
+        },
     };
     let state = serde_json::to_string(&state).expect("work state serializes");
     crate::fsutil::write_atomic(&marker, state.as_bytes()).map_err(io_err(&marker))?;
 
-    copy_dir(&work, &entry).await?;
-    let _ = std::fs::remove_file(entry.join(WORK_MARKER));
+    // The entry the build started from shares every file this build did
+    // not rewrite (a cache entry is never written again).
+    let previous = started_from
+        .as_ref()
+        .map(|(from, _)| spec.builds_dir.join(from))
+        .filter(|dir| *dir != entry && dir.join(STAMP).is_file());
+    {
+        let (from, to) = (work.clone(), entry.clone());
+        crate::blocking::unblock(move || {
+            seed::snapshot(&from, &to, previous.as_deref(), &[WORK_MARKER])
+        })
+        .await
+        .map_err(io_err(&entry))?;
+    }
     let bzimage = entry.join("arch/x86/boot/bzImage");
+    let config_path = entry.join(".config");
+    let config = std::fs::read_to_string(&config_path).map_err(io_err(&config_path))?;
+    let vmlinux = match kconfig::parse(&config).get("PVH").map(String::as_str) {
+        Some("y") => {
+            let path = entry.join("vmlinux");
+            Some(Image {
+                sha256: tree_sha256(&path)?,
+                path,
+            })
+        }
+        _ => None,
+    };
     let artifact = KernelArtifact {
         commit: spec.commit.to_string(),
         build_dir: entry.clone(),
         bzimage_sha256: tree_sha256(&bzimage)?,
-        config_sha256: tree_sha256(&entry.join(".config"))?,
+        vmlinux,
+        config_sha256: tree_sha256(&config_path)?,
         bzimage,
         compiler,
         key,
@@ -479,6 +596,7 @@ fn checkout_for_make(
     src: &Path,
     target: Oid,
     objects_from: Option<Oid>,
+    work: &Path,
 ) -> Result<Vec<PathBuf>, BuildError> {
     let repo = &crate::tree::Tree::open_path(src)?;
     crate::tree::checkout(repo, target)?;
@@ -487,6 +605,8 @@ fn checkout_for_make(
     };
     let workdir = repo.workdir().unwrap_or(repo.path()).to_owned();
     let touched = crate::tree::changed_paths(repo, from, target)?;
+    let oldest = oldest_mtime(work).map_err(io_err(work))?;
+    let mut reset = Vec::new();
     let set = |path: &Path, when: SystemTime| -> Result<(), BuildError> {
         std::fs::File::options()
             .write(true)
@@ -511,12 +631,12 @@ fn checkout_for_make(
                 .metadata()
                 .map_err(std::io::Error::from)
                 .and_then(|m| m.modified())
-                .map_err(io_err(path))?
-                != OLD
+                .is_ok_and(|m| m != OLD && m >= oldest)
         {
             let rel = path.strip_prefix(&workdir).unwrap_or(path);
             if !touched.iter().any(|t| t == rel) {
                 set(path, OLD)?;
+                reset.push(rel.to_owned());
             }
         }
     }
@@ -525,9 +645,74 @@ fn checkout_for_make(
         let path = workdir.join(rel);
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
             set(&path, now)?;
+            reset.push(rel.clone());
         }
     }
+    refresh_index(repo, &workdir, &reset)?;
     Ok(touched)
+}
+
+/// The oldest modification time of any file in a build directory: a
+/// source file older than that is older than every target, so make
+/// rebuilds nothing for it. An empty directory gives the epoch.
+fn oldest_mtime(dir: &Path) -> std::io::Result<SystemTime> {
+    let mut oldest: Option<SystemTime> = None;
+    for entry in walkdir::WalkDir::new(dir) {
+        let entry = entry.map_err(std::io::Error::from)?;
+        if entry.file_type().is_file() {
+            let modified = entry.metadata().map_err(std::io::Error::from)?.modified()?;
+            oldest = Some(oldest.map_or(modified, |o| o.min(modified)));
+        }
+    }
+    Ok(oldest.unwrap_or(OLD))
+}
+
+/// Record files' new mtimes (and the ctimes that setting them changed) in
+/// the index. Their content is what the index says (the checkout just
+/// wrote it, or left it), but without this the next checkout finds their
+/// stat data changed and reads and hashes every one of them again: after
+/// the first pass that is the whole tree, 87k files, about 25 s of every
+/// incremental build on a loaded 2-core machine.
+fn refresh_index(
+    repo: &git2::Repository,
+    workdir: &Path,
+    paths: &[PathBuf],
+) -> Result<(), BuildError> {
+    use std::os::unix::fs::MetadataExt;
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let git = |what: &'static str| move |source| BuildError::Index { what, source };
+    let mut index = repo.index().map_err(git("open the tree's index"))?;
+    for rel in paths {
+        let Some(mut entry) = index.get_path(rel, 0) else {
+            continue;
+        };
+        let meta =
+            std::fs::symlink_metadata(workdir.join(rel)).map_err(io_err(&workdir.join(rel)))?;
+        // The index stores 32-bit fields, truncated as git truncates them.
+        entry.mtime = git2::IndexTime::new(meta.mtime() as i32, meta.mtime_nsec() as u32);
+        entry.ctime = git2::IndexTime::new(meta.ctime() as i32, meta.ctime_nsec() as u32);
+        entry.dev = meta.dev() as u32;
+        entry.ino = meta.ino() as u32;
+        entry.uid = meta.uid();
+        entry.gid = meta.gid();
+        entry.file_size = meta.len() as u32;
+        index.add(&entry).map_err(git("update an index entry"))?;
+    }
+    index.write().map_err(git("write the tree's index"))
+}
+
+/// Whether a change to this file of the tree can change the `.config` that
+/// a base and fragments give: Kconfig files, kconfig itself and the scripts
+/// Kconfig runs (compiler checks), the `configs/` fragments make targets
+/// such as tinyconfig merge, and the top Makefile.
+pub fn shapes_config(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("Kconfig"))
+        || path.starts_with("scripts")
+        || path.components().any(|c| c.as_os_str() == "configs")
+        || path == Path::new("Makefile")
 }
 
 /// The error for a failed `make`: a full disk, or the first compiler error.
@@ -673,7 +858,9 @@ mod tests {
             &[&base_commit],
         );
         let before = SystemTime::now();
-        let touched = checkout_for_make(dir.path(), next, Some(base)).unwrap();
+        // An empty build directory: every source file may be newer than it.
+        let work = tempfile::tempdir().unwrap();
+        let touched = checkout_for_make(dir.path(), next, Some(base), work.path()).unwrap();
         assert_eq!(touched, [PathBuf::from("mm/zswap.c")]);
         let mtime = |p: &str| {
             std::fs::metadata(dir.path().join(p))
@@ -719,6 +906,37 @@ mod tests {
         assert_ne!(k, build_key(c1, "tinyconfig", &g, "gcc 12"));
         assert_ne!(k, build_key(c1, "tinyconfig", &f, "gcc 13"));
         assert_ne!(k, build_key(c1, "defconfig", &f, "gcc 12"));
+    }
+
+    #[test]
+    fn the_oldest_file_of_a_build_directory_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(oldest_mtime(dir.path()).unwrap(), OLD);
+        let at = |secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+        std::fs::create_dir_all(dir.path().join("mm")).unwrap();
+        for (file, secs) in [(".config", 2000), ("mm/zswap.o", 1500), ("vmlinux", 3000)] {
+            let f = std::fs::File::create(dir.path().join(file)).unwrap();
+            f.set_modified(at(secs)).unwrap();
+        }
+        assert_eq!(oldest_mtime(dir.path()).unwrap(), at(1500));
+    }
+
+    #[test]
+    fn only_what_kconfig_reads_forces_a_new_configuration() {
+        for path in [
+            "mm/Kconfig",
+            "arch/x86/Kconfig.cpu",
+            "scripts/kconfig/conf.c",
+            "scripts/Kconfig.include",
+            "kernel/configs/tiny.config",
+            "arch/x86/configs/tiny.config",
+            "Makefile",
+        ] {
+            assert!(shapes_config(Path::new(path)), "{path}");
+        }
+        for path in ["mm/zswap.c", "include/linux/memcontrol.h", "mm/Makefile"] {
+            assert!(!shapes_config(Path::new(path)), "{path}");
+        }
     }
 
     #[test]

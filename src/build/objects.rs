@@ -81,6 +81,15 @@ fn cmd_file(dir: &Path, object: &str) -> PathBuf {
         .join(format!(".{}.cmd", name.unwrap_or_default()))
 }
 
+/// Whether a line of kbuild's output (`V=0`) reports one object compiled
+/// or assembled: `  CC      mm/zswap.o`.
+pub fn compiled_object(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    matches!(words.next(), Some("CC" | "AS"))
+        && words.next().is_some_and(|w| w.ends_with(".o"))
+        && words.next().is_none()
+}
+
 /// Every `.o` under `dir` written at or after `since`, sorted, with the
 /// reason it was rebuilt.
 pub fn rebuilt_since(
@@ -114,6 +123,26 @@ pub fn rebuilt_since(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compile_lines_are_counted_and_nothing_else() {
+        for line in [
+            "  CC      mm/zswap.o",
+            "  AS      arch/x86/entry/entry_64.o",
+        ] {
+            assert!(compiled_object(line), "{line}");
+        }
+        for line in [
+            "  HOSTCC  scripts/basic/fixdep",
+            "  LD      vmlinux.o",
+            "  CC      mm/zswap.s",
+            "mm/zswap.c:81:5: error: CC x.o",
+            "  AR      mm/built-in.a",
+            "",
+        ] {
+            assert!(!compiled_object(line), "{line}");
+        }
+    }
 
     const MEMCONTROL_CMD: &str = "savedcmd_mm/memcontrol.o := ccache gcc -Wp,-MMD,mm/.memcontrol.o.d -include /src/include/linux/kconfig.h -c -o mm/memcontrol.o /src/mm/memcontrol.c
 

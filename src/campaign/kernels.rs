@@ -2,9 +2,11 @@
 //! resolve the variants against it, and build each distinct kernel once
 //! (a prefix of the series incrementally from its nearest built ancestor).
 //! `patchbench build` runs this alone; `patchbench run` goes on to boot
-//! what it produced.
+//! what it produced. With prebuilt kernels (`patchbench run --kernels
+//! DIR`, what `patchbench build --out DIR` wrote) nothing is built: see
+//! [`Prebuilt`].
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -39,8 +41,12 @@ pub(crate) async fn prepare(
     cache_dir: &Path,
     fresh: bool,
     budget: bytesize::ByteSize,
+    prebuilt: Option<&Path>,
 ) -> anyhow::Result<Kernels> {
     let sink = stages.sink;
+    // Prebuilt images are checked before anything else, their commits
+    // once the series is applied.
+    let prebuilt = prebuilt.map(Prebuilt::load).transpose()?;
     let tree = stages
         .time("import", &plan.tree.to_string(), async {
             Ok(tree::obtain(&plan.tree, cache_dir).await?)
@@ -86,11 +92,20 @@ pub(crate) async fn prepare(
         .map(|p| p.subject().to_string())
         .collect();
     let variants = plan.variants.resolve(&subjects)?;
-    let (kernels, leases) = build_all(
-        stages, plan, cache_dir, &tree, &repo, &applied, &variants, fresh,
-    )
-    .await?;
-    evict(cache_dir, budget, sink).await?;
+    let (kernels, leases) = match prebuilt {
+        Some(prebuilt) => (
+            prebuilt.for_variants(&variants, &applied, sink)?,
+            Vec::new(),
+        ),
+        None => {
+            let built = build_all(
+                stages, plan, cache_dir, &tree, &repo, &applied, &variants, fresh,
+            )
+            .await?;
+            evict(cache_dir, budget, sink).await?;
+            built
+        }
+    };
     Ok(Kernels {
         tree,
         applied,
@@ -158,7 +173,7 @@ pub async fn build_only(
         sink,
         timings: Vec::new(),
     };
-    let prepared = prepare(&mut stages, plan, cache_dir, fresh, budget).await?;
+    let prepared = prepare(&mut stages, plan, cache_dir, fresh, budget, None).await?;
     Ok(BuildOutcome {
         kernels: prepared
             .variants
@@ -348,9 +363,18 @@ async fn build_variant(
     stage: &str,
     spec: &BuildSpec,
 ) -> anyhow::Result<Built> {
+    let sink = stages.sink;
+    let progress = |done, total| {
+        sink.emit(Event::Count {
+            stage: stage.to_string(),
+            done,
+            total,
+            unit: "objects",
+        })
+    };
     let built = stages
         .time(stage, &format!("commit {}", spec.commit), async {
-            Ok(build::build(spec).await?)
+            Ok(build::build(spec, &progress).await?)
         })
         .await?;
     let artifact = &built.artifact;
@@ -382,5 +406,360 @@ pub fn describe(artifact: &KernelArtifact) -> String {
             "full build in {:.1}s, {} objects compiled",
             artifact.build_seconds, artifact.objects_rebuilt
         ),
+    }
+}
+
+/// The manifest `patchbench build --out` writes, and `run --kernels` reads.
+pub const MANIFEST: &str = "kernels.json";
+
+/// The files of a variant's kernel that an `--out` directory holds, by
+/// name: the bzImage as `bzImage-<variant>`, and the PVH `vmlinux` (when it
+/// has one) as `vmlinux-<variant>`; with the path and sha256 the manifest
+/// records for each.
+fn image_files<'k>(variant: &str, k: &'k KernelArtifact) -> Vec<(String, &'k Path, &'k str)> {
+    let mut files = vec![(
+        format!("bzImage-{variant}"),
+        k.bzimage.as_path(),
+        k.bzimage_sha256.as_str(),
+    )];
+    if let Some(v) = &k.vmlinux {
+        files.push((
+            format!("vmlinux-{variant}"),
+            v.path.as_path(),
+            v.sha256.as_str(),
+        ));
+    }
+    files
+}
+
+/// Write the kernels' manifest into `dir`, with a copy of each variant's
+/// images beside it (so the directory alone can be uploaded and booted
+/// elsewhere). Returns the manifest's path.
+pub fn export(kernels: &[KernelManifest], dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create output directory {}", dir.display()))?;
+    for k in kernels {
+        for (name, from, _) in image_files(&k.variant, &k.artifact) {
+            let to = dir.join(name);
+            std::fs::copy(from, &to)
+                .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+        }
+    }
+    let path = dir.join(MANIFEST);
+    let mut text = serde_json::to_string_pretty(kernels).expect("kernels serialize");
+    text.push('\n');
+    crate::fsutil::write_atomic(&path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// Why prebuilt kernels were refused. Every check runs before any boot.
+#[derive(Debug, thiserror::Error)]
+pub enum PrebuiltError {
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a kernels manifest written by `patchbench build --out`", path.display())]
+    Manifest {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{} holds no kernel for variant {variant} (one per variant expected)", manifest.display())]
+    Missing { manifest: PathBuf, variant: String },
+    #[error(
+        "{} has sha256 {actual}, but {} records {expected} for variant {variant}; refusing to boot it",
+        image.display(),
+        manifest.display()
+    )]
+    Sha256 {
+        image: PathBuf,
+        manifest: PathBuf,
+        variant: String,
+        expected: String,
+        actual: String,
+    },
+    #[error(
+        "variant {variant}'s kernel in {} was built from commit {built}, but this campaign's {variant} is {wanted}: those kernels are for another base or series",
+        manifest.display()
+    )]
+    Commit {
+        manifest: PathBuf,
+        variant: String,
+        built: String,
+        wanted: String,
+    },
+}
+
+/// Kernels built elsewhere (`patchbench build --out DIR`), each boot image's
+/// sha256 checked against the manifest when loaded.
+#[derive(Debug)]
+pub struct Prebuilt {
+    manifest: PathBuf,
+    /// Each variant's kernel, booting the checked copies in the directory.
+    kernels: Vec<KernelManifest>,
+}
+
+impl Prebuilt {
+    /// Read `DIR/kernels.json` and check each kernel's images in `DIR`
+    /// against it. The artifacts returned boot those images.
+    pub fn load(dir: &Path) -> Result<Prebuilt, PrebuiltError> {
+        let manifest = dir.join(MANIFEST);
+        let text = std::fs::read_to_string(&manifest).map_err(|source| PrebuiltError::Read {
+            path: manifest.clone(),
+            source,
+        })?;
+        let records: Vec<KernelManifest> =
+            serde_json::from_str(&text).map_err(|source| PrebuiltError::Manifest {
+                path: manifest.clone(),
+                source,
+            })?;
+        let mut kernels = Vec::new();
+        for record in records {
+            for (name, _, expected) in image_files(&record.variant, &record.artifact) {
+                let image = dir.join(name);
+                let actual =
+                    crate::tree::sha256_file(&image).map_err(|source| PrebuiltError::Read {
+                        path: image.clone(),
+                        source,
+                    })?;
+                if actual != expected {
+                    return Err(PrebuiltError::Sha256 {
+                        image,
+                        manifest: manifest.clone(),
+                        variant: record.variant.clone(),
+                        expected: expected.to_string(),
+                        actual,
+                    });
+                }
+            }
+            // The same kernel, booted from the copies checked above.
+            let mut artifact = record.artifact.clone();
+            artifact.bzimage = dir.join(format!("bzImage-{}", record.variant));
+            if let Some(v) = &mut artifact.vmlinux {
+                v.path = dir.join(format!("vmlinux-{}", record.variant));
+            }
+            kernels.push(KernelManifest {
+                variant: record.variant,
+                artifact,
+            });
+        }
+        Ok(Prebuilt { manifest, kernels })
+    }
+
+    /// Each variant's kernel, if the manifest has one built from that
+    /// variant's commit.
+    fn for_variants(
+        self,
+        variants: &[Variant],
+        applied: &AppliedSeries,
+        sink: &dyn Sink,
+    ) -> Result<Vec<KernelArtifact>, PrebuiltError> {
+        let mut out = Vec::new();
+        for v in variants {
+            let Some(k) = self.kernels.iter().find(|k| k.variant == v.name.as_str()) else {
+                return Err(PrebuiltError::Missing {
+                    manifest: self.manifest.clone(),
+                    variant: v.name.to_string(),
+                });
+            };
+            let wanted = match v.patches {
+                0 => applied.base,
+                n => applied.patches[n - 1].commit,
+            };
+            if k.artifact.commit != wanted.to_string() {
+                return Err(PrebuiltError::Commit {
+                    manifest: self.manifest.clone(),
+                    variant: v.name.to_string(),
+                    built: k.artifact.commit.clone(),
+                    wanted: wanted.to_string(),
+                });
+            }
+            out.push(k.artifact.clone());
+        }
+        for (v, kernel) in variants.iter().zip(&out) {
+            sink.emit(Event::Note(format!(
+                "kernel {}: prebuilt {} (commit {}; sha256 as {} records)",
+                v.name,
+                kernel.boot_image().display(),
+                &kernel.commit[..kernel.commit.len().min(12)],
+                self.manifest.display()
+            )));
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn artifact(bzimage: &Path, commit: &str) -> KernelArtifact {
+        let vmlinux = bzimage.with_extension("vmlinux");
+        std::fs::write(&vmlinux, format!("vmlinux of {commit}")).unwrap();
+        KernelArtifact {
+            commit: commit.into(),
+            build_dir: "/cache/builds/x".into(),
+            bzimage: bzimage.to_owned(),
+            bzimage_sha256: crate::tree::sha256_file(bzimage).unwrap(),
+            vmlinux: Some(crate::build::Image {
+                sha256: crate::tree::sha256_file(&vmlinux).unwrap(),
+                path: vmlinux,
+            }),
+            config_sha256: "c".repeat(64),
+            compiler: "gcc 12".into(),
+            key: "0123456789abcdef".into(),
+            series_sha256: None,
+            build_seconds: 1.0,
+            incremental: false,
+            started_from: None,
+            reused: false,
+            objects_rebuilt: 1,
+            rebuilt: Vec::new(),
+        }
+    }
+
+    /// A `build --out` directory with two small "kernels".
+    fn exported(dir: &Path) -> PathBuf {
+        let src = dir.join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::write(src.join("a"), "kernel A").unwrap();
+        std::fs::write(src.join("b"), "kernel B").unwrap();
+        let kernels = vec![
+            KernelManifest {
+                variant: "A".into(),
+                artifact: artifact(&src.join("a"), &"a".repeat(40)),
+            },
+            KernelManifest {
+                variant: "B".into(),
+                artifact: artifact(&src.join("b"), &"b".repeat(40)),
+            },
+        ];
+        let out = dir.join("kernels");
+        export(&kernels, &out).unwrap();
+        out
+    }
+
+    fn kernel<'p>(p: &'p Prebuilt, variant: &str) -> &'p KernelArtifact {
+        &p.kernels
+            .iter()
+            .find(|k| k.variant == variant)
+            .unwrap()
+            .artifact
+    }
+
+    #[test]
+    fn exported_kernels_load_and_boot_the_copies() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = exported(tmp.path());
+        let prebuilt = Prebuilt::load(&out).unwrap();
+        assert_eq!(kernel(&prebuilt, "A").bzimage, out.join("bzImage-A"));
+        assert_eq!(kernel(&prebuilt, "B").bzimage, out.join("bzImage-B"));
+        assert_eq!(
+            std::fs::read_to_string(&kernel(&prebuilt, "B").bzimage).unwrap(),
+            "kernel B"
+        );
+        // The PVH vmlinux is what boots, from the copy.
+        assert_eq!(kernel(&prebuilt, "B").boot_image(), out.join("vmlinux-B"));
+    }
+
+    #[test]
+    fn an_image_whose_sha256_differs_from_the_manifest_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = exported(tmp.path());
+        std::fs::write(out.join("bzImage-B"), "not kernel B").unwrap();
+        let err = Prebuilt::load(&out).unwrap_err();
+        assert!(
+            matches!(&err, PrebuiltError::Sha256 { variant, .. } if variant == "B"),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("bzImage-B") && text.contains("refusing to boot it"),
+            "{text}"
+        );
+        // The vmlinux is checked as well: it is what boots.
+        let out = exported(&tmp.path().join("again"));
+        std::fs::write(out.join("vmlinux-A"), "tampered").unwrap();
+        assert!(matches!(
+            Prebuilt::load(&out).unwrap_err(),
+            PrebuiltError::Sha256 { variant, .. } if variant == "A"
+        ));
+        std::fs::write(out.join(MANIFEST), "{}").unwrap();
+        assert!(matches!(
+            Prebuilt::load(&out).unwrap_err(),
+            PrebuiltError::Manifest { .. }
+        ));
+    }
+
+    fn applied_with(base: &str, head: &str) -> AppliedSeries {
+        let oid = |c: &str| git2::Oid::from_str(&c.repeat(40)).unwrap();
+        AppliedSeries {
+            series: crate::series::Series {
+                source: crate::series::SeriesSource::None,
+                patches: Vec::new(),
+                cover_letters: 0,
+                base_commit: None,
+                sha256: String::new(),
+            },
+            base: oid(base),
+            base_choice: String::new(),
+            head: oid(head),
+            patches: vec![crate::series::PatchApplied {
+                commit: oid(head),
+                landing: crate::series::Landing::Applied {
+                    method: crate::apply::Method::Exact,
+                    files: Vec::new(),
+                },
+            }],
+        }
+    }
+
+    fn ab() -> Vec<Variant> {
+        crate::variants::plan(None, None, false, Path::new("/"))
+            .unwrap()
+            .resolve(&["x".into()])
+            .unwrap()
+    }
+
+    #[test]
+    fn kernels_of_another_series_or_variant_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = exported(tmp.path());
+        let sink = crate::events::Recorder::default();
+        let err = Prebuilt::load(&out)
+            .unwrap()
+            .for_variants(&ab(), &applied_with("a", "c"), &sink)
+            .unwrap_err();
+        assert!(
+            sink.0.lock().unwrap().is_empty(),
+            "nothing said before the check"
+        );
+        assert!(
+            matches!(&err, PrebuiltError::Commit { variant, .. } if variant == "B"),
+            "{err:?}"
+        );
+        let kernels = Prebuilt::load(&out)
+            .unwrap()
+            .for_variants(&ab(), &applied_with("a", "b"), &sink)
+            .unwrap();
+        assert_eq!(
+            (kernels[0].commit.clone(), kernels[1].commit.clone()),
+            ("a".repeat(40), "b".repeat(40))
+        );
+        assert_eq!(sink.0.lock().unwrap().len(), 2, "one note per kernel");
+        let mut text = std::fs::read_to_string(out.join(MANIFEST)).unwrap();
+        text = text.replace("\"B\"", "\"C\"");
+        std::fs::write(out.join(MANIFEST), text).unwrap();
+        std::fs::rename(out.join("bzImage-B"), out.join("bzImage-C")).unwrap();
+        std::fs::rename(out.join("vmlinux-B"), out.join("vmlinux-C")).unwrap();
+        let err = Prebuilt::load(&out)
+            .unwrap()
+            .for_variants(&ab(), &applied_with("a", "b"), &sink)
+            .unwrap_err();
+        assert!(matches!(&err, PrebuiltError::Missing { variant, .. } if variant == "B"));
     }
 }

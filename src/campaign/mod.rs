@@ -25,7 +25,8 @@ use crate::workload::{Planned, Prepared};
 mod kernels;
 mod stages;
 pub use kernels::{
-    AppliedSeries, BuildOutcome, KernelManifest, apply_series, build_only, describe,
+    AppliedSeries, BuildOutcome, KernelManifest, MANIFEST, Prebuilt, PrebuiltError, apply_series,
+    build_only, describe, export,
 };
 use kernels::{Kernels, prepare};
 use stages::Stages;
@@ -41,6 +42,8 @@ pub struct RunOptions {
     pub agent: PathBuf,
     /// The build cache's size budget (see `build::cache`).
     pub cache_max: bytesize::ByteSize,
+    /// Boot these kernels (`patchbench build --out DIR`) instead of building.
+    pub kernels: Option<PathBuf>,
 }
 
 /// What a finished campaign produced.
@@ -66,7 +69,15 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         sink,
         timings: Vec::new(),
     };
-    let kernels = prepare(&mut stages, plan, &opts.cache_dir, false, opts.cache_max).await?;
+    let kernels = prepare(
+        &mut stages,
+        plan,
+        &opts.cache_dir,
+        false,
+        opts.cache_max,
+        opts.kernels.as_deref(),
+    )
+    .await?;
     let workloads = prepare_workloads(&mut stages, plan, &kernels, &opts.cache_dir).await?;
     let base_entries = image::base_entries(&image::parse_spec(image::DEFAULT_SPEC)?, &opts.agent)?;
     let mut results = new_results(plan, &lane, &kernels, &workloads, started_at);
@@ -377,7 +388,7 @@ impl Boots<'_> {
         let this = &self.variants[variant];
         let job = BootJob {
             label,
-            kernel: &self.kernels[variant].bzimage,
+            kernel: self.kernels[variant].boot_image(),
             dir: &boot_dir,
             accel: self.lane.decision.accel,
             workload: self.workloads.main.wire().clone(),
@@ -613,6 +624,15 @@ fn record(
             } else {
                 boot.samples.push(sample.into());
             }
+            // Warm-ups and samples of every condition, for the progress bar.
+            let runs = total * (1 + results.controls.len() as u32);
+            let boot = results.boots.last().expect("a boot is running");
+            sink.emit(Event::Count {
+                stage: stage.into(),
+                done: (boot.warmups.len() + boot.samples.len()) as u64,
+                total: Some(runs.into()),
+                unit: "runs",
+            });
         }
         Message::Hello { .. } | Message::Done | Message::Error { .. } => return Ok(()),
     }

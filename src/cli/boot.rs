@@ -18,7 +18,9 @@ use crate::vm::{self, accel};
 
 #[derive(clap::Args)]
 pub struct BootArgs {
-    /// The kernel to boot (an x86-64 bzImage).
+    /// The kernel to boot: an x86-64 bzImage, or a `vmlinux` built with
+    /// CONFIG_PVH (kconfigs/base.config), which QEMU starts directly and
+    /// which boots faster under TCG (no decompression).
     kernel: PathBuf,
     /// The command to run in the guest, without a shell (busybox applets
     /// such as `cat` or `sh` work by name) [default: `uname -a`].

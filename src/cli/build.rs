@@ -3,8 +3,6 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use anyhow::Context;
-
 use super::args::{CampaignArgs, cache_dir, load_plan};
 use crate::build::KernelArtifact;
 use crate::build::objects::Reason;
@@ -36,14 +34,12 @@ pub(super) async fn build(args: BuildArgs, sink: &dyn Sink) -> anyhow::Result<()
     )
     .await?;
     if let Some(out) = &args.out {
-        std::fs::create_dir_all(out)
-            .with_context(|| format!("cannot create output directory {}", out.display()))?;
-        let path = out.join("kernels.json");
-        let mut text = serde_json::to_string_pretty(&outcome.kernels).expect("kernels serialize");
-        text.push('\n');
-        crate::fsutil::write_atomic(&path, text.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        sink.emit(Event::Note(format!("manifest: {}", path.display())));
+        let path = campaign::export(&outcome.kernels, out)?;
+        sink.emit(Event::Note(format!(
+            "manifest: {} (with the kernels; boot them with `patchbench run --kernels {}`)",
+            path.display(),
+            out.display()
+        )));
     }
     sink.emit(Event::Output(render(&outcome)));
     Ok(())

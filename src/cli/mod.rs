@@ -33,6 +33,10 @@ inside the guest, and compares A with B.",
     after_help = "Exit codes:\n  0  the campaign ran and its results were written; no metric regressed\n  1  the campaign ran and a metric regressed, in the main workload or in any control condition\n  2  usage: a bad flag or campaign file; nothing ran\n  3  infrastructure: a missing tool, a failed build, QEMU or KVM trouble\n  4  the series does not apply or is malformed\n  5  a guest failed: panic, oops, warning, hang or workload error"
 )]
 pub struct Cli {
+    /// Show no progress and no stage lines, only warnings and errors (the
+    /// command's own output, such as the report, still goes to stdout).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -41,7 +45,7 @@ pub struct Cli {
 pub enum Command {
     /// Run an A/B campaign: apply, build, boot, measure, report.
     #[command(
-        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml"
+        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml\n  patchbench build --out /tmp/k && patchbench run --kernels /tmp/k   # boot kernels built elsewhere"
     )]
     Run(RunArgs),
     /// Apply a series to a tree and report, per patch, whether and how it
@@ -160,6 +164,13 @@ pub struct RunArgs {
     /// [default: patchbench-out/<campaign>-<time>].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Boot the kernels `patchbench build --out DIR` wrote instead of
+    /// building: DIR/kernels.json, DIR/bzImage-A and -B (and vmlinux-A and
+    /// -B, which boot, when the kernels have PVH). Each image's sha256 must
+    /// match the manifest, and their commits this campaign's base and
+    /// series, or nothing boots.
+    #[arg(long, value_name = "DIR")]
+    kernels: Option<PathBuf>,
 }
 
 async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
@@ -175,6 +186,7 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         cache_dir: cache_dir(&args.campaign),
         agent: crate::find_agent()?,
         cache_max: args.campaign.cache_max,
+        kernels: args.kernels,
     };
     let outcome = campaign::run(&plan, &opts, sink).await?;
     sink.emit(Event::Output(crate::report::terminal_of(

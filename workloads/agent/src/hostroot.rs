@@ -81,7 +81,10 @@ pub fn mount_all() -> Result<()> {
         libc::MS_RDONLY,
         Some(NINEP_OPTIONS),
     )
-    .context("the host root (is QEMU exporting it with virtio-9p?)")?;
+    .context(
+        "the host root (is QEMU exporting it with virtio-9p, and is the kernel built with \
+         kconfigs/host-root.config?)",
+    )?;
     overlay(Path::new(LOWER), Path::new(RW), Path::new(ROOT))?;
     for dir in ["proc", "sys", "dev"] {
         let target = Path::new(ROOT).join(dir);
