@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/setup-host.sh
+# Incremental state doubles target/ and buys nothing on a clean clone.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
+df -h . | sed 's/^/test.sh: disk: /'
+trap 'df -h . | sed "s/^/test.sh: disk at exit: /"; du -sh target 2>/dev/null | sed "s/^/test.sh: /"' EXIT
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The end-to-end tests boot the guest agent binary, so build every binary first.
