@@ -67,9 +67,11 @@ fn a_patch_sent_twice_applies_once_and_the_copy_is_reported() {
     let cached = std::fs::read_dir(dir.path().join("c/trees"))
         .unwrap()
         .flatten()
-        .next()
-        .unwrap()
-        .path();
+        .map(|e| e.path())
+        // The cache keeps a lock file beside each tree (`.linux-….lock`);
+        // read_dir's order is the filesystem's, so pick the tree by name.
+        .find(|p| p.is_dir() && !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .unwrap();
     let repo = git2::Repository::open(cached).unwrap();
     let b = repo.find_commit(git2::Oid::from_str(b).unwrap()).unwrap();
     let base = repo.head().unwrap().peel_to_commit().unwrap();
