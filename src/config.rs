@@ -15,7 +15,7 @@ use serde::Deserialize;
 use crate::controls::{Control, ControlError};
 pub use crate::model::CpuShape;
 use crate::model::order::{DEFAULT_BOOTS_PER_VARIANT, DEFAULT_ORDER_SEED};
-use crate::model::{BootOrder, GuestShape};
+use crate::model::{BootOrder, GuestShape, TcgThreads};
 use crate::series::SeriesSource;
 use crate::variants::{VariantError, VariantSet};
 use crate::workload::{Planned, WorkloadConfig, WorkloadError};
@@ -183,6 +183,11 @@ pub struct VmConfig {
     /// with a note, when the accelerator is KVM.
     #[serde(default)]
     pub icount: bool,
+    /// Plain TCG (no icount): `multi` runs one host thread per vCPU
+    /// (MTTCG), `single` runs every vCPU on one. Which is quieter was
+    /// measured, with the host's own noise beside it: docs/tcg-noise.md.
+    #[serde(default)]
+    pub tcg_threads: TcgThreads,
     #[serde(with = "humantime_serde")]
     pub boot_timeout: Duration,
     #[serde(with = "humantime_serde")]
@@ -557,7 +562,7 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_rejected_with_their_name() {
-        let text = DEFAULT_CAMPAIGN.replace("protocol:", "protocl:");
+        let text = replaced("protocol:", "protocl:");
         let err = Campaign::parse(&text, Path::new("x.yaml")).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("x.yaml") && msg.contains("protocl"), "{msg}");
@@ -606,17 +611,43 @@ mod tests {
 
     #[test]
     fn online_cpus_must_fit_the_possible_ones() {
-        let text = DEFAULT_CAMPAIGN.replace("{possible: 2, online: 2}", "{possible: 2, online: 3}");
+        let text = replaced("{possible: 20, online: 2}", "{possible: 20, online: 21}");
         let err = plan_of(&text).unwrap_err().chain();
         assert!(
-            err.contains("online (3) must be between 1 and possible (2)"),
+            err.contains("online (21) must be between 1 and possible (20)"),
+            "{err}"
+        );
+    }
+
+    /// The smoke campaign with `from` replaced, which must be in it.
+    fn replaced(from: &str, to: &str) -> String {
+        assert!(
+            DEFAULT_CAMPAIGN.contains(from),
+            "the smoke campaign has no {from:?}"
+        );
+        DEFAULT_CAMPAIGN.replace(from, to)
+    }
+
+    #[test]
+    fn plain_tcg_threading_is_a_choice_of_two() {
+        let threads = |line: &str| {
+            plan_of(&replaced("  icount: true\n", line))
+                .map(|p| p.vm.tcg_threads)
+                .map_err(|e| e.chain())
+        };
+        assert_eq!(threads(""), Ok(TcgThreads::default()));
+        assert_eq!(threads("  tcg_threads: single\n"), Ok(TcgThreads::Single));
+        assert_eq!(threads("  tcg_threads: multi\n"), Ok(TcgThreads::Multi));
+        let err = threads("  tcg_threads: two\n").unwrap_err();
+        assert!(
+            err.contains("tcg_threads") || err.contains("unknown variant `two`"),
             "{err}"
         );
     }
 
     #[test]
     fn more_workers_than_online_cpus_is_an_error_before_boot() {
-        let text = DEFAULT_CAMPAIGN.replace("workers: 1", "workers: 9");
+        let text = replaced("workers: 1", "workers: 9");
         let err = plan_of(&text).unwrap_err().chain();
         assert!(err.contains("workload.workers (9)"), "{err}");
     }

@@ -213,6 +213,8 @@ fn new_results(
             accel: lane.decision.accel.into(),
             accel_reason: lane.decision.reason.clone(),
             icount: lane.icount,
+            tcg_threads: (lane.decision.accel == accel::Accel::Tcg && !lane.icount)
+                .then_some(plan.vm.tcg_threads),
             noise: None,
         },
         tree: TreeInfo {
@@ -570,6 +572,7 @@ pub fn prepare_boot(
         dir: job.dir.to_owned(),
         accel: job.accel,
         icount: uses_icount(plan, job.accel),
+        tcg_threads: plan.vm.tcg_threads,
         memory_mib: plan.vm.memory.as_u64() >> 20,
         cpus: plan.vm.cpus,
         swap_bytes: plan.vm.swap_size.as_u64(),

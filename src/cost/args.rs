@@ -12,7 +12,7 @@ use crate::vm::args::{accel_args, escape};
 /// host asks for: the model's counts repeat only under TCG, one thread for
 /// all vCPUs, with the instruction-count clock.
 pub fn accel() -> Vec<String> {
-    accel_args(Accel::Tcg, true)
+    accel_args(Accel::Tcg, true, crate::model::TcgThreads::Single)
 }
 
 /// Loads the plugin, and makes the guest's randomness repeatable.

@@ -5,7 +5,28 @@ use std::fmt;
 use std::str::FromStr;
 
 use bytesize::ByteSize;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+/// How plain TCG (without icount) runs the vCPUs: one host thread per vCPU
+/// (MTTCG, `thread=multi`) or all vCPUs on one host thread
+/// (`thread=single`). icount always runs single-threaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TcgThreads {
+    #[default]
+    Multi,
+    Single,
+}
+
+impl TcgThreads {
+    /// The value of QEMU's `-accel tcg,thread=`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TcgThreads::Multi => "multi",
+            TcgThreads::Single => "single",
+        }
+    }
+}
 
 /// QEMU `-smp possible` with the kernel's `maxcpus=online`. Read from a
 /// campaign only through [`CpuShape::new`]'s check: `1 <= online <=

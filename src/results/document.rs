@@ -72,6 +72,7 @@ impl Results {
             && earlier.controls == self.controls
             && earlier.host.accel == self.host.accel
             && earlier.host.icount == self.host.icount
+            && earlier.host.tcg_threads == self.host.tcg_threads
             && kernels(earlier) == kernels(self)
     }
 

@@ -17,7 +17,7 @@ mod document;
 pub mod record;
 mod v2;
 
-pub use comparison::ComparisonRecord;
+pub use comparison::{ComparisonRecord, VerdictRecord};
 pub use document::{Results, SCHEMA_VERSION, cpu_model};
 pub use record::*;
 

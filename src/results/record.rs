@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::build::KernelArtifact;
+use crate::model::TcgThreads;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,6 +24,10 @@ pub struct Host {
     /// TCG ran with `-icount` (a deterministic guest clock).
     #[serde(default)]
     pub icount: bool,
+    /// Plain TCG's threading (`vm.tcg_threads`); absent under icount, KVM,
+    /// and in documents from before it was a setting (which ran `multi`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcg_threads: Option<TcgThreads>,
     /// The host's own noise floor in this run; absent in documents from
     /// before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::config::CpuShape;
+use crate::model::TcgThreads;
 use crate::vm::accel::Accel;
 
 /// QEMU option values are comma-separated; a literal comma is written twice.
@@ -33,13 +34,19 @@ pub fn base_args() -> Vec<String> {
 }
 
 /// The accelerator and the CPU model that goes with it.
-pub fn accel_args(accel: Accel, icount: bool) -> Vec<String> {
+pub fn accel_args(accel: Accel, icount: bool, threads: TcgThreads) -> Vec<String> {
     match (accel, icount) {
         // The host CPU, as the patch will meet it in production. (icount is
         // a TCG mode; the campaign refuses it with KVM before any boot.)
         (Accel::Kvm, _) => s(&["-accel", "kvm", "-cpu", "host"]),
-        // Every feature TCG can emulate. One vCPU thread per guest CPU.
-        (Accel::Tcg, false) => s(&["-accel", "tcg,thread=multi", "-cpu", "max"]),
+        // Every feature TCG can emulate; one host thread per vCPU (MTTCG)
+        // or one for all (`vm.tcg_threads`, docs/tcg-noise.md).
+        (Accel::Tcg, false) => vec![
+            "-accel".into(),
+            format!("tcg,thread={}", threads.as_str()),
+            "-cpu".into(),
+            "max".into(),
+        ],
         (Accel::Tcg, true) => s(&[
             // icount cannot run one thread per vCPU: QEMU refuses MTTCG.
             "-accel",
@@ -192,11 +199,12 @@ mod tests {
     #[test]
     fn kvm_and_tcg_pick_their_cpu_models() {
         assert_eq!(
-            accel_args(Accel::Kvm, false),
+            accel_args(Accel::Kvm, false, TcgThreads::Multi),
             ["-accel", "kvm", "-cpu", "host"]
         );
         assert_eq!(
-            accel_args(Accel::Tcg, true),
+            // icount is single-threaded whatever vm.tcg_threads says.
+            accel_args(Accel::Tcg, true, TcgThreads::Multi),
             [
                 "-accel",
                 "tcg,thread=single",
@@ -207,8 +215,12 @@ mod tests {
             ]
         );
         assert_eq!(
-            accel_args(Accel::Tcg, false),
+            accel_args(Accel::Tcg, false, TcgThreads::Multi),
             ["-accel", "tcg,thread=multi", "-cpu", "max"]
+        );
+        assert_eq!(
+            accel_args(Accel::Tcg, false, TcgThreads::Single),
+            ["-accel", "tcg,thread=single", "-cpu", "max"]
         );
     }
 

@@ -19,6 +19,7 @@ use tokio::net::UnixListener;
 
 use crate::config::CpuShape;
 use crate::cost::{self, CostLane};
+use crate::model::TcgThreads;
 use crate::process::{Cmd, Daemon, ProcessError};
 use accel::Accel;
 
@@ -39,6 +40,8 @@ pub struct BootSpec {
     pub accel: Accel,
     /// TCG's deterministic instruction-count clock (`-icount`).
     pub icount: bool,
+    /// Plain TCG's threading (ignored with icount or KVM).
+    pub tcg_threads: TcgThreads,
     pub memory_mib: u64,
     pub cpus: CpuShape,
     pub swap_bytes: u64,
@@ -93,7 +96,7 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, socket: &Path) -> Cmd {
             cmdline.extend(cost::args::kernel_params());
             cost::args::accel()
         }
-        None => args::accel_args(spec.accel, spec.icount),
+        None => args::accel_args(spec.accel, spec.icount, spec.tcg_threads),
     };
     Cmd::new("qemu-system-x86_64", qemu_deadline(spec))
         .args(args::base_args())
@@ -402,6 +405,7 @@ mod tests {
             dir: "/b".into(),
             accel: Accel::Tcg,
             icount: false,
+            tcg_threads: TcgThreads::Multi,
             memory_mib: 1024,
             cpus: CpuShape {
                 possible: 4,
@@ -450,6 +454,7 @@ mod tests {
             // Asked for KVM without icount: the lane overrides both.
             accel: Accel::Kvm,
             icount: false,
+            tcg_threads: TcgThreads::Multi,
             memory_mib: 1024,
             cpus: CpuShape {
                 possible: 20,
