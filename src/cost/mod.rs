@@ -2,7 +2,8 @@
 //! (`plugins/qemu`, model in `plugins/costmodel`, docs/cost-model.md), and
 //! what patchbench makes of the windows it writes.
 //!
-//! - [`args`]: the QEMU arguments and kernel parameters of the lane (pure);
+//! - `vm::cost_args` (in `vm`, which builds every QEMU command): the QEMU
+//!   arguments and kernel parameters of the lane (pure);
 //! - [`api`]: which plugin API a QEMU speaks, and refusing one the plugin
 //!   cannot run in;
 //! - here: finding the plugin, reading its window file, turning a sample's
@@ -10,7 +11,7 @@
 //!   Δ modeled cycles" table (pure).
 
 pub mod api;
-pub mod args;
+
 mod error;
 
 pub use error::{ApiRange, CostError};

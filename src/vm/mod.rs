@@ -9,6 +9,7 @@
 pub mod accel;
 pub mod args;
 pub mod console;
+pub mod cost_args;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -93,8 +94,8 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, socket: &Path) -> Cmd {
     let mut cmdline = [args::kernel_cmdline(spec.cpus), spec.extra_cmdline.clone()].concat();
     let accel = match lane {
         Some(_) => {
-            cmdline.extend(cost::args::kernel_params());
-            cost::args::accel()
+            cmdline.extend(cost_args::kernel_params());
+            cost_args::accel()
         }
         None => args::accel_args(spec.accel, spec.icount, spec.tcg_threads),
     };
@@ -112,7 +113,7 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, socket: &Path) -> Cmd {
             Vec::new()
         })
         .args(lane.map_or_else(Vec::new, |l| {
-            cost::args::qemu_args(&l.plugin, &l.system_map, &spec.cost_windows())
+            cost_args::qemu_args(&l.plugin, &l.system_map, &spec.cost_windows())
         }))
 }
 

@@ -1,12 +1,14 @@
 //! Pure builders of the cost lane's QEMU arguments and kernel parameters,
-//! each flag commented with why it is there (as in `vm::args`).
+//! each flag commented with why it is there (as in `vm::args`). They live
+//! in `vm`, which builds every QEMU command, so that `cost` (the plugin's
+//! host side: windows, metrics, profiles) never imports `vm`.
 
 use std::path::Path;
 
 use patchbench_costmodel::args::PluginArgs;
 
-use crate::vm::accel::Accel;
-use crate::vm::args::{accel_args, escape};
+use super::accel::Accel;
+use super::args::{accel_args, escape};
 
 /// The accelerator of every cost-lane boot, whatever the campaign or the
 /// host asks for: the model's counts repeat only under TCG, one thread for
