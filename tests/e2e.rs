@@ -93,6 +93,45 @@ fn smoke_campaign_measures_every_boot_with_zswap_on() {
             boot.console_log.display()
         );
     }
+    // The smoke shows the tool working: under icount, the counter patch's
+    // removed flushes and PAGEOUT CPU are called, and something it does not
+    // touch reads "no clear difference". No verdict is inconclusive.
+    let verdict = |metric: &str| {
+        results
+            .comparisons
+            .iter()
+            .find(|c| c.metric == metric && c.condition.is_none())
+            .unwrap_or_else(|| panic!("no comparison of {metric}"))
+            .verdict
+    };
+    use patchbench::results::VerdictRecord;
+    assert_eq!(verdict("pageout_flushes"), VerdictRecord::Improvement);
+    assert_eq!(verdict("pageout_cpu_ns"), VerdictRecord::Improvement);
+    assert!(
+        results
+            .comparisons
+            .iter()
+            .any(|c| c.verdict == VerdictRecord::NoClearDifference),
+        "{}",
+        outcome.markdown
+    );
+    assert!(
+        results
+            .comparisons
+            .iter()
+            .all(|c| c.verdict != VerdictRecord::Inconclusive),
+        "{}",
+        outcome.markdown
+    );
+    for boot in &results.boots {
+        for sample in &boot.samples {
+            let flushes = sample.metrics["pageout_flushes"];
+            match boot.variant.as_str() {
+                "A" => assert!(flushes > 1000, "boot {}: {flushes}", boot.label),
+                _ => assert!(flushes < 80, "boot {}: {flushes}", boot.label),
+            }
+        }
+    }
     // B really is a different kernel from A, built incrementally.
     let a = &results.variants[0].kernel;
     let b = &results.variants[1].kernel;
@@ -269,7 +308,7 @@ fn a_failing_workload_reports_its_message() {
 /// The smoke campaign's `series:` line, as `smoke_variant` rewrites it.
 fn smoke_series_line() -> String {
     format!(
-        "series: {}/patches/swapin-margin\n",
+        "series: {}/patches/zswap-counter\n",
         env!("CARGO_MANIFEST_DIR")
     )
 }
@@ -365,7 +404,7 @@ fn the_guest_has_the_possible_and_online_cpus_asked_for() {
         "cpus",
         &[
             (
-                "cpus: {possible: 2, online: 2}",
+                "cpus: {possible: 20, online: 2}",
                 "cpus: {possible: 6, online: 2}",
             ),
             ("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 1"),

@@ -334,7 +334,8 @@ mod tests {
             build_key(&built_in[0].plan).unwrap(),
             build_key(&by_file[0].plan).unwrap()
         );
-        let other_series = Path::new(env!("CARGO_MANIFEST_DIR")).join("patches/zswap-counter");
+        // Not the smoke's own series (patches/zswap-counter).
+        let other_series = Path::new(env!("CARGO_MANIFEST_DIR")).join("patches/swapin-margin");
         let other = planned(&[
             "patchbench",
             "plan",
