@@ -518,10 +518,7 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         method: method(r),
         noise: crate::report::noise_line(
             r,
-            run.rows
-                .iter()
-                .filter_map(|row| row.max_cv)
-                .reduce(f64::max),
+            crate::report::max_time_cv(run.rows.iter().map(|row| (row.unit, row.max_cv))),
         ),
         tree: &r.tree,
         series_source: &r.series.source,

@@ -84,17 +84,31 @@ pub fn short(id: &str) -> &str {
     &id[..id.len().min(12)]
 }
 
+/// The largest within-boot CV among the metrics a summary covers (times
+/// and rates, [`crate::model::Unit::summarised`]): a count of rare events
+/// (0 in two samples, 1 in the third) has a CV of 173% that says nothing
+/// about how steady the guest's timing was.
+pub fn max_time_cv(
+    rows: impl IntoIterator<Item = (Option<crate::model::Unit>, Option<f64>)>,
+) -> Option<f64> {
+    rows.into_iter()
+        .filter(|(unit, _)| unit.is_some_and(crate::model::Unit::summarised))
+        .filter_map(|(_, cv)| cv)
+        .reduce(f64::max)
+}
+
 /// The host's noise floor beside the guest's within-boot CVs, or `None`
 /// for a document without it: "Host noise floor: a fixed CPU loop on the
 /// host varied by 3.1% (CV of 12 timings before, between and after the
-/// boots, mean 104 ms); the guest's within-boot CVs reach 24.5%."
+/// boots, mean 104 ms); the guest's within-boot CVs of times and rates
+/// reach 24.5%."
 pub fn noise_line(results: &crate::results::Results, max_boot_cv: Option<f64>) -> Option<String> {
     let noise = results.host.noise.as_ref()?;
     let cv = noise
         .cv_pct()
         .map_or_else(|| "n/a".to_string(), |cv| format!("{cv:.1}%"));
     let guest = max_boot_cv.map_or_else(String::new, |g| {
-        format!("; the guest's within-boot CVs reach {g:.1}%")
+        format!("; the guest's within-boot CVs of times and rates reach {g:.1}%")
     });
     let icount = if results.host.icount {
         " Under icount guest times count instructions, so the host's noise does not reach them."

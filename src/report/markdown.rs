@@ -409,7 +409,5 @@ fn summarised<'r>(
 
 /// The largest within-boot CV over some rows, in percent.
 fn max_boot_cv(rows: &[Row]) -> Option<f64> {
-    rows.iter()
-        .filter_map(|r| r.comparison.max_boot_cv_pct)
-        .reduce(f64::max)
+    super::format::max_time_cv(rows.iter().map(|r| (r.unit, r.comparison.max_boot_cv_pct)))
 }

@@ -13,7 +13,9 @@ mod rows;
 mod terminal;
 pub mod waterfall;
 
-pub use format::{code_span, control_title, format_value, noise_line, noisy_host, signed_pct};
+pub use format::{
+    code_span, control_title, format_value, max_time_cv, noise_line, noisy_host, signed_pct,
+};
 pub use markdown::{markdown, markdown_of};
 pub use rows::{Row, condition_rows, is_prefix_chain, regressed_metrics, rows, steps};
 pub use terminal::{terminal, terminal_of};
@@ -202,7 +204,7 @@ mod tests {
         });
         let text = markdown(&results, spec.as_ref());
         assert!(
-            text.contains("Host noise floor: a fixed CPU loop on the host varied by 10.0% (CV of 3 timings before, between and after the boots, mean 100 ms); the guest's within-boot CVs reach"),
+            text.contains("Host noise floor: a fixed CPU loop on the host varied by 10.0% (CV of 3 timings before, between and after the boots, mean 100 ms); the guest's within-boot CVs of times and rates reach"),
             "{text}"
         );
         // The stored run's inconclusive rows say the host was noisy.
@@ -214,6 +216,22 @@ mod tests {
         let text = markdown(&results, spec.as_ref());
         assert!(!text.contains(noisy), "{text}");
         assert!(text.contains("does not reach them"), "{text}");
+    }
+
+    #[test]
+    fn the_guests_cv_beside_the_hosts_is_of_times_and_rates_only() {
+        use crate::model::Unit;
+        // The smoke run's rows: PAGEOUT CPU steady, a rare flush count
+        // (0, 0, 1 in one boot) with a CV of 173%.
+        let rows = [
+            (Some(Unit::Ns), Some(0.02)),
+            (Some(Unit::Ns), Some(0.12)),
+            (Some(Unit::Count), Some(173.21)),
+            (None, Some(50.0)),
+            (Some(Unit::Ns), None),
+        ];
+        assert_eq!(max_time_cv(rows), Some(0.12));
+        assert_eq!(max_time_cv([(Some(Unit::Count), Some(1.0))]), None);
     }
 
     #[test]

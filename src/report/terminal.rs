@@ -38,10 +38,8 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
             out.push_str(&terminal_table(&of));
         }
     }
-    let max_cv = rows
-        .iter()
-        .filter_map(|r| r.comparison.max_boot_cv_pct)
-        .reduce(f64::max);
+    let max_cv =
+        super::format::max_time_cv(rows.iter().map(|r| (r.unit, r.comparison.max_boot_cv_pct)));
     if let Some(line) = noise_line(results, max_cv) {
         out.push_str(&format!("{line}\n"));
     }
