@@ -71,9 +71,11 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         if let Some(vm) = cause.downcast_ref::<VmError>() {
             return match vm {
                 VmError::Guest { .. } => GUEST,
-                VmError::Setup { .. } | VmError::Spawn { .. } | VmError::Record { .. } => {
-                    INFRASTRUCTURE
-                }
+                VmError::Setup { .. }
+                | VmError::Spawn { .. }
+                | VmError::Killed { .. }
+                | VmError::ConsoleLog { .. }
+                | VmError::Record { .. } => INFRASTRUCTURE,
             };
         }
         if cause.is::<BuildError>()
@@ -131,6 +133,12 @@ mod tests {
             anyhow::Error::new(VmError::Record {
                 label: "A".into(),
                 source: anyhow::anyhow!("cannot write results.json").into(),
+            }),
+            anyhow::Error::new(VmError::Killed {
+                label: "B".into(),
+                status: std::os::unix::process::ExitStatusExt::from_raw(libc::SIGKILL),
+                console_log: "boots/1-B/console.log".into(),
+                excerpt: String::new(),
             }),
             anyhow::Error::new(make_failed()),
             anyhow::Error::new(crate::results::ResultsError::Read {
