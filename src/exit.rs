@@ -8,6 +8,7 @@ use crate::build::BuildError;
 use crate::config::ConfigError;
 use crate::kbuild::KbuildError;
 use crate::process::ProcessError;
+use crate::results::ResultsError;
 use crate::series::SeriesError;
 use crate::tree::TreeError;
 use crate::vm::VmError;
@@ -18,7 +19,8 @@ pub const OK: i32 = 0;
 /// The campaign ran, its results were written, and at least one metric
 /// regressed by the rules of docs/statistics.md.
 pub const REGRESSION: i32 = 1;
-/// The command line or the campaign file is wrong. Nothing ran.
+/// The command line, the campaign file or the results.json to resume is
+/// wrong. Nothing ran.
 pub const USAGE: i32 = 2;
 /// The host failed us: a missing tool, a failed kernel build, QEMU that would
 /// not start, an unusable accelerator, a full disk.
@@ -55,15 +57,25 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         if cause.is::<ConfigError>() || cause.is::<crate::campaign::ResumeError>() {
             return USAGE;
         }
+        // A results document that is not one (truncated, hand-edited, of a
+        // future schema) is bad input; one that cannot be read is the host's.
+        if let Some(results) = cause.downcast_ref::<ResultsError>() {
+            return match results {
+                ResultsError::Parse { .. } | ResultsError::Schema { .. } => USAGE,
+                ResultsError::Read { .. } => INFRASTRUCTURE,
+            };
+        }
         if cause.is::<SeriesError>() {
             return PATCH;
         }
         if let Some(vm) = cause.downcast_ref::<VmError>() {
             return match vm {
                 VmError::Guest { .. } => GUEST,
-                VmError::Setup { .. } | VmError::Spawn { .. } | VmError::Record { .. } => {
-                    INFRASTRUCTURE
-                }
+                VmError::Setup { .. }
+                | VmError::Spawn { .. }
+                | VmError::Killed { .. }
+                | VmError::ConsoleLog { .. }
+                | VmError::Record { .. } => INFRASTRUCTURE,
             };
         }
         if cause.is::<BuildError>()
@@ -122,7 +134,17 @@ mod tests {
                 label: "A".into(),
                 source: anyhow::anyhow!("cannot write results.json").into(),
             }),
+            anyhow::Error::new(VmError::Killed {
+                label: "B".into(),
+                status: std::os::unix::process::ExitStatusExt::from_raw(libc::SIGKILL),
+                console_log: "boots/1-B/console.log".into(),
+                excerpt: String::new(),
+            }),
             anyhow::Error::new(make_failed()),
+            anyhow::Error::new(crate::results::ResultsError::Read {
+                path: "out/results.json".into(),
+                source: io("permission denied"),
+            }),
         ]
     }
 
@@ -182,6 +204,12 @@ mod tests {
         })
         .context("apply");
         assert_eq!(code_for(&bad_patch), PATCH);
+        // A results.json to resume that is not one is bad input.
+        let truncated = anyhow::Error::new(ResultsError::Schema {
+            path: "out/results.json".into(),
+            found: 9,
+        });
+        assert_eq!(code_for(&truncated), USAGE);
         for infra in infrastructure_errors() {
             assert_eq!(code_for(&infra), INFRASTRUCTURE, "{infra:#}");
         }

@@ -14,7 +14,7 @@ use patchbench::config::{self, Campaign, Overrides};
 use patchbench::events::Recorder;
 
 mod common;
-use common::{cache_dir, require_host_tools};
+use common::{cache_dir, require_host_tools, smoke_variant};
 
 /// One campaign at a time: they share the cached tree and build directories.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -153,22 +153,6 @@ fn smoke_campaign_measures_every_boot_with_zswap_on() {
             "no timing for {stage}"
         );
     }
-}
-
-/// The smoke campaign (absolute paths) with each `(from, to)` replaced.
-fn smoke_variant(dir: &Path, name: &str, edits: &[(&str, &str)]) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut text = config::DEFAULT_CAMPAIGN.replace("../", &format!("{}/", root.display()));
-    for (from, to) in edits {
-        assert!(
-            text.contains(from),
-            "the smoke campaign changed shape ({from:?} is gone); update this test"
-        );
-        text = text.replace(from, to);
-    }
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 const SMOKE_WORKLOAD: &str =

@@ -1,7 +1,7 @@
 //! Every exit code of `patchbench`, through the real binary: what a CI job
 //! branches on. 0 and 1 come from `compare` on stored results, 2 from bad
-//! usage, 3 from a missing piece of the host, 4 from a series that does not
-//! apply. 5 (a guest failure) needs a booted kernel: tests/e2e.rs pins it
+//! usage and from a damaged results.json met by resume, 3 from a missing
+//! piece of the host, 4 from a series that does not apply. 5 (a guest failure) needs a booted kernel: tests/e2e.rs pins it
 //! with a panicking guest, a hang and a failing workload.
 
 use std::path::{Path, PathBuf};
@@ -76,6 +76,70 @@ fn bad_usage_exits_2_and_names_the_culprit() {
         err.contains("typo.yaml") && err.contains("protocl"),
         "{err}"
     );
+}
+
+/// A results.json left in `--out` that is not a results document, met by
+/// the same command resuming: refused with exit 2, naming the file and the
+/// byte, before anything is imported, built or booted; the file untouched.
+#[test]
+fn a_damaged_results_json_met_by_resume_exits_2_before_anything_runs() {
+    let text = std::fs::read_to_string(fixture()).unwrap();
+    // Cut in the middle of the samples, as a crash of a non-atomic writer
+    // would; and hand-edited, a number made a word.
+    let cut = text.find("\"samples\"").unwrap() + 40;
+    let value = "\"pageout_cpu_ns\": ";
+    let edit = text.find(value).unwrap() + value.len();
+    let mut edited = text.clone();
+    edited.insert_str(edit, "\"fast\", \"was\": ");
+    // serde_json stops at the token it cannot take: the end of the
+    // truncated text, or the word where a number belongs.
+    let cases = [
+        ("truncated", &text[..cut], cut - 2..=cut),
+        ("edited", &edited[..], edit..=edit + "\"fast\"".len()),
+    ];
+    for (damage, damaged, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let results = out.join("results.json");
+        std::fs::write(&results, damaged).unwrap();
+        let cache = dir.path().join("cache");
+        let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+            .arg("run")
+            .arg("--out")
+            .arg(&out)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .env("PATCHBENCH_AGENT", patchbench::find_agent().unwrap())
+            .output()
+            .unwrap();
+        let err = stderr(&output);
+        assert_eq!(code(&output), Some(exit::USAGE), "{damage}: {err}");
+        let Err(patchbench::results::ResultsError::Parse { offset: at, .. }) =
+            Results::load(&results)
+        else {
+            panic!("{damage}: the damaged file loads")
+        };
+        assert!(
+            expected.contains(&at),
+            "{damage}: at byte {at}, not {expected:?}"
+        );
+        assert!(
+            err.contains(&format!(
+                "{} is not a results document (at byte {at},",
+                results.display()
+            )),
+            "{damage}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&results).unwrap(),
+            damaged,
+            "{damage}"
+        );
+        assert!(!cache.exists(), "{damage}: the cache was touched: {err}");
+        let entries: Vec<_> = std::fs::read_dir(&out).unwrap().flatten().collect();
+        assert_eq!(entries.len(), 1, "{damage}: {entries:?}");
+    }
 }
 
 #[test]

@@ -65,6 +65,15 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     std::fs::create_dir_all(&opts.out_dir)
         .with_context(|| format!("cannot create output directory {}", opts.out_dir.display()))?;
     let started_at = jiff::Timestamp::now();
+    // An earlier results.json is read before anything is built or booted:
+    // a truncated or hand-edited one stops the run here, naming the file
+    // and the byte, and is never overwritten.
+    let results_path = opts.out_dir.join("results.json");
+    let earlier = if results_path.exists() {
+        Some(Results::load(&results_path)?)
+    } else {
+        None
+    };
     let mut stages = Stages {
         sink,
         timings: Vec::new(),
@@ -81,8 +90,9 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     let workloads = prepare_workloads(&mut stages, plan, &kernels, &opts.cache_dir).await?;
     let base_entries = image::base_entries(&image::parse_spec(image::DEFAULT_SPEC)?, &opts.agent)?;
     let mut results = new_results(plan, &lane, &kernels, &workloads, started_at);
-    let results_path = opts.out_dir.join("results.json");
-    resume(&mut results, &results_path, &mut stages)?;
+    if let Some(earlier) = earlier {
+        resume(&mut results, earlier, &results_path, &mut stages)?;
+    }
     let boots = Boots {
         plan,
         lane: &lane,
@@ -293,11 +303,12 @@ fn new_results(
 
 /// Keep the complete boots of an interrupted run in the same directory,
 /// if it was this campaign on these kernels; refuse to mix experiments.
-fn resume(results: &mut Results, path: &Path, stages: &mut Stages<'_>) -> anyhow::Result<()> {
-    if !path.exists() {
-        return Ok(());
-    }
-    let earlier = Results::load(path)?;
+fn resume(
+    results: &mut Results,
+    earlier: Results,
+    path: &Path,
+    stages: &mut Stages<'_>,
+) -> anyhow::Result<()> {
     if !results.can_resume_from(&earlier) {
         return Err(ResumeError {
             path: path.to_owned(),

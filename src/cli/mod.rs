@@ -30,7 +30,7 @@ mod publish;
     long_about = "patchbench applies a patch series to a kernel tree, builds the base (A) and the \
 patched kernel (B), boots each in QEMU in fresh A/B/A order, runs a memory-management workload \
 inside the guest, and compares A with B.",
-    after_help = "Exit codes:\n  0  the campaign ran and its results were written; no metric regressed\n  1  the campaign ran and a metric regressed, in the main workload or in any control condition\n  2  usage: a bad flag or campaign file; nothing ran\n  3  infrastructure: a missing tool, a failed build, QEMU or KVM trouble\n  4  the series does not apply or is malformed\n  5  a guest failed: panic, oops, warning, hang or workload error"
+    after_help = "Exit codes:\n  0  the campaign ran and its results were written; no metric regressed\n  1  the campaign ran and a metric regressed, in the main workload or in any control condition\n  2  usage: a bad flag, campaign file or results.json; nothing ran\n  3  infrastructure: a missing tool, a failed build, QEMU or KVM trouble, a full disk\n  4  the series does not apply or is malformed\n  5  a guest failed: panic, oops, warning, hang or workload error"
 )]
 pub struct Cli {
     /// Show no progress and no stage lines, only warnings and errors (the

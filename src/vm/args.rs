@@ -107,13 +107,16 @@ pub fn boot_args(kernel: &Path, initrd: &Path, cmdline: &[String]) -> Vec<String
     ]
 }
 
-/// The serial console, written to a log file kept as evidence.
-pub fn console_args(log: &Path) -> Vec<String> {
+/// The serial console, sent to the socket patchbench listens on, which
+/// copies it to the console log kept as evidence, with a cap (`conlog`).
+pub fn console_args(socket: &Path) -> Vec<String> {
     vec![
+        // QEMU connects to the socket; a guest whose console is not read
+        // waits, rather than losing output.
         "-chardev".into(),
         format!(
-            "file,id=console,path={}",
-            escape(&log.display().to_string())
+            "socket,id=console,path={}",
+            escape(&socket.display().to_string())
         ),
         "-serial".into(),
         "chardev:console".into(),
@@ -233,8 +236,8 @@ mod tests {
 
     #[test]
     fn commas_in_paths_are_escaped() {
-        let args = console_args(Path::new("/tmp/a,b/console.log"));
-        assert_eq!(args[1], "file,id=console,path=/tmp/a,,b/console.log");
+        let args = console_args(Path::new("/tmp/a,b/console.sock"));
+        assert_eq!(args[1], "socket,id=console,path=/tmp/a,,b/console.sock");
         let args = channel_args(Path::new("/s,ock"), "org.patchbench.agent");
         assert_eq!(args[3], "socket,id=agent,path=/s,,ock");
         assert_eq!(

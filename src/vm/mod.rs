@@ -8,6 +8,7 @@
 
 pub mod accel;
 pub mod args;
+pub mod conlog;
 pub mod console;
 pub mod cost_args;
 
@@ -79,18 +80,23 @@ pub fn qemu_deadline(spec: &BootSpec) -> Duration {
     spec.boot_timeout + spec.run_timeout + EXIT_GRACE + Duration::from_secs(60)
 }
 
-/// The full QEMU command for a boot.
-pub fn qemu_command(spec: &BootSpec, socket: &Path) -> Cmd {
-    command(spec, None, socket)
+/// The agent's socket in a boot's socket directory.
+const AGENT_SOCKET: &str = "agent.sock";
+/// The serial console's socket in a boot's socket directory.
+const CONSOLE_SOCKET: &str = "console.sock";
+
+/// The full QEMU command for a boot whose sockets are in `sockets`.
+pub fn qemu_command(spec: &BootSpec, sockets: &Path) -> Cmd {
+    command(spec, None, sockets)
 }
 
 /// The full QEMU command for a boot in the cost lane: always TCG,
 /// single-threaded, with icount, whatever `spec` says.
-pub fn cost_qemu_command(spec: &BootSpec, lane: &CostLane, socket: &Path) -> Cmd {
-    command(spec, Some(lane), socket)
+pub fn cost_qemu_command(spec: &BootSpec, lane: &CostLane, sockets: &Path) -> Cmd {
+    command(spec, Some(lane), sockets)
 }
 
-fn command(spec: &BootSpec, lane: Option<&CostLane>, socket: &Path) -> Cmd {
+fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
     let mut cmdline = [args::kernel_cmdline(spec.cpus), spec.extra_cmdline.clone()].concat();
     let accel = match lane {
         Some(_) => {
@@ -104,8 +110,8 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, socket: &Path) -> Cmd {
         .args(accel)
         .args(args::machine_args(spec.memory_mib, spec.cpus))
         .args(args::boot_args(&spec.kernel, &spec.initrd, &cmdline))
-        .args(args::console_args(&spec.console_log()))
-        .args(args::channel_args(socket, PORT_NAME))
+        .args(args::console_args(&sockets.join(CONSOLE_SOCKET)))
+        .args(args::channel_args(&sockets.join(AGENT_SOCKET), PORT_NAME))
         .args(args::swap_disk_args(&spec.swap_file()))
         .args(if spec.host_root {
             args::host_root_args(patchbench_agent::HOST_ROOT_TAG)
@@ -149,6 +155,24 @@ pub enum VmError {
         what: String,
         console_log: PathBuf,
         excerpt: String,
+    },
+    /// QEMU died of a signal patchbench did not send (an operator's kill,
+    /// the host's OOM killer): the host failed, not the guest. The samples
+    /// recorded before it stay where the handler put them.
+    #[error("boot {label}: QEMU was killed ({status}) in the middle of the boot (console log: {})\n{excerpt}", console_log.display())]
+    Killed {
+        label: String,
+        status: std::process::ExitStatus,
+        console_log: PathBuf,
+        excerpt: String,
+    },
+    /// The console log could not be written (a full disk): the boot's
+    /// evidence is incomplete.
+    #[error("boot {label}: the console log is incomplete")]
+    ConsoleLog {
+        label: String,
+        #[source]
+        source: conlog::LogError,
     },
     /// The caller's handler refused a message (it could not write the
     /// results, say); the boot was stopped.
@@ -211,11 +235,18 @@ async fn boot_in_lane(
         .prefix("patchbench-")
         .tempdir()
         .map_err(setup("create the socket directory"))?;
-    let socket = sock_dir.path().join("agent.sock");
-    let listener = UnixListener::bind(&socket).map_err(setup("listen on the agent socket"))?;
+    let listener = UnixListener::bind(sock_dir.path().join(AGENT_SOCKET))
+        .map_err(setup("listen on the agent socket"))?;
+    let console_listener = UnixListener::bind(sock_dir.path().join(CONSOLE_SOCKET))
+        .map_err(setup("listen on the console socket"))?;
+    let log = std::fs::File::create(spec.console_log()).map_err(setup("create the console log"))?;
+    let log_path = spec.console_log();
+    let mut console = Console(tokio::spawn(async move {
+        conlog::copy(console_listener, log, &log_path).await
+    }));
 
     let started = Instant::now();
-    let cmd = command(spec, lane, &socket);
+    let cmd = command(spec, lane, sock_dir.path());
     let mut qemu = Daemon::spawn(&cmd, &spec.qemu_stderr()).map_err(|source| VmError::Spawn {
         label: spec.label.clone(),
         source,
@@ -227,11 +258,19 @@ async fn boot_in_lane(
             let total = started.elapsed();
             if exited.is_err() {
                 qemu.stop().await;
+                let _ = console.closed().await;
                 return Err(guest_error(
                     spec,
                     "QEMU did not exit after the agent finished",
                 ));
             }
+            console
+                .closed()
+                .await
+                .map_err(|source| VmError::ConsoleLog {
+                    label: spec.label.clone(),
+                    source,
+                })?;
             // A warning or oops during the run makes the samples suspect even
             // if the agent finished.
             if let Some(trouble) = console::find_trouble(&read_console(spec)) {
@@ -248,10 +287,74 @@ async fn boot_in_lane(
                 total,
             })
         }
-        Err(e) => {
+        Err(stop) => {
             qemu.stop().await;
-            Err(e)
+            // The excerpt comes from the whole log, the console's last
+            // words included.
+            let _ = console.closed().await;
+            Err(match stop {
+                Stop::Error(e) => e,
+                Stop::Guest(what) => guest_error(spec, &what),
+                Stop::Killed(status) => VmError::Killed {
+                    label: spec.label.clone(),
+                    status,
+                    console_log: spec.console_log(),
+                    excerpt: console::tail(&read_console(spec), 5),
+                },
+            })
         }
+    }
+}
+
+/// Why a conversation with the guest stopped early. The error is made
+/// once the console log is complete.
+enum Stop {
+    Error(VmError),
+    /// A guest error: what went wrong, when the console does not say.
+    Guest(String),
+    /// QEMU died of a signal patchbench did not send (patchbench only
+    /// signals QEMU after the conversation).
+    Killed(std::process::ExitStatus),
+}
+
+impl From<VmError> for Stop {
+    fn from(e: VmError) -> Stop {
+        Stop::Error(e)
+    }
+}
+
+/// Whether a signal ended QEMU, as opposed to an exit of its own.
+fn killed(status: &std::io::Result<std::process::ExitStatus>) -> Option<Stop> {
+    use std::os::unix::process::ExitStatusExt;
+    let status = *status.as_ref().ok()?;
+    status.signal().map(|_| Stop::Killed(status))
+}
+
+/// The task copying the console to its log.
+struct Console(tokio::task::JoinHandle<Result<(), conlog::LogError>>);
+
+/// How long the console copy may take to finish after QEMU exited.
+const CONSOLE_DRAIN: Duration = Duration::from_secs(5);
+
+impl Console {
+    /// Wait for the copy to finish (QEMU has exited, or is about to), so
+    /// the log is complete. A copy still running after [`CONSOLE_DRAIN`]
+    /// (QEMU never connected) is stopped.
+    async fn closed(&mut self) -> Result<(), conlog::LogError> {
+        match tokio::time::timeout(CONSOLE_DRAIN, &mut self.0).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Ok(()),
+            Err(_) => {
+                self.0.abort();
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -294,7 +397,7 @@ async fn converse(
     qemu: &mut Daemon,
     started: Instant,
     on_message: &mut impl FnMut(&Message) -> anyhow::Result<()>,
-) -> Result<(Option<GuestFacts>, Duration), VmError> {
+) -> Result<(Option<GuestFacts>, Duration), Stop> {
     let boot_deadline = tokio::time::Instant::from_std(started + spec.boot_timeout);
     let stream = tokio::select! {
         accepted = listener.accept() => accepted.map_err(|e| VmError::Setup {
@@ -303,11 +406,13 @@ async fn converse(
             source: e,
         })?.0,
         status = qemu.wait() => {
-            let what = format!("QEMU exited ({}) before the guest connected", describe(status));
-            return Err(guest_error(spec, &what));
+            if let Some(killed) = killed(&status) {
+                return Err(killed);
+            }
+            return Err(Stop::Guest(format!("QEMU exited ({}) before the guest connected", describe(status))));
         }
         _ = tokio::time::sleep_until(boot_deadline) => {
-            return Err(guest_error(spec, "QEMU never opened the agent channel"));
+            return Err(Stop::Guest("QEMU never opened the agent channel".into()));
         }
     };
     let mut lines = BufReader::new(stream).lines();
@@ -323,11 +428,11 @@ async fn converse(
                     None => format!("no hello from the agent within the boot timeout ({})", humantime::format_duration(spec.boot_timeout)),
                     Some(_) => format!("the workload did not finish within the run timeout ({})", humantime::format_duration(spec.run_timeout)),
                 };
-                return Err(guest_error(spec, &what));
+                return Err(Stop::Guest(what));
             }
             _ = watchdog.tick(), if spec.accel == Accel::Kvm && hello_after.is_none() => {
                 if started.elapsed() > KVM_FIRST_OUTPUT && read_console(spec).is_empty() {
-                    return Err(guest_error(spec, &format!(
+                    return Err(Stop::Guest(format!(
                         "no console output after {}s under KVM: this host's KVM does not run guests; use --accel tcg",
                         KVM_FIRST_OUTPUT.as_secs()
                     )));
@@ -338,12 +443,16 @@ async fn converse(
         let line = match line {
             Ok(Some(line)) => line,
             Ok(None) | Err(_) => {
-                // The channel closed before Done: the guest died. Give QEMU a
-                // moment to exit so the console log is complete.
-                let _ = tokio::time::timeout(Duration::from_secs(5), qemu.wait()).await;
-                return Err(guest_error(
-                    spec,
-                    "the guest stopped before the workload finished",
+                // The channel closed before Done: the guest died, or QEMU
+                // was killed. Give QEMU a moment to exit so the console log
+                // is complete and its status says which.
+                if let Ok(status) = tokio::time::timeout(Duration::from_secs(5), qemu.wait()).await
+                    && let Some(killed) = killed(&status)
+                {
+                    return Err(killed);
+                }
+                return Err(Stop::Guest(
+                    "the guest stopped before the workload finished".into(),
                 ));
             }
         };
@@ -356,23 +465,17 @@ async fn converse(
         match &message {
             Message::Hello { protocol, .. } => {
                 if *protocol != patchbench_agent::PROTOCOL_VERSION {
-                    return Err(guest_error(
-                        spec,
-                        &format!(
-                            "the agent speaks protocol {protocol}, the host {}; rebuild both",
-                            patchbench_agent::PROTOCOL_VERSION
-                        ),
-                    ));
+                    return Err(Stop::Guest(format!(
+                        "the agent speaks protocol {protocol}, the host {}; rebuild both",
+                        patchbench_agent::PROTOCOL_VERSION
+                    )));
                 }
                 hello_after = Some(started.elapsed());
                 run_deadline = tokio::time::Instant::now() + spec.run_timeout;
             }
             Message::Facts(f) => facts = Some(f.clone()),
             Message::Error { message } => {
-                return Err(guest_error(
-                    spec,
-                    &format!("the workload failed: {message}"),
-                ));
+                return Err(Stop::Guest(format!("the workload failed: {message}")));
             }
             Message::Sample(_) | Message::Done => {}
         }
@@ -418,13 +521,13 @@ mod tests {
             host_root: false,
             extra_cmdline: vec!["zswap.enabled=0".into()],
         };
-        let cmd = qemu_command(&spec, Path::new("/tmp/s/agent.sock")).to_string();
+        let cmd = qemu_command(&spec, Path::new("/tmp/s")).to_string();
         assert!(!cmd.contains("9p"), "{cmd}");
         let with_root = BootSpec {
             host_root: true,
             ..spec.clone()
         };
-        let root_cmd = qemu_command(&with_root, Path::new("/tmp/s/agent.sock")).to_string();
+        let root_cmd = qemu_command(&with_root, Path::new("/tmp/s")).to_string();
         assert!(root_cmd.contains("mount_tag=hostroot"), "{root_cmd}");
         assert!(
             !cmd.contains("-plugin") && !cmd.contains("nokaslr"),
@@ -437,7 +540,8 @@ mod tests {
             "-kernel /k/bzImage -initrd /b/initramfs.cpio",
             "maxcpus=2",
             "rdinit=/init zswap.enabled=0",
-            "path=/b/console.log",
+            "socket,id=console,path=/tmp/s/console.sock",
+            "path=/tmp/s/agent.sock",
             "name=org.patchbench.agent",
             "/b/swap.img",
         ] {
@@ -471,7 +575,7 @@ mod tests {
             plugin: "/t/libpatchbench_cost_plugin.so".into(),
             system_map: "/k/System.map".into(),
         };
-        let cmd = cost_qemu_command(&spec, &lane, Path::new("/tmp/s/agent.sock")).to_string();
+        let cmd = cost_qemu_command(&spec, &lane, Path::new("/tmp/s")).to_string();
         for part in [
             "-accel tcg,thread=single",
             "-icount shift=0,sleep=off",

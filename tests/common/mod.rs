@@ -26,6 +26,25 @@ pub fn require_host_tools() {
     }
 }
 
+/// The smoke campaign (absolute paths) with each `(from, to)` replaced,
+/// written to `dir/name.yaml`.
+#[allow(dead_code)] // not every test binary edits the smoke campaign
+pub fn smoke_variant(dir: &Path, name: &str, edits: &[(&str, &str)]) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut text =
+        patchbench::config::DEFAULT_CAMPAIGN.replace("../", &format!("{}/", root.display()));
+    for (from, to) in edits {
+        assert!(
+            text.contains(from),
+            "the smoke campaign changed shape ({from:?} is gone); update this test"
+        );
+        text = text.replace(from, to);
+    }
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 /// `patchbench run CAMPAIGN --out OUT` with the test cache, through the
 /// real binary; fails the test unless it exits 0, and returns the results.
 #[allow(dead_code)] // not every test binary runs campaigns this way
