@@ -7,12 +7,17 @@
 # run interleaved, ROUNDS times (default 1), so a change in the host's load
 # reaches all of them. Not a test: its figures depend on the host.
 # Usage: ci/bench-tcg-noise.sh [ROUNDS] [OUT_DIR]
+# PATCHBENCH=path/to/patchbench skips the release build (the guest agent is
+# optimised in every profile, so a debug patchbench measures the same).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-1}
 out=${2:-/tmp/patchbench-tcg-noise}
-cargo build --release --workspace --locked
-pb=target/release/patchbench
+pb=${PATCHBENCH:-}
+if [ -z "$pb" ]; then
+  cargo build --release --workspace --locked
+  pb=target/release/patchbench
+fi
 mkdir -p "$out"
 root=$(pwd)
 for round in $(seq 1 "$rounds"); do
