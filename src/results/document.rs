@@ -72,6 +72,7 @@ impl Results {
             && earlier.controls == self.controls
             && earlier.host.accel == self.host.accel
             && earlier.host.icount == self.host.icount
+            && earlier.host.cost_model == self.host.cost_model
             && kernels(earlier) == kernels(self)
     }
 

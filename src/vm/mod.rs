@@ -91,7 +91,10 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, socket: &Path) -> Cmd {
     let accel = match lane {
         Some(_) => {
             cmdline.extend(cost::args::kernel_params());
-            cost::args::accel()
+            // Whatever the campaign or the host asks for: the model's
+            // counts repeat only under TCG, one thread for all vCPUs, with
+            // the instruction-count clock.
+            args::accel_args(Accel::Tcg, true)
         }
         None => args::accel_args(spec.accel, spec.icount),
     };
