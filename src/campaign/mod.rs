@@ -365,6 +365,9 @@ impl Boots<'_> {
             .join("boots")
             .join(format!("{index}-{}", label.replace('\'', "p")));
         let this = &self.variants[variant];
+        // Before the boot is recorded: a kernel without its System.map
+        // cannot run in the cost lane.
+        let cost_lane = self.lane.cost_lane(&self.kernels[variant].bzimage)?;
         let job = BootJob {
             label,
             kernel: self.kernels[variant].boot_image(),
@@ -403,10 +406,9 @@ impl Boots<'_> {
         let conditions = 1 + plan.controls.len() as u32;
         let sink = stages.sink;
         let path = self.results_path;
-        let cost_lane = self.lane.cost_lane(&self.kernels[variant].bzimage)?;
-        let mut windows = cost_lane.as_ref().map(|_| CostWindows {
+        let mut windows = self.lane.cost.as_ref().map(|c| CostWindows {
             reader: cost::WindowReader::new(&spec.cost_windows()),
-            model: self.lane.cost.as_ref().map_or("", |c| c.model),
+            model: c.model,
         });
         let outcome = stages
             .time(
