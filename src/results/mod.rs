@@ -329,6 +329,26 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn resuming_never_mixes_the_cost_lane_with_another() {
+        let cost = cost_lane();
+        let plain = fixture();
+        assert!(cost.can_resume_from(&cost));
+        assert!(!cost.can_resume_from(&plain));
+        assert!(!plain.can_resume_from(&cost));
+        // Profiles and the model survive a round trip; a plain document
+        // writes neither.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.json");
+        cost.save(&path).unwrap();
+        let back = Results::load(&path).unwrap();
+        assert_eq!(back.host.cost_model.as_deref(), Some("skylake-client"));
+        assert_eq!(back.boots[0].samples, cost.boots[0].samples);
+        plain.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(r#""cost_model""#) && !text.contains(r#""profile""#));
+    }
+
+    #[test]
     fn byte_offsets_count_from_the_start_of_the_text() {
         assert_eq!(byte_offset("ab\ncd", 2, 2), 4);
         assert_eq!(byte_offset("ab\ncd", 1, 0), 0);
