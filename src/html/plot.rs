@@ -484,7 +484,8 @@ fn draw_symbol_deltas(
     bars: &[SymbolBar],
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let n = bars.len().max(1);
-    let height = 40 + 26 * n as u32;
+    // The bars, the tick labels and the axis description under them.
+    let height = 60 + 26 * n as u32;
     let (x_lo, x_hi) = y_range(bars.iter().flat_map(|b| [b.delta_mcycles, 0.0]));
     // Bar i from the top: y = n - 1 - i.
     let (y_lo, y_hi) = (-0.5, n as f64 - 0.5);
@@ -492,7 +493,7 @@ fn draw_symbol_deltas(
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .margin(12)
-        .x_label_area_size(28)
+        .x_label_area_size(46)
         .y_label_area_size(220)
         .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
     let labels: Vec<String> = bars
