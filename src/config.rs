@@ -171,6 +171,17 @@ pub enum AccelChoice {
     Tcg,
 }
 
+/// `vm.cost_model`: whether the campaign measures in the cost lane.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CostModel {
+    /// The accelerator's own clock (or icount): times, no modeled cost.
+    #[default]
+    None,
+    /// The cost-model plugin's cache model (Skylake client).
+    Cache,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VmConfig {
@@ -188,6 +199,12 @@ pub struct VmConfig {
     /// measured, with the host's own noise beside it: docs/tcg-noise.md.
     #[serde(default)]
     pub tcg_threads: TcgThreads,
+    /// `cache`: measure in the cost lane (docs/cost-model.md): every boot
+    /// under TCG, single-threaded, with icount, the cost-model plugin
+    /// loaded, and modeled-cost metrics per marked phase. `none` (the
+    /// default): the accelerator and clock above.
+    #[serde(default)]
+    pub cost_model: CostModel,
     #[serde(with = "humantime_serde")]
     pub boot_timeout: Duration,
     #[serde(with = "humantime_serde")]
@@ -558,6 +575,23 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn the_cost_lane_is_a_vm_option_off_by_default() {
+        assert_eq!(smoke().vm.cost_model, CostModel::None);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/workloads");
+        let path = dir.join("counter-cost.yaml");
+        let cost = Campaign::load(&path).unwrap();
+        assert_eq!(cost.vm.cost_model, CostModel::Cache);
+        // The counter campaign in every other respect.
+        let plain = Campaign::load(&dir.join("counter.yaml")).unwrap();
+        assert_eq!(plain.vm.cost_model, CostModel::None);
+        let text = DEFAULT_CAMPAIGN.replace("vm:\n", "vm:\n  cost_model: cash\n");
+        let err = Campaign::parse(&text, Path::new("x.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cost_model") || err.contains("cash"), "{err}");
     }
 
     #[test]

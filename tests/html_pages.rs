@@ -418,3 +418,60 @@ fn a_control_name_from_a_hostile_document_stays_text() {
     assert!(!page.contains("<b>x</b>"));
     assert!(tags(&page).iter().all(|t| !t.starts_with("b>")));
 }
+
+/// The stored smoke run as if measured in the cost lane: B no longer runs
+/// `do_flush_stats` in pageout, and one symbol's name is hostile.
+fn cost_lane() -> Results {
+    let mut r = fixture();
+    r.host.cost_model = Some("skylake-client".into());
+    r.host.icount = true;
+    r.host.accel_reason = "cost model: TCG forced (single-threaded, -icount shift=0,sleep=off, so that the modeled counts repeat); KVM is not usable here anyway".into();
+    for b in &mut r.boots {
+        let is_b = b.variant == "B";
+        for s in &mut b.samples {
+            let mut pageout = std::collections::BTreeMap::new();
+            if !is_b {
+                pageout.insert("do_flush_stats".to_string(), 300_000_000);
+            }
+            pageout.insert(SCRIPT.to_string(), if is_b { 2_000_000 } else { 1_000_000 });
+            pageout.insert("user".to_string(), 10_000);
+            let total: u64 = pageout.values().sum();
+            s.metrics.insert("pageout_modeled_cycles".into(), total);
+            s.profile = [("pageout".to_string(), pageout)].into();
+        }
+    }
+    r
+}
+
+#[test]
+fn a_cost_lane_page_has_its_banner_and_a_symbol_chart_with_escaped_names() {
+    let results = cost_lane();
+    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
+    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let page = html::render_run(&run).unwrap();
+    assert_markup_is_ours("cost-lane run", &page);
+    assert!(page.contains(r#"id="cost-lane""#), "the lane's banner");
+    assert!(page.contains("skylake-client") && page.contains("TCG forced"));
+    assert!(!page.contains(r#"id="tcg-warning""#), "one banner, not two");
+    assert!(page.contains(r#"<figure id="profile-0">"#));
+    assert!(
+        page.contains("Top symbols by \u{394} modeled cycles per sample, B vs A: pageout"),
+        "the table's title"
+    );
+    assert!(page.contains("<code>do_flush_stats</code>"));
+    // The modeled cycles get their own plot, in millions.
+    assert!(page.contains("pageout_modeled_cycles"));
+    assert!(page.contains("Mcycles"));
+    let chart = svgs(&page)
+        .into_iter()
+        .find(|s| s.contains("modeled cycles per sample, B vs A: pageout"))
+        .expect("the symbol chart");
+    assert_markup_is_ours("symbol chart", chart);
+    assert!(chart.contains("\ndo_flush_stats\n"), "{chart}");
+    assert!(chart.contains("&lt;script&gt;"), "{chart}");
+    // Outside the cost lane there is neither.
+    let plain = fixture();
+    let spec = patchbench::workload::spec_for_kind(&plain.workload.kind);
+    let page = html::render_run(&Run::new(&plain, spec.as_ref(), Path::new("/out"))).unwrap();
+    assert!(!page.contains("cost-lane") && !page.contains("profile-0"));
+}

@@ -39,3 +39,37 @@ fn a_schema_2_document_becomes_a_schema_3_document_that_round_trips() {
     let original: serde_json::Value = serde_json::from_str(&v3).unwrap();
     assert_eq!(again, original);
 }
+
+/// The cost lane's report, from a real run of ci/workloads/counter-cost.yaml
+/// with one warm-up and three samples per boot, trimmed by
+/// `tests/fixtures/trim-cost-results.py` (machine paths redacted,
+/// comparisons and the controls' profiles dropped, the long tail of each
+/// profile summed into `(other symbols)`). `cost-report.md` is that run's
+/// own report.md, byte for byte, but for the noise line, whose guest CV now
+/// covers times and rates only (0.3%, where the run's binary printed the
+/// coherence-miss counts' 93.6%).
+#[test]
+fn the_cost_lane_report_renders_as_stored() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let results = Results::load(&fixtures.join("cost-results.json")).unwrap();
+    assert_eq!(results.host.cost_model.as_deref(), Some("skylake-client"));
+    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
+    let markdown = patchbench::report::markdown(&results, spec.as_ref());
+    let expected_path = fixtures.join("cost-report.md");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&expected_path, &markdown).unwrap();
+    }
+    let expected = std::fs::read_to_string(&expected_path).unwrap();
+    assert_eq!(
+        markdown, expected,
+        "re-run with UPDATE_SNAPSHOTS=1 to accept"
+    );
+    // What the run showed: the flush path tops the table, and the listed
+    // symbols explain at least 80% of PAGEOUT's Δ.
+    let pageout = patchbench::report::profile_tables(&results)
+        .into_iter()
+        .find(|t| t.phase == "pageout")
+        .unwrap();
+    assert_eq!(pageout.rows[0].symbol, "cgroup_rstat_flush_locked");
+    assert!(pageout.listed_share().unwrap() >= 0.8);
+}

@@ -12,23 +12,27 @@ use patchbench_agent::{Job, Message, PROTOCOL_VERSION, SwapSetup};
 use crate::build::KernelArtifact;
 use crate::config::Plan;
 use crate::controls::Control;
+use crate::cost;
 use crate::events::{Event, Sink};
 use crate::image;
 use crate::results::{
-    self, Boot, ComparisonRecord, ControlRecord, Host, PatchInfo, Results, SeriesInfo, TreeInfo,
-    VariantRecord, WorkloadRecord,
+    self, Boot, ComparisonRecord, ControlRecord, Host, PatchInfo, Results, SampleRecord,
+    SeriesInfo, TreeInfo, VariantRecord, WorkloadRecord,
 };
 use crate::variants::Variant;
 use crate::vm::{self, BootSpec, accel};
 use crate::workload::{Planned, Prepared};
 
 mod kernels;
+mod lane;
 mod stages;
 pub use kernels::{
     AppliedSeries, BuildOutcome, KernelManifest, MANIFEST, Prebuilt, PrebuiltError, apply_series,
     build_only, describe, export,
 };
 use kernels::{Kernels, prepare};
+use lane::Lane;
+pub use lane::{CostLaneWantsTcg, decide as decide_lane};
 use stages::Stages;
 
 /// Where a run reads and writes.
@@ -61,7 +65,7 @@ pub struct Outcome {
 /// prepare the workloads, start (or resume) the results, boot every
 /// variant in the protocol's order, and judge.
 pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Result<Outcome> {
-    let lane = choose_lane(plan, sink)?;
+    let lane = lane::choose(plan, sink)?;
     std::fs::create_dir_all(&opts.out_dir)
         .with_context(|| format!("cannot create output directory {}", opts.out_dir.display()))?;
     let started_at = jiff::Timestamp::now();
@@ -105,32 +109,6 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     };
     boots.run_all(&mut results, &mut stages).await?;
     finish(results, results_path, &opts.out_dir)
-}
-
-/// The accelerator and clock every boot of the campaign uses.
-struct Lane {
-    decision: accel::Decision,
-    /// TCG's instruction-count clock.
-    icount: bool,
-}
-
-/// KVM where it really works, else TCG, said aloud; `vm.icount` only
-/// applies under TCG.
-fn choose_lane(plan: &Plan, sink: &dyn Sink) -> anyhow::Result<Lane> {
-    let decision = accel::decide(plan.vm.accel, &accel::probe())?;
-    let icount = uses_icount(plan, decision.accel);
-    if plan.vm.icount && !icount {
-        sink.emit(Event::Note(
-            "vm.icount is a TCG mode; with KVM the guest runs in real time without it".into(),
-        ));
-    }
-    if decision.accel == accel::Accel::Tcg {
-        sink.emit(Event::Note(format!(
-            "accelerator: TCG \u{2014} {}",
-            decision.reason
-        )));
-    }
-    Ok(Lane { decision, icount })
 }
 
 /// The main workload and each control, ready to run.
@@ -225,6 +203,7 @@ fn new_results(
             icount: lane.icount,
             tcg_threads: (lane.decision.accel == accel::Accel::Tcg && !lane.icount)
                 .then_some(plan.vm.tcg_threads),
+            cost_model: lane.cost.as_ref().map(|c| c.model.to_string()),
             noise: None,
         },
         tree: TreeInfo {
@@ -399,6 +378,9 @@ impl Boots<'_> {
             .join("boots")
             .join(format!("{index}-{}", label.replace('\'', "p")));
         let this = &self.variants[variant];
+        // Before the boot is recorded: a kernel without its System.map
+        // cannot run in the cost lane.
+        let cost_lane = self.lane.cost_lane(&self.kernels[variant].bzimage)?;
         let job = BootJob {
             label,
             kernel: self.kernels[variant].boot_image(),
@@ -437,15 +419,30 @@ impl Boots<'_> {
         let conditions = 1 + plan.controls.len() as u32;
         let sink = stages.sink;
         let path = self.results_path;
+        let mut windows = self.lane.cost.as_ref().map(|c| CostWindows {
+            reader: cost::WindowReader::new(&spec.cost_windows()),
+            model: c.model,
+        });
         let outcome = stages
             .time(
                 &stage,
                 &format!("variant {}, {} runs", this.name, total * conditions),
                 async {
-                    Ok(vm::boot(&spec, |message| {
-                        record(results, path, message, sink, &stage, total)
+                    let on_message = |message: &Message| {
+                        record(
+                            results,
+                            path,
+                            message,
+                            sink,
+                            &stage,
+                            total,
+                            windows.as_mut(),
+                        )
+                    };
+                    Ok(match &cost_lane {
+                        Some(lane) => vm::boot_cost(&spec, lane, on_message).await?,
+                        None => vm::boot(&spec, on_message).await?,
                     })
-                    .await?)
                 },
             )
             .await?;
@@ -595,7 +592,43 @@ pub fn prepare_boot(
     Ok((spec, initramfs_sha256))
 }
 
-/// Store one agent message in the current boot and persist the document.
+/// A cost-lane boot's window file, read as it grows, and the model its
+/// windows must name.
+struct CostWindows {
+    reader: cost::WindowReader,
+    model: &'static str,
+}
+
+impl CostWindows {
+    /// The windows that closed since the previous sample, as metrics merged
+    /// into `sample`'s, and (for a measured sample) its symbol profile.
+    fn add_to(&mut self, sample: &mut SampleRecord, warmup: bool) -> anyhow::Result<()> {
+        let path = self.reader.path().to_owned();
+        let context = || format!("the cost windows of this sample ({})", path.display());
+        let windows = self.reader.read_new().with_context(context)?;
+        if let Some(w) = windows.iter().find(|w| w.model != self.model) {
+            anyhow::bail!(
+                "{}: window {} was modeled on {}, the campaign's model is {}",
+                path.display(),
+                w.seq,
+                w.model,
+                self.model
+            );
+        }
+        for (name, value) in cost::sample_metrics(&windows).with_context(context)? {
+            if sample.metrics.insert(name.clone(), value).is_some() {
+                anyhow::bail!("the agent already reports the metric {name} the cost model makes");
+            }
+        }
+        if !warmup {
+            sample.profile = cost::sample_profiles(&windows);
+        }
+        Ok(())
+    }
+}
+
+/// Store one agent message in the current boot and persist the document;
+/// in the cost lane, with the sample's modeled cost from `windows`.
 fn record(
     results: &mut Results,
     path: &Path,
@@ -603,6 +636,7 @@ fn record(
     sink: &dyn Sink,
     stage: &str,
     total: u32,
+    windows: Option<&mut CostWindows>,
 ) -> anyhow::Result<()> {
     let boot = results.boots.last_mut().expect("a boot is running");
     match message {
@@ -633,10 +667,14 @@ fn record(
                         .map_or(String::new(), |c| format!(" (control {c})"))
                 ),
             });
+            let mut stored = SampleRecord::from(sample);
+            if let Some(windows) = windows {
+                windows.add_to(&mut stored, sample.warmup)?;
+            }
             if sample.warmup {
-                boot.warmups.push(sample.into());
+                boot.warmups.push(stored);
             } else {
-                boot.samples.push(sample.into());
+                boot.samples.push(stored);
             }
             // Warm-ups and samples of every condition, for the progress bar.
             let runs = total * (1 + results.controls.len() as u32);
@@ -653,4 +691,73 @@ fn record(
     results
         .save(path)
         .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use patchbench_costmodel::record::{Cost, Line, SymbolCost, WindowRecord};
+
+    fn window(seq: u64, phase: &str, model: &str, cycles: u64) -> String {
+        let cost = Cost {
+            insns: cycles / 2,
+            modeled_cycles: cycles,
+            ..Cost::default()
+        };
+        Line::Window(WindowRecord {
+            seq,
+            phase: phase.into(),
+            model: model.into(),
+            total: cost,
+            vcpus: Vec::new(),
+            symbols: vec![SymbolCost {
+                symbol: "do_flush_stats".into(),
+                cost,
+            }],
+        })
+        .to_json_line()
+    }
+
+    fn sample(warmup: bool) -> SampleRecord {
+        SampleRecord::from(&patchbench_agent::Sample {
+            index: 0,
+            warmup,
+            condition: None,
+            metrics: [("pageout_cpu_ns".to_string(), 5)].into(),
+        })
+    }
+
+    #[test]
+    fn a_cost_lane_sample_gets_its_windows_metrics_and_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(cost::WINDOWS_FILE);
+        let mut windows = CostWindows {
+            reader: cost::WindowReader::new(&path),
+            model: "skylake-client",
+        };
+        std::fs::write(&path, window(1, "pageout", "skylake-client", 100)).unwrap();
+        let mut warm = sample(true);
+        windows.add_to(&mut warm, true).unwrap();
+        assert_eq!(warm.metrics["pageout_modeled_cycles"], 100);
+        assert!(warm.profile.is_empty(), "warm-ups keep no profile");
+        // The next sample sees only the windows written since.
+        let text = [
+            window(1, "pageout", "skylake-client", 100),
+            window(2, "pageout", "skylake-client", 300),
+        ]
+        .concat();
+        std::fs::write(&path, &text).unwrap();
+        let mut measured = sample(false);
+        windows.add_to(&mut measured, false).unwrap();
+        assert_eq!(measured.metrics["pageout_modeled_cycles"], 300);
+        assert_eq!(measured.metrics["pageout_insns"], 150);
+        assert_eq!(measured.metrics["pageout_cpu_ns"], 5);
+        assert_eq!(measured.profile["pageout"]["do_flush_stats"], 300);
+        // A sample without windows, and a window of another model, fail.
+        let err = windows.add_to(&mut sample(false), false).unwrap_err();
+        assert!(format!("{err:#}").contains("no cost windows"), "{err:#}");
+        std::fs::write(&path, [text, window(3, "verify", "other", 1)].concat()).unwrap();
+        let err = windows.add_to(&mut sample(false), false).unwrap_err();
+        assert!(err.to_string().contains("modeled on other"), "{err}");
+    }
 }

@@ -25,7 +25,7 @@ pub use patchbench_costmodel::record::{Cost, Line, SymbolCost, WindowRecord};
 /// The window file's name in a boot's directory.
 pub const WINDOWS_FILE: &str = "cost-windows.jsonl";
 
-/// What a boot in the cost lane needs besides its [`crate::vm::BootSpec`].
+/// What a boot in the cost lane needs besides its `vm::BootSpec`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CostLane {
     /// The plugin (`libpatchbench_cost_plugin.so`).
@@ -335,6 +335,21 @@ mod tests {
         let profiles = sample_profiles(&windows);
         assert_eq!(profiles["pageout"]["do_flush_stats"], 300);
         assert_eq!(profiles["verify"].len(), 1);
+    }
+
+    /// The names made here are the ones the workload specs declare.
+    #[test]
+    fn the_specs_declare_the_metrics_made_here() {
+        let spec = crate::workload::spec_for_kind("zswap-pageout").unwrap();
+        for phase in ["total", "pageout", "verify"] {
+            for name in metric_names(phase) {
+                let m = spec.metrics.iter().find(|m| m.name == name);
+                assert!(
+                    m.is_some_and(|m| m.lane == Some(crate::workload::MetricLane::Cost)),
+                    "{name}"
+                );
+            }
+        }
     }
 
     #[test]

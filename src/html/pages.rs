@@ -31,6 +31,10 @@ pub struct RunPage<'a> {
     pub accel: String,
     pub tcg: bool,
     pub accel_reason: &'a str,
+    /// The cost lane's banner (model, TCG forced, icount); `None` outside it.
+    pub cost_banner: Option<String>,
+    /// The cost lane's top symbols by Δ modeled cycles, per phase.
+    pub profiles: Vec<ProfileView>,
     /// More than two variants: tables get a variant column, and the key
     /// lists every variant.
     pub multi: bool,
@@ -97,6 +101,92 @@ pub struct PlotView {
     pub anchor: String,
     pub svg: Svg,
     pub caption: String,
+}
+
+/// One phase's top symbols by Δ modeled cycles: a chart and its table.
+pub struct ProfileView {
+    pub title: String,
+    pub anchor: String,
+    pub baseline: String,
+    pub variant: String,
+    /// The chart; `None` when no symbol changed.
+    pub svg: Option<Svg>,
+    pub rows: Vec<ProfileRowView>,
+    /// The whole phase: A, B, Δ, and the listed symbols' share of it.
+    pub whole: String,
+}
+
+pub struct ProfileRowView {
+    pub symbol: String,
+    pub a: String,
+    pub b: String,
+    pub delta: String,
+    pub share: String,
+}
+
+/// The cost lane's tables as page models, each with its bar chart.
+fn profiles(r: &Results) -> Result<Vec<ProfileView>, plot::PlotError> {
+    let m = |c: f64| format!("{:.3}", c / 1e6);
+    let signed = |c: f64| {
+        if c < 0.0 {
+            format!("\u{2212}{:.3}", -c / 1e6)
+        } else {
+            format!("+{:.3}", c / 1e6)
+        }
+    };
+    crate::report::profile_tables(r)
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let bars: Vec<plot::SymbolBar> = t
+                .rows
+                .iter()
+                .map(|row| plot::SymbolBar {
+                    symbol: row.symbol.clone(),
+                    delta_mcycles: row.delta / 1e6,
+                })
+                .collect();
+            let svg = if bars.is_empty() {
+                None
+            } else {
+                Some(plot::symbol_delta_plot(&t.title(), &bars)?)
+            };
+            Ok(ProfileView {
+                title: t.title(),
+                anchor: format!("profile-{i}"),
+                baseline: t.baseline.clone(),
+                variant: t.variant.clone(),
+                svg,
+                rows: t
+                    .rows
+                    .iter()
+                    .map(|row| ProfileRowView {
+                        symbol: row.symbol.clone(),
+                        a: m(row.a_mean),
+                        b: m(row.b_mean),
+                        delta: signed(row.delta),
+                        share: row
+                            .share
+                            .map_or_else(|| "n/a".into(), |s| format!("{:.1}%", s * 100.0)),
+                    })
+                    .collect(),
+                whole: format!(
+                    "The whole phase: {} {}, {} {}, \u{394} {} Mcycles per sample ({} and {} sample(s)){}.",
+                    t.baseline,
+                    m(t.a_total),
+                    t.variant,
+                    m(t.b_total),
+                    signed(t.total_delta()),
+                    t.a_samples,
+                    t.b_samples,
+                    t.listed_share().map_or_else(String::new, |s| format!(
+                        "; the symbols listed account for {:.1}% of the \u{394}",
+                        s * 100.0
+                    )),
+                ),
+            })
+        })
+        .collect()
 }
 
 pub struct PatchView<'a> {
@@ -491,6 +581,8 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         accel: r.host.accel.to_string().to_uppercase(),
         tcg: r.host.accel == Accel::Tcg,
         accel_reason: &r.host.accel_reason,
+        cost_banner: crate::report::cost_banner(r),
+        profiles: profiles(r)?,
         multi: run.multi(),
         baseline: r.baseline().to_string(),
         headline: format!(

@@ -105,6 +105,7 @@ pub fn display_unit(unit: Option<Unit>) -> (f64, &'static str) {
         Some(Unit::Count) => (1.0, "count"),
         Some(Unit::PerSecond) => (1.0, "per s"),
         Some(Unit::Bytes) => (1.0 / (1024.0 * 1024.0), "MiB"),
+        Some(Unit::Cycles) => (1e-6, "Mcycles"),
         None => (1.0, ""),
     }
 }
@@ -458,6 +459,96 @@ fn draw_waterfall(
     Ok(())
 }
 
+/// One bar of a symbol-Δ chart: a symbol and its Δ in millions of cycles.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SymbolBar {
+    pub symbol: String,
+    pub delta_mcycles: f64,
+}
+
+const SYMBOLS_WIDTH: u32 = 640;
+/// Symbol labels longer than this are cut, with an ellipsis.
+const SYMBOL_LABEL_CHARS: usize = 30;
+
+/// The cost lane's "top symbols by Δ modeled cycles" as horizontal bars,
+/// one per symbol from the top, green where B spends fewer cycles, red
+/// where it spends more.
+pub fn symbol_delta_plot(title: &str, bars: &[SymbolBar]) -> Result<Svg, PlotError> {
+    let mut buf = String::new();
+    draw_symbol_deltas(&mut buf, bars).map_err(err(title))?;
+    Ok(with_title(buf, title))
+}
+
+fn draw_symbol_deltas(
+    buf: &mut String,
+    bars: &[SymbolBar],
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let n = bars.len().max(1);
+    // The bars, the tick labels and the axis description under them.
+    let height = 60 + 26 * n as u32;
+    let (x_lo, x_hi) = y_range(bars.iter().flat_map(|b| [b.delta_mcycles, 0.0]));
+    // Bar i from the top: y = n - 1 - i.
+    let (y_lo, y_hi) = (-0.5, n as f64 - 0.5);
+    let root = SVGBackend::with_string(buf, (SYMBOLS_WIDTH, height)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .margin(12)
+        .x_label_area_size(46)
+        .y_label_area_size(220)
+        .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
+    let labels: Vec<String> = bars
+        .iter()
+        .map(|b| {
+            if b.symbol.chars().count() > SYMBOL_LABEL_CHARS {
+                let cut: String = b.symbol.chars().take(SYMBOL_LABEL_CHARS - 1).collect();
+                format!("{cut}\u{2026}")
+            } else {
+                b.symbol.clone()
+            }
+        })
+        .collect();
+    let label_of = |y: &f64| {
+        slot(*y)
+            .and_then(|j| n.checked_sub(1 + j))
+            .and_then(|i| labels.get(i))
+            .cloned()
+            .unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n)
+        .y_label_formatter(&label_of)
+        .x_labels(6)
+        .x_label_formatter(&tick)
+        .x_desc("\u{394} Mcycles per sample")
+        .label_style(FONT)
+        .axis_desc_style(FONT)
+        .light_line_style(TRANSPARENT)
+        .draw()?;
+    chart.draw_series(LineSeries::new(
+        [(0.0, y_lo), (0.0, y_hi)],
+        RGBColor(0x99, 0x99, 0x99).stroke_width(1),
+    ))?;
+    chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
+        let y = (n - 1 - i) as f64;
+        let colour = if b.delta_mcycles < 0.0 {
+            verdict_colour(Some(Verdict::Improvement))
+        } else {
+            verdict_colour(Some(Verdict::Regression))
+        };
+        Rectangle::new(
+            [
+                (b.delta_mcycles.min(0.0), y - 0.35),
+                (b.delta_mcycles.max(0.0), y + 0.35),
+            ],
+            colour.filled(),
+        )
+    }))?;
+    root.present()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -527,6 +618,27 @@ mod tests {
         let banded = samples_plot(&banded_row, &boots, &row_means(&banded_row)).unwrap();
         assert!(banded.as_str().matches("<rect").count() > plain.as_str().matches("<rect").count());
         assert!(plain.as_str().contains(">ms<") || plain.as_str().contains("\nms\n"));
+    }
+
+    #[test]
+    fn the_symbol_chart_draws_a_bar_per_symbol_with_escaped_names() {
+        let bars = [
+            SymbolBar {
+                symbol: "do_flush_stats".into(),
+                delta_mcycles: -300.0,
+            },
+            SymbolBar {
+                symbol: "<b>&evil".into(),
+                delta_mcycles: 1.0,
+            },
+        ];
+        let svg = symbol_delta_plot("pageout: B vs A", &bars).unwrap();
+        let text = svg.as_str();
+        assert_eq!(text.matches("<rect").count() - 1, 2, "{text}");
+        assert!(text.contains("\ndo_flush_stats\n"), "{text}");
+        assert!(text.contains("&lt;b&gt;&amp;evil"), "{text}");
+        assert!(!text.contains("<b>"), "{text}");
+        assert!(text.contains("<title>pageout: B vs A</title>"), "{text}");
     }
 
     #[test]

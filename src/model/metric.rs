@@ -15,16 +15,19 @@ pub enum Unit {
     PerSecond,
     /// Bytes, shown in MiB.
     Bytes,
+    /// Modeled CPU cycles (the cost lane, docs/cost-model.md), shown in
+    /// millions.
+    Cycles,
 }
 
 impl Unit {
     /// Whether a workload's summary (the geometric mean of its changes)
-    /// counts metrics of this unit: times and rates, what a user waits for
-    /// or gets. Counts of pages and events explain a result (a forced
+    /// counts metrics of this unit: times, rates and modeled cycles (the
+    /// cost lane's time), what a user waits for or gets. Counts of pages and events explain a result (a forced
     /// flush, a page stored), and a count near zero would swing the mean
     /// by orders of magnitude on one event.
     pub fn summarised(self) -> bool {
-        matches!(self, Unit::Ns | Unit::PerSecond)
+        matches!(self, Unit::Ns | Unit::PerSecond | Unit::Cycles)
     }
 
     /// The unit as a table shows it (after [`Unit`]'s conversions).
@@ -35,6 +38,7 @@ impl Unit {
             Unit::Count => "count",
             Unit::PerSecond => "per s",
             Unit::Bytes => "MiB",
+            Unit::Cycles => "Mcycles",
         }
     }
 }

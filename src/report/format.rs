@@ -40,10 +40,10 @@ pub fn p_cell(c: &Comparison) -> String {
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// A value in the unit people read: nanoseconds as milliseconds, bytes as
-/// MiB.
+/// MiB, cycles as millions.
 pub fn format_value(v: f64, unit: Option<Unit>) -> String {
     match unit {
-        Some(Unit::Ns) => format!("{:.3}", v / 1e6),
+        Some(Unit::Ns | Unit::Cycles) => format!("{:.3}", v / 1e6),
         Some(Unit::Bytes) => format!("{:.1}", v / MIB),
         _ if v.fract() == 0.0 => format!("{v:.0}"),
         _ => format!("{v:.1}"),

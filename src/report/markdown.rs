@@ -32,9 +32,11 @@ pub fn markdown_of(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row])
     }
 }
 
-/// The TCG banner, when the boots ran under TCG.
+/// The cost lane's banner, or the TCG banner when the boots ran under TCG.
 fn accelerator(out: &mut String, results: &Results) {
-    if results.host.accel == Accel::Tcg {
+    if let Some(banner) = super::profile::cost_banner(results) {
+        let _ = writeln!(out, "> **{banner}**\n");
+    } else if results.host.accel == Accel::Tcg {
         let _ = writeln!(
             out,
             "> **Accelerator: TCG{}** \u{2014} {}. Times are emulated CPU time: compare A with B, not with hardware.\n",
@@ -77,6 +79,7 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
         }
         condition_markdown(&mut out, results, &rows);
     }
+    profile_markdown(&mut out, results);
     if self_check {
         let _ = writeln!(out, "\n{}", self_check_line(results, rows));
     }
@@ -275,6 +278,7 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
         }
         columns_markdown(&mut out, results, &rows);
     }
+    profile_markdown(&mut out, results);
     let steps = steps(results, spec);
     if !steps.is_empty() {
         out.push_str(&waterfall::markdown(results, &steps, rows));
@@ -410,4 +414,74 @@ fn summarised<'r>(
 /// The largest within-boot CV over some rows, in percent.
 fn max_boot_cv(rows: &[Row]) -> Option<f64> {
     super::format::max_time_cv(rows.iter().map(|r| (r.unit, r.comparison.max_boot_cv_pct)))
+}
+
+/// The cost lane's tables: per phase, the symbols whose modeled cycles per
+/// sample changed most (mean of A's samples, of B's, Δ, share of the
+/// phase's total Δ), in millions of cycles.
+fn profile_markdown(out: &mut String, results: &Results) {
+    for table in super::profile::profile_tables(results) {
+        let (a, b) = (&table.baseline, &table.variant);
+        let _ = writeln!(out, "\n#### {}\n", table.title());
+        if table.rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "No symbol's modeled cycles changed ({} and {} sample(s)).",
+                table.a_samples, table.b_samples
+            );
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "| symbol | {a} (Mcycles) | {b} (Mcycles) | \u{394} (Mcycles) | share of total \u{394} |\n|---|---:|---:|---:|---:|"
+        );
+        for r in &table.rows {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                code_span(&r.symbol),
+                mcycles(r.a_mean),
+                mcycles(r.b_mean),
+                signed_mcycles(r.delta),
+                r.share
+                    .map_or_else(|| "n/a".to_string(), |s| pct(s * 100.0)),
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nThe whole phase: {a} {}, {b} {}, \u{394} {} Mcycles per sample ({} and {} sample(s)){}.",
+            mcycles(table.a_total),
+            mcycles(table.b_total),
+            signed_mcycles(table.total_delta()),
+            table.a_samples,
+            table.b_samples,
+            table.listed_share().map_or_else(String::new, |s| format!(
+                "; the symbols listed account for {} of the \u{394}",
+                pct(s * 100.0)
+            )),
+        );
+    }
+}
+
+/// Cycles in millions, three decimals.
+fn mcycles(cycles: f64) -> String {
+    format!("{:.3}", cycles / 1e6)
+}
+
+/// A signed Δ in millions of cycles, with a minus sign.
+fn signed_mcycles(cycles: f64) -> String {
+    if cycles < 0.0 {
+        format!("\u{2212}{}", mcycles(-cycles))
+    } else {
+        format!("+{}", mcycles(cycles))
+    }
+}
+
+/// A percentage with one decimal and a minus sign.
+fn pct(p: f64) -> String {
+    if p < 0.0 {
+        format!("\u{2212}{:.1}%", -p)
+    } else {
+        format!("{p:.1}%")
+    }
 }

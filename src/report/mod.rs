@@ -5,10 +5,13 @@
 //!   steps of a per-patch campaign);
 //! - `markdown` and `terminal`: the two text renderings;
 //! - `waterfall`: what each patch of a series did;
+//! - `profile`: the cost lane's top symbols by Δ modeled cycles, and its
+//!   banner;
 //! - `format`: values, percentages and untrusted text.
 
 mod format;
 mod markdown;
+pub mod profile;
 mod rows;
 mod terminal;
 pub mod waterfall;
@@ -17,6 +20,7 @@ pub use format::{
     code_span, control_title, format_value, max_time_cv, noise_line, noisy_host, signed_pct,
 };
 pub use markdown::{markdown, markdown_of};
+pub use profile::{ProfileTable, cost_banner, profile_tables};
 pub use rows::{Row, condition_rows, is_prefix_chain, regressed_metrics, rows, steps};
 pub use terminal::{terminal, terminal_of};
 

@@ -14,7 +14,9 @@ pub fn terminal(results: &Results, spec: Option<&WorkloadSpec>) -> String {
 /// [`terminal`] from rows already compared.
 pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
     let mut out = String::new();
-    if results.host.accel == Accel::Tcg {
+    if let Some(banner) = super::profile::cost_banner(results) {
+        out.push_str(&format!("{banner}\n"));
+    } else if results.host.accel == Accel::Tcg {
         out.push_str("accelerator: TCG (emulated CPU time; compare A with B only)\n");
     }
     let names: Vec<&str> = results.variants.iter().map(|v| v.name.as_str()).collect();
@@ -38,6 +40,7 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
             out.push_str(&terminal_table(&of));
         }
     }
+    out.push_str(&profile_text(results));
     let max_cv =
         super::format::max_time_cv(rows.iter().map(|r| (r.unit, r.comparison.max_boot_cv_pct)));
     if let Some(line) = noise_line(results, max_cv) {
@@ -99,6 +102,61 @@ fn terminal_table(rows: &[&Row]) -> String {
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
+    }
+    out
+}
+
+/// The cost lane's top symbols per phase, as aligned text.
+fn profile_text(results: &Results) -> String {
+    let mut out = String::new();
+    for table in super::profile::profile_tables(results) {
+        out.push_str(&format!("\n{}\n", table.title()));
+        let header = [
+            "symbol".to_string(),
+            format!("{} Mcycles", table.baseline),
+            format!("{} Mcycles", table.variant),
+            "delta".to_string(),
+            "share".to_string(),
+        ];
+        let mut rows: Vec<Vec<String>> = vec![header.to_vec()];
+        for r in &table.rows {
+            rows.push(vec![
+                r.symbol.clone(),
+                format!("{:.3}", r.a_mean / 1e6),
+                format!("{:.3}", r.b_mean / 1e6),
+                format!("{:+.3}", r.delta / 1e6),
+                r.share
+                    .map_or_else(|| "n/a".into(), |s| format!("{:.1}%", s * 100.0)),
+            ]);
+        }
+        rows.push(vec![
+            "(whole phase)".into(),
+            format!("{:.3}", table.a_total / 1e6),
+            format!("{:.3}", table.b_total / 1e6),
+            format!("{:+.3}", table.total_delta() / 1e6),
+            table
+                .listed_share()
+                .map_or_else(String::new, |s| format!("listed {:.1}%", s * 100.0)),
+        ]);
+        let widths: Vec<usize> = (0..5)
+            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+            .collect();
+        for row in rows {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(c, (cell, w))| {
+                    if c == 0 {
+                        format!("{cell:<w$}")
+                    } else {
+                        format!("{cell:>w$}")
+                    }
+                })
+                .collect();
+            out.push_str(cells.join("  ").trim_end());
+            out.push('\n');
+        }
     }
     out
 }

@@ -73,6 +73,7 @@ impl Results {
             && earlier.host.accel == self.host.accel
             && earlier.host.icount == self.host.icount
             && earlier.host.tcg_threads == self.host.tcg_threads
+            && earlier.host.cost_model == self.host.cost_model
             && kernels(earlier) == kernels(self)
     }
 

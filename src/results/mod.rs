@@ -92,6 +92,7 @@ fn byte_offset(text: &str, line: usize, column: usize) -> usize {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     pub(crate) fn fixture_path() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-results.json")
@@ -129,6 +130,45 @@ pub(crate) mod tests {
                 })
                 .collect();
             boot.samples.extend(tagged);
+        }
+        results
+    }
+
+    /// The stored smoke run as if measured in the cost lane: every sample
+    /// has `pageout_`/`verify_` cost metrics and profiles. B's flush
+    /// (`do_flush_stats`, 300 M cycles a sample in A) is gone, and its
+    /// `mod_memcg_state` costs 1 M more; `verify` is the same in both.
+    pub(crate) fn cost_lane() -> Results {
+        let mut results = fixture();
+        results.host.cost_model = Some("skylake-client".into());
+        results.host.icount = true;
+        results.host.accel_reason = "cost model: TCG forced (single-threaded, -icount shift=0,sleep=off, so that the modeled counts repeat); KVM is not usable here anyway: /dev/kvm: No such file".into();
+        for boot in &mut results.boots {
+            let b = boot.variant == "B";
+            for s in &mut boot.samples {
+                let i = u64::from(s.index);
+                let pageout: BTreeMap<String, u64> = [
+                    ("do_flush_stats", if b { 0 } else { 300_000_000 + i * 1000 }),
+                    ("lzo1x_1_do_compress_safe", 330_000_000),
+                    ("mod_memcg_state", if b { 2_000_000 } else { 1_000_000 }),
+                    ("user", 10_000),
+                ]
+                .into_iter()
+                .filter(|(_, c)| *c > 0)
+                .map(|(k, c)| (k.to_string(), c))
+                .collect();
+                let verify: BTreeMap<String, u64> = [("user".to_string(), 50_000_000)].into();
+                let cycles: u64 = pageout.values().sum();
+                s.metrics.insert("pageout_modeled_cycles".into(), cycles);
+                s.metrics.insert("pageout_insns".into(), cycles / 2);
+                s.metrics
+                    .insert("verify_modeled_cycles".into(), 50_000_000 + i);
+                s.profile = [
+                    ("pageout".to_string(), pageout),
+                    ("verify".to_string(), verify),
+                ]
+                .into();
+            }
         }
         results
     }
@@ -191,6 +231,7 @@ pub(crate) mod tests {
                             ),
                         ]
                         .into(),
+                        profile: Default::default(),
                     })
                     .collect();
                 Boot {
@@ -285,6 +326,26 @@ pub(crate) mod tests {
         let mut renamed = with.clone();
         renamed.controls[0].name = "other".into();
         assert!(!with.can_resume_from(&renamed));
+    }
+
+    #[test]
+    fn resuming_never_mixes_the_cost_lane_with_another() {
+        let cost = cost_lane();
+        let plain = fixture();
+        assert!(cost.can_resume_from(&cost));
+        assert!(!cost.can_resume_from(&plain));
+        assert!(!plain.can_resume_from(&cost));
+        // Profiles and the model survive a round trip; a plain document
+        // writes neither.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.json");
+        cost.save(&path).unwrap();
+        let back = Results::load(&path).unwrap();
+        assert_eq!(back.host.cost_model.as_deref(), Some("skylake-client"));
+        assert_eq!(back.boots[0].samples, cost.boots[0].samples);
+        plain.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(r#""cost_model""#) && !text.contains(r#""profile""#));
     }
 
     #[test]

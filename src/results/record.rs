@@ -28,6 +28,11 @@ pub struct Host {
     /// and in documents from before it was a setting (which ran `multi`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcg_threads: Option<TcgThreads>,
+    /// The cost lane's machine model (`skylake-client`): every boot ran
+    /// under TCG with the cost-model plugin (docs/cost-model.md). Absent
+    /// outside the cost lane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_model: Option<String>,
     /// The host's own noise floor in this run; absent in documents from
     /// before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -344,6 +349,11 @@ pub struct SampleRecord {
     pub condition: Option<String>,
     /// Metric name → value (nanoseconds for times; see the spec).
     pub metrics: BTreeMap<String, u64>,
+    /// The cost lane only (absent elsewhere, and for warm-ups): modeled
+    /// cycles per kernel symbol (`user` for user space) in each marked
+    /// phase of the sample, phase → symbol → cycles.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profile: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 impl From<&patchbench_agent::Sample> for SampleRecord {
@@ -352,6 +362,7 @@ impl From<&patchbench_agent::Sample> for SampleRecord {
             index: s.index,
             condition: s.condition.clone(),
             metrics: s.metrics.clone(),
+            profile: BTreeMap::new(),
         }
     }
 }

@@ -110,6 +110,7 @@ impl From<SampleV2> for SampleRecord {
             index: s.index,
             condition: s.condition,
             metrics: s.metrics,
+            profile: BTreeMap::new(),
         }
     }
 }

@@ -686,7 +686,20 @@ pub struct MetricSpec {
     /// docs/statistics.md). Absent: no such level.
     #[serde(default)]
     pub negligible: Option<f64>,
+    /// `cost`: made by the cost lane (docs/cost-model.md) from the phase
+    /// windows the agent marks, not by the agent. Absent: every lane.
+    #[serde(default)]
+    pub lane: Option<MetricLane>,
     pub description: String,
+}
+
+/// The lane that alone produces a metric. A metric of another lane is
+/// absent from a run's samples, and so from its reports: it is not missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MetricLane {
+    /// `vm.cost_model: cache`.
+    Cost,
 }
 
 /// The spec of a workload kind (`zswap-pageout`...); `None` for a kind

@@ -5,10 +5,6 @@ use crate::config::{Campaign, DEFAULT_CAMPAIGN, Overrides, default_campaign_dir}
 use crate::model::CpuShape;
 use std::path::Path;
 
-fn names(spec: &WorkloadSpec) -> Vec<&str> {
-    spec.metrics.iter().map(|m| m.name.as_str()).collect()
-}
-
 #[test]
 fn every_spec_parses_and_names_the_agents_metrics() {
     let cases: [(&str, &str, &[&str]); 4] = [
@@ -67,10 +63,64 @@ fn every_spec_parses_and_names_the_agents_metrics() {
     for (text, name, metrics) in cases {
         let spec: WorkloadSpec = yaml_serde::from_str(text).unwrap();
         assert_eq!(spec.name, name);
-        assert_eq!(names(&spec), metrics, "{name}");
+        let agents: Vec<&str> = spec
+            .metrics
+            .iter()
+            .filter(|m| m.lane.is_none())
+            .map(|m| m.name.as_str())
+            .collect();
+        assert_eq!(agents, metrics, "{name}");
         for m in &spec.metrics {
             let suffix_ns = m.name.ends_with("_ns");
             assert_eq!(suffix_ns, m.unit == Unit::Ns, "{name}: {}", m.name);
+        }
+    }
+}
+
+/// The cost lane's metrics, five per phase the agent marks (in
+/// `cost::sample_metrics`'s order), declared after the agent's own.
+#[test]
+fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
+    let cases: [(&str, &[&str]); 4] = [
+        (ZSWAP_PAGEOUT, &["total", "pageout", "verify"]),
+        (RSTAT_FLUSH, &["read_loop"]),
+        (RECLAIM_REFAULT, &["run"]),
+        (KERNEL_BUILD, &["build"]),
+    ];
+    for (text, phases) in cases {
+        let spec: WorkloadSpec = yaml_serde::from_str(text).unwrap();
+        let cost: Vec<&MetricSpec> = spec
+            .metrics
+            .iter()
+            .filter(|m| m.lane == Some(MetricLane::Cost))
+            .collect();
+        let want: Vec<String> = phases
+            .iter()
+            .flat_map(|p| {
+                [
+                    "insns",
+                    "l1d_misses",
+                    "llc_misses",
+                    "coherence_misses",
+                    "modeled_cycles",
+                ]
+                .map(|m| format!("{p}_{m}"))
+            })
+            .collect();
+        let got: Vec<&str> = cost.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(got, want, "{}", spec.name);
+        for m in cost {
+            let cycles = m.name.ends_with("_modeled_cycles");
+            assert_eq!(m.unit == Unit::Cycles, cycles, "{}", m.name);
+            assert_eq!(m.better, Direction::LowerIsBetter, "{}", m.name);
+        }
+        for phase in phases {
+            assert!(
+                patchbench_agent::marker::Phase::ALL
+                    .iter()
+                    .any(|p| p.name() == *phase),
+                "the agent marks no phase {phase}"
+            );
         }
     }
 }

@@ -1,0 +1,179 @@
+//! The campaign's lane: the accelerator and clock of every boot, and in
+//! the cost lane (`vm.cost_model: cache`) the plugin that models them.
+//! The decision is a pure function of the campaign and the host's KVM
+//! probe ([`decide`]), so that a KVM host's choice is tested without KVM.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::config::{AccelChoice, CostModel, Plan};
+use crate::cost::{self, CostLane};
+use crate::events::{Event, Sink};
+use crate::vm::accel::{self, Accel, Decision, KvmProbe};
+
+/// The accelerator and clock every boot of the campaign uses.
+pub(super) struct Lane {
+    pub decision: Decision,
+    /// TCG's instruction-count clock.
+    pub icount: bool,
+    /// The cost lane's plugin and model; `None` outside it.
+    pub cost: Option<CostPlugin>,
+}
+
+/// The cost-model plugin a cost-lane campaign loads in every boot.
+pub(super) struct CostPlugin {
+    pub plugin: PathBuf,
+    /// The machine model's name, as the plugin writes it in every window.
+    pub model: &'static str,
+}
+
+impl Lane {
+    /// The cost lane of one boot: the plugin and the booted kernel's
+    /// `System.map` (from the top of its build directory).
+    pub fn cost_lane(&self, bzimage: &Path) -> anyhow::Result<Option<CostLane>> {
+        let Some(cost) = &self.cost else {
+            return Ok(None);
+        };
+        let system_map = crate::build::system_map(bzimage).with_context(|| {
+            format!(
+                "the cost lane needs the kernel's System.map, and there is none at the top of {}'s build directory (kernels from `patchbench build --out` do not carry it; build them in the campaign)",
+                bzimage.display()
+            )
+        })?;
+        Ok(Some(CostLane {
+            plugin: cost.plugin.clone(),
+            system_map,
+        }))
+    }
+}
+
+/// A campaign that asks for the cost lane and for KVM at once.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "vm.cost_model: cache runs only under TCG (single-threaded, with icount), but KVM was requested (vm.accel: kvm or --accel kvm); use accel auto or tcg"
+)]
+pub struct CostLaneWantsTcg;
+
+/// The accelerator and whether TCG runs with icount, from the campaign's
+/// `vm.accel`, `vm.icount` and `vm.cost_model` and the host's KVM probe.
+/// The cost lane is TCG with icount on every host, KVM or not, and its
+/// reason says so; asking for KVM in it is an error.
+pub fn decide(
+    choice: AccelChoice,
+    icount: bool,
+    cost_model: CostModel,
+    probe: &KvmProbe,
+) -> anyhow::Result<(Decision, bool)> {
+    match cost_model {
+        CostModel::None => {
+            let decision = accel::decide(choice, probe)?;
+            let icount = icount && decision.accel == Accel::Tcg;
+            Ok((decision, icount))
+        }
+        CostModel::Cache => {
+            if choice == AccelChoice::Kvm {
+                return Err(CostLaneWantsTcg.into());
+            }
+            let host = match probe.usable() {
+                Ok(()) => "KVM is usable on this host, and not used".to_string(),
+                Err(why) => format!("KVM is not usable here anyway: {why}"),
+            };
+            Ok((
+                Decision {
+                    accel: Accel::Tcg,
+                    reason: format!(
+                        "cost model: TCG forced (single-threaded, -icount shift=0,sleep=off, so that the modeled counts repeat); {host}"
+                    ),
+                },
+                true,
+            ))
+        }
+    }
+}
+
+/// KVM where it really works, else TCG, said aloud; `vm.icount` only
+/// applies under TCG. In the cost lane: TCG with icount, the plugin found
+/// and the QEMU on `PATH` checked to speak its API, before any build.
+pub(super) fn choose(plan: &Plan, sink: &dyn Sink) -> anyhow::Result<Lane> {
+    let (decision, icount) = decide(
+        plan.vm.accel,
+        plan.vm.icount,
+        plan.vm.cost_model,
+        &accel::probe(),
+    )?;
+    if plan.vm.icount && !icount {
+        sink.emit(Event::Note(
+            "vm.icount is a TCG mode; with KVM the guest runs in real time without it".into(),
+        ));
+    }
+    if decision.accel == Accel::Tcg {
+        sink.emit(Event::Note(format!(
+            "accelerator: TCG \u{2014} {}",
+            decision.reason
+        )));
+    }
+    let cost = match plan.vm.cost_model {
+        CostModel::None => None,
+        CostModel::Cache => Some(cost_plugin()?),
+    };
+    Ok(Lane {
+        decision,
+        icount,
+        cost,
+    })
+}
+
+/// The plugin, and a QEMU that can load it.
+fn cost_plugin() -> anyhow::Result<CostPlugin> {
+    let plugin = cost::find_plugin()?;
+    let qemu = cost::api::qemu_on_path()
+        .context("qemu-system-x86_64 is not on PATH: apt-get install qemu-system-x86")?;
+    cost::api::check_qemu(&qemu)?;
+    Ok(CostPlugin {
+        plugin,
+        model: patchbench_costmodel::machine::SKYLAKE_CLIENT.name,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(kvm: bool) -> KvmProbe {
+        KvmProbe {
+            dev_kvm: Ok(()),
+            modules: vec![if kvm { "kvm_intel" } else { "kvm_pvm" }.into()],
+        }
+    }
+
+    #[test]
+    fn the_cost_lane_is_tcg_with_icount_even_on_a_kvm_host() {
+        for (choice, kvm) in [
+            (AccelChoice::Auto, true),
+            (AccelChoice::Auto, false),
+            (AccelChoice::Tcg, true),
+        ] {
+            for icount in [false, true] {
+                let (d, ic) = decide(choice, icount, CostModel::Cache, &probe(kvm)).unwrap();
+                assert_eq!((d.accel, ic), (Accel::Tcg, true), "{choice:?} kvm={kvm}");
+                assert!(
+                    d.reason.starts_with("cost model: TCG forced"),
+                    "{}",
+                    d.reason
+                );
+                let says = if kvm { "usable" } else { "not usable" };
+                assert!(d.reason.contains(says), "{}", d.reason);
+            }
+        }
+        // The same KVM host outside the cost lane uses KVM, without icount.
+        let (d, ic) = decide(AccelChoice::Auto, true, CostModel::None, &probe(true)).unwrap();
+        assert_eq!((d.accel, ic), (Accel::Kvm, false));
+    }
+
+    #[test]
+    fn asking_for_kvm_in_the_cost_lane_is_refused() {
+        let err = decide(AccelChoice::Kvm, false, CostModel::Cache, &probe(true)).unwrap_err();
+        assert!(err.to_string().contains("vm.cost_model: cache"), "{err}");
+    }
+}

@@ -1,0 +1,170 @@
+//! The cost lane's "where the change came from": per marked phase, the
+//! kernel symbols whose mean modeled cycles per sample changed most from
+//! the baseline to a variant (`cost::top_symbol_deltas` over the samples'
+//! profiles), and the lane's banner.
+
+use std::collections::BTreeMap;
+
+use crate::cost::{self, SymbolDelta, SymbolProfile};
+use crate::results::Results;
+
+/// Symbols listed per table.
+pub const TOP_SYMBOLS: usize = 10;
+
+/// One phase's table of one variant against the baseline, main workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileTable {
+    pub phase: String,
+    pub baseline: String,
+    pub variant: String,
+    /// Samples of each side with a profile.
+    pub a_samples: usize,
+    pub b_samples: usize,
+    /// Mean modeled cycles per sample of the whole phase, A and B.
+    pub a_total: f64,
+    pub b_total: f64,
+    /// The symbols, largest |Δ| first.
+    pub rows: Vec<SymbolDelta>,
+}
+
+impl ProfileTable {
+    /// `b_total − a_total`.
+    pub fn total_delta(&self) -> f64 {
+        self.b_total - self.a_total
+    }
+
+    /// The share of the total Δ the listed symbols explain (their Δs add
+    /// up to it); `None` when the total did not change.
+    pub fn listed_share(&self) -> Option<f64> {
+        let total = self.total_delta();
+        (total != 0.0).then(|| self.rows.iter().map(|r| r.delta).sum::<f64>() / total)
+    }
+
+    /// "Top symbols by Δ modeled cycles per sample, B vs A: pageout".
+    pub fn title(&self) -> String {
+        format!(
+            "Top symbols by \u{394} modeled cycles per sample, {} vs {}: {}",
+            self.variant, self.baseline, self.phase
+        )
+    }
+}
+
+/// Every table of the main workload: each candidate against the baseline,
+/// each phase any sample profiled (in name order). Empty outside the cost
+/// lane.
+pub fn profile_tables(results: &Results) -> Vec<ProfileTable> {
+    let baseline = results.baseline();
+    let mut tables = Vec::new();
+    for variant in results.candidates() {
+        let a = profiles(results, baseline);
+        let b = profiles(results, &variant.name);
+        let phases: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+        for phase in phases {
+            let (Some(pa), Some(pb)) = (a.get(phase), b.get(phase)) else {
+                continue;
+            };
+            let mean_total = |side: &[SymbolProfile]| {
+                side.iter()
+                    .map(|p| p.values().sum::<u64>() as f64)
+                    .sum::<f64>()
+                    / side.len() as f64
+            };
+            tables.push(ProfileTable {
+                phase: phase.clone(),
+                baseline: baseline.to_string(),
+                variant: variant.name.clone(),
+                a_samples: pa.len(),
+                b_samples: pb.len(),
+                a_total: mean_total(pa),
+                b_total: mean_total(pb),
+                rows: cost::top_symbol_deltas(pa, pb, TOP_SYMBOLS),
+            });
+        }
+    }
+    tables
+}
+
+/// The profiles of a variant's main-workload samples, by phase.
+fn profiles(results: &Results, variant: &str) -> BTreeMap<String, Vec<SymbolProfile>> {
+    let mut by_phase: BTreeMap<String, Vec<SymbolProfile>> = BTreeMap::new();
+    for (_, samples) in results.samples_by_boot(variant, None) {
+        for sample in samples {
+            for (phase, profile) in &sample.profile {
+                by_phase
+                    .entry(phase.clone())
+                    .or_default()
+                    .push(profile.clone());
+            }
+        }
+    }
+    by_phase
+}
+
+/// The cost lane's banner, or `None` outside it: "Cost lane: modeled
+/// cost on skylake-client; TCG forced (...)".
+pub fn cost_banner(results: &Results) -> Option<String> {
+    let model = results.host.cost_model.as_ref()?;
+    Some(format!(
+        "Cost lane: modeled cost on the {model} model (docs/cost-model.md): instructions and simulated cache misses, not time. {}",
+        results.host.accel_reason
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_come_from_the_samples_profiles() {
+        let results = crate::results::tests::cost_lane();
+        let tables = profile_tables(&results);
+        let phases: Vec<&str> = tables.iter().map(|t| t.phase.as_str()).collect();
+        assert_eq!(phases, ["pageout", "verify"]);
+        let pageout = &tables[0];
+        assert_eq!((pageout.a_samples, pageout.b_samples), (6, 3));
+        assert_eq!(pageout.rows[0].symbol, "do_flush_stats");
+        assert!(pageout.total_delta() < 0.0);
+        let share = pageout.listed_share().unwrap();
+        assert!((share - 1.0).abs() < 1e-9, "{share}");
+        assert_eq!(
+            pageout.title(),
+            "Top symbols by \u{394} modeled cycles per sample, B vs A: pageout"
+        );
+        assert!(cost_banner(&results).unwrap().contains("skylake-client"));
+        // Markdown (report.md, the PR comment) and the terminal show both.
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        let md = super::super::markdown(&results, spec.as_ref());
+        assert!(
+            md.contains("> **Cost lane: modeled cost on the skylake-client model"),
+            "{md}"
+        );
+        assert!(!md.contains("Accelerator: TCG"), "one banner: {md}");
+        assert!(
+            md.contains("#### Top symbols by \u{394} modeled cycles per sample, B vs A: pageout"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `do_flush_stats` | 300.002 | 0.000 | \u{2212}300.002 | 100.3% |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `mod_memcg_state` | 1.000 | 2.000 | +1.000 | \u{2212}0.3% |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("the symbols listed account for 100.0% of the \u{394}"),
+            "{md}"
+        );
+        assert!(md.contains("| pageout_modeled_cycles | Mcycles |"), "{md}");
+        assert!(
+            md.contains("No symbol's modeled cycles changed"),
+            "verify: {md}"
+        );
+        let text = super::super::terminal(&results, spec.as_ref());
+        assert!(text.starts_with("Cost lane: modeled cost"), "{text}");
+        assert!(text.contains("do_flush_stats"), "{text}");
+        let plain = crate::results::tests::with_control(None);
+        assert!(profile_tables(&plain).is_empty());
+        assert!(cost_banner(&plain).is_none());
+    }
+}
