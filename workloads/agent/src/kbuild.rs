@@ -35,6 +35,7 @@ use crate::mark;
 use crate::pageout::{counter_delta, emit, read_stat};
 use crate::port::Port;
 use crate::refault::Times;
+use crate::swapstat::{self, SwapCounters};
 use crate::sys;
 
 const CGROUP: &str = "patchbench-kbuild";
@@ -170,6 +171,7 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         .stderr(log_err);
     let stat = cg.join("memory.stat");
     let before = read_stat(&stat)?;
+    let swap_before = SwapCounters::read()?;
     let (user0, sys0) = sys::children_cpu_ns().context("getrusage")?;
     let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
     mark::begin(Phase::Build);
@@ -198,6 +200,7 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         }
     }
     let after = read_stat(&stat)?;
+    let swap_after = SwapCounters::read()?;
     let peak = files::read_value(cg.join("memory.peak"))?;
     let peak: u64 = peak
         .parse()
@@ -207,7 +210,9 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         user_ns: user1 - user0,
         sys_ns: sys1 - sys0,
     };
-    sample_metrics(times, peak, &before, &after)
+    let mut metrics = sample_metrics(times, peak, &before, &after)?;
+    metrics.extend(swapstat::metrics(&swap_before, &swap_after)?);
+    Ok(metrics)
 }
 
 /// One sample's metrics (names and units as in `workloads/kernel-build.yaml`).
