@@ -32,20 +32,26 @@ impl SwapCounters {
     pub fn read() -> Result<SwapCounters> {
         Ok(SwapCounters {
             vmstat: read_stat(Path::new(VMSTAT))?,
-            mthp: read_mthp()?,
+            mthp: read_mthp(Path::new(MTHP))?,
         })
     }
 }
 
-/// Every `hugepages-<N>kB/stats/<counter>` under [`MTHP`], summed over the
-/// sizes as `<counter>` and kept per size as `<counter>@<N>`.
-fn read_mthp() -> Result<BTreeMap<String, u64>> {
-    let entries = std::fs::read_dir(MTHP).with_context(|| {
-        format!("reading {MTHP} (a kernel without CONFIG_TRANSPARENT_HUGEPAGE has no mTHP stats)")
+/// Every `hugepages-<N>kB/stats/<counter>` under `root` ([`MTHP`]), summed
+/// over the sizes as `<counter>` and kept per size as `<counter>@<N>`. A
+/// size without a counter's file is skipped for that counter: 6.12 gives
+/// the sizes only anonymous memory can have (16 KiB and up) the anonymous
+/// stats, and 8 KiB (shmem only) none of them.
+fn read_mthp(root: &Path) -> Result<BTreeMap<String, u64>> {
+    let entries = std::fs::read_dir(root).with_context(|| {
+        format!(
+            "reading {} (a kernel without CONFIG_TRANSPARENT_HUGEPAGE has no mTHP stats)",
+            root.display()
+        )
     })?;
     let mut out = BTreeMap::new();
     for entry in entries {
-        let entry = entry.with_context(|| format!("reading {MTHP}"))?;
+        let entry = entry.with_context(|| format!("reading {}", root.display()))?;
         let name = entry.file_name();
         let Some(kib) = name
             .to_str()
@@ -57,6 +63,9 @@ fn read_mthp() -> Result<BTreeMap<String, u64>> {
         };
         for counter in ["anon_fault_alloc", "swpout", "swpout_fallback"] {
             let path = entry.path().join("stats").join(counter);
+            if !path.exists() {
+                continue;
+            }
             let value: u64 = files::read_value(&path)?
                 .parse()
                 .map_err(|_| Error::msg(format!("{} is not a count", path.display())))?;
@@ -65,7 +74,10 @@ fn read_mthp() -> Result<BTreeMap<String, u64>> {
         }
     }
     if out.is_empty() {
-        bail!("{MTHP} has no hugepages-<size>kB directories");
+        bail!(
+            "{} has no hugepages-<size>kB/stats with anonymous counters",
+            root.display()
+        );
     }
     Ok(out)
 }
@@ -154,6 +166,43 @@ pub mod tests {
                 ("pswpin", 40),
                 ("pswpout", 50),
             ]
+        );
+    }
+
+    /// Sysfs as 6.12 lays it out: 8 KiB has shmem stats only.
+    #[test]
+    fn reads_every_size_that_has_the_counter() {
+        let root = tempfile::tempdir().unwrap();
+        let write = |kib: u32, counter: &str, value: u64| {
+            let dir = root.path().join(format!("hugepages-{kib}kB/stats"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(counter), format!("{value}\n")).unwrap();
+        };
+        write(8, "shmem_alloc", 5);
+        for kib in [16, 32, 64] {
+            write(kib, "anon_fault_alloc", u64::from(kib));
+            write(kib, "swpout", u64::from(kib) + 1);
+            write(kib, "swpout_fallback", 0);
+        }
+        std::fs::write(root.path().join("enabled"), "never\n").unwrap();
+        let got = read_mthp(root.path()).unwrap();
+        assert_eq!(got["anon_fault_alloc"], 16 + 32 + 64);
+        assert_eq!(got["swpout"], 17 + 33 + 65);
+        assert_eq!(got["swpout@32"], 33);
+        assert!(!got.contains_key("swpout@8"));
+    }
+
+    #[test]
+    fn no_anonymous_stats_is_an_error() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("hugepages-8kB/stats")).unwrap();
+        let err = read_mthp(root.path()).unwrap_err();
+        assert!(err.to_string().contains("no hugepages"), "{err}");
+        let missing = root.path().join("nothing");
+        let err = read_mthp(&missing).unwrap_err();
+        assert!(
+            err.to_string().contains("CONFIG_TRANSPARENT_HUGEPAGE"),
+            "{err}"
         );
     }
 
