@@ -163,6 +163,12 @@ fn seed_004_campaigns_reach_large_folio_swap_in() {
             "{at}: ZSWAP_DEFAULT_ON must be off"
         );
         assert!(
+            plan.fragments
+                .iter()
+                .any(|f| f.ends_with("kconfigs/vm-events.config")),
+            "{at}: pswpin needs CONFIG_VM_EVENT_COUNTERS"
+        );
+        assert!(
             plan.cmdline.iter().any(|w| w == "zswap.enabled=0"),
             "{at}: zswap.enabled=0 is not on the command line"
         );

@@ -24,7 +24,7 @@ use std::fs::File;
 use std::path::Path;
 
 use patchbench_agent::marker::Phase;
-use patchbench_agent::{BuildDriver, Limit, RECORDED_MAKEFILE};
+use patchbench_agent::{BuildDriver, Limit, RECORDED_MAKEFILE, SwapBackend};
 
 use crate::cgroup;
 use crate::console;
@@ -53,6 +53,7 @@ pub struct Params {
     pub jobs: u32,
     pub memory_max: Limit,
     pub zswap_max: Limit,
+    pub swap: SwapBackend,
 }
 
 /// Checks the job's paths before anything is mounted.
@@ -171,7 +172,7 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         .stderr(log_err);
     let stat = cg.join("memory.stat");
     let before = read_stat(&stat)?;
-    let swap_before = SwapCounters::read()?;
+    let swap_before = swap_counters(params)?;
     let (user0, sys0) = sys::children_cpu_ns().context("getrusage")?;
     let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
     mark::begin(Phase::Build);
@@ -200,7 +201,7 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         }
     }
     let after = read_stat(&stat)?;
-    let swap_after = SwapCounters::read()?;
+    let swap_after = swap_counters(params)?;
     let peak = files::read_value(cg.join("memory.peak"))?;
     let peak: u64 = peak
         .parse()
@@ -211,8 +212,20 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         sys_ns: sys1 - sys0,
     };
     let mut metrics = sample_metrics(times, peak, &before, &after)?;
-    metrics.extend(swapstat::metrics(&swap_before, &swap_after)?);
+    if let (Some(b), Some(a)) = (&swap_before, &swap_after) {
+        metrics.extend(swapstat::metrics(b, a)?);
+    }
     Ok(metrics)
+}
+
+/// The swap counters, read only with zram (seed 004's large-folio swap-in;
+/// pswpin needs CONFIG_VM_EVENT_COUNTERS, which other campaigns' tiny
+/// kernels leave out).
+fn swap_counters(params: &Params) -> Result<Option<SwapCounters>> {
+    match params.swap {
+        SwapBackend::Zram => SwapCounters::read().map(Some),
+        SwapBackend::Disk => Ok(None),
+    }
 }
 
 /// One sample's metrics (names and units as in `workloads/kernel-build.yaml`).
@@ -253,6 +266,7 @@ mod tests {
             jobs: 2,
             memory_max: Limit::Bytes(64 << 20),
             zswap_max: Limit::Max,
+            swap: SwapBackend::Disk,
         }
     }
 

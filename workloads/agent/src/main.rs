@@ -237,9 +237,11 @@ fn run_workload(
             jobs,
             memory_max,
             zswap_max,
+            swap,
             ..
         } => {
             let params = kbuild::Params {
+                swap,
                 driver,
                 src,
                 build,
