@@ -44,8 +44,11 @@ for campaign in "${campaigns[@]}"; do
         *) echo "== $stem: FAILED (exit $code)"; failed+=("$stem") ;;
     esac
 done
+# Every seed's run in OUT, whichever of them ran now (other directories in
+# OUT, such as an earlier run moved aside, are not published).
 results=()
-for dir in "$out"/*/; do
+for campaign in ci/seeds/*.yaml; do
+    dir="$out/$(basename "$campaign" .yaml)"
     [ -f "$dir/results.json" ] && results+=("$dir")
 done
 if [ "${#results[@]}" -eq 0 ]; then
