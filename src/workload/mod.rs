@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytesize::ByteSize;
-use patchbench_agent::{BuildDriver, Fault, SwapBackend, Workload};
+use patchbench_agent::{BuildDriver, Fault, REFAULT_QUARTER, RefaultMemory, SwapBackend, Workload};
 use serde::{Deserialize, Deserializer};
 
 use crate::model::guest::size_text;
@@ -62,6 +62,10 @@ pub enum WorkloadConfig {
         file_size: ByteSize,
         #[serde(deserialize_with = "swap", default = "zram")]
         swap: SwapBackend,
+        #[serde(deserialize_with = "memory", default)]
+        memory: RefaultMemory,
+        #[serde(deserialize_with = "limit_percent", default = "quarter")]
+        limit_percent: u8,
     },
     KernelBuild {
         #[serde(deserialize_with = "config", default = "defconfig")]
@@ -76,6 +80,8 @@ pub enum WorkloadConfig {
         memory_max: Limit,
         #[serde(deserialize_with = "zswap_max", default = "max")]
         zswap_max: Limit,
+        #[serde(deserialize_with = "swap", default = "disk")]
+        swap: SwapBackend,
     },
     GuestFault {
         fault: Fault,
@@ -108,6 +114,8 @@ named! {
     reads: u32 = u32::deserialize;
     file_size: ByteSize = ByteSize::deserialize;
     swap: SwapBackend = SwapBackend::deserialize;
+    memory: RefaultMemory = RefaultMemory::deserialize;
+    limit_percent: u8 = u8::deserialize;
     config: BuildConfig = BuildConfig::deserialize;
     driver: BuildDriver = BuildDriver::deserialize;
     targets: Vec<String> = Vec::<String>::deserialize;
@@ -239,6 +247,14 @@ impl BuildConfig {
     }
 }
 
+fn quarter() -> u8 {
+    REFAULT_QUARTER
+}
+
+fn disk() -> SwapBackend {
+    SwapBackend::Disk
+}
+
 fn zram() -> SwapBackend {
     SwapBackend::Zram
 }
@@ -366,8 +382,18 @@ impl WorkloadConfig {
                 cgroups,
                 file_size,
                 swap,
+                memory: refault_memory,
+                limit_percent,
             } => {
                 let cgroups = cgroup_count(cgroups)?;
+                if !(1..=100).contains(&limit_percent) {
+                    return Err(WorkloadError {
+                        param: "limit_percent",
+                        value: limit_percent.to_string(),
+                        problem: "must be 1 to 100 (memory.max as a percentage of file_size)"
+                            .into(),
+                    });
+                }
                 let mib = 1 << 20;
                 if file_size.as_u64() < 4 * mib || file_size.as_u64() % mib != 0 {
                     return Err(WorkloadError {
@@ -393,6 +419,8 @@ impl WorkloadConfig {
                     cgroups,
                     file_mib: file_size.as_u64() / mib,
                     swap,
+                    memory: refault_memory,
+                    limit_percent,
                 })
             }
             WorkloadConfig::KernelBuild {
@@ -402,6 +430,7 @@ impl WorkloadConfig {
                 jobs,
                 memory_max,
                 zswap_max,
+                swap,
             } => {
                 check_targets(&targets)?;
                 let jobs = jobs.unwrap_or(online);
@@ -435,6 +464,7 @@ impl WorkloadConfig {
                     jobs,
                     memory_max,
                     zswap_max,
+                    swap,
                 }))
             }
             WorkloadConfig::GuestFault { fault } => ready(Workload::GuestFault { fault }),
@@ -472,7 +502,7 @@ impl Planned {
     pub fn swap_backend(&self) -> SwapBackend {
         match self {
             Planned::Ready(p) => p.wire().swap_backend(),
-            Planned::KernelBuild(_) => SwapBackend::Disk,
+            Planned::KernelBuild(plan) => plan.swap,
         }
     }
 
@@ -496,6 +526,7 @@ pub struct KernelBuildPlan {
     pub jobs: u32,
     pub memory_max: Limit,
     pub zswap_max: Limit,
+    pub swap: SwapBackend,
 }
 
 impl KernelBuildPlan {
@@ -511,6 +542,7 @@ impl KernelBuildPlan {
             jobs: self.jobs,
             memory_max: wire_limit(self.memory_max),
             zswap_max: wire_limit(self.zswap_max),
+            swap: self.swap,
         })
     }
 }
@@ -584,17 +616,21 @@ impl Prepared {
                 cgroups,
                 file_mib,
                 swap,
+                memory,
+                limit_percent,
             } => vec![
                 ("cgroups", cgroups.to_string()),
                 ("file_size", size_text(ByteSize::mib(*file_mib))),
+                ("swap", swap_text(*swap).into()),
                 (
-                    "swap",
-                    match swap {
-                        SwapBackend::Disk => "disk",
-                        SwapBackend::Zram => "zram",
+                    "memory",
+                    match memory {
+                        RefaultMemory::Tmpfs => "tmpfs",
+                        RefaultMemory::Anon => "anon",
                     }
                     .into(),
                 ),
+                ("limit_percent", limit_percent.to_string()),
             ],
             Workload::KernelBuild {
                 config,
@@ -605,6 +641,7 @@ impl Prepared {
                 jobs,
                 memory_max,
                 zswap_max,
+                swap,
             } => vec![
                 ("config", config.clone()),
                 (
@@ -621,11 +658,20 @@ impl Prepared {
                 ("jobs", jobs.to_string()),
                 ("memory_max", limit(memory_max)),
                 ("zswap_max", limit(zswap_max)),
+                ("swap", swap_text(*swap).into()),
             ],
             Workload::GuestFault { fault } => vec![("fault", format!("{fault:?}"))],
             Workload::Exec { argv } => vec![("argv", argv.join(" "))],
         };
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+}
+
+/// A swap backend as campaign files write it.
+fn swap_text(swap: SwapBackend) -> &'static str {
+    match swap {
+        SwapBackend::Disk => "disk",
+        SwapBackend::Zram => "zram",
     }
 }
 

@@ -43,6 +43,16 @@ fn every_spec_parses_and_names_the_agents_metrics() {
                 "pgscan",
                 "pgsteal",
                 "workingset_refault",
+                "pgfault",
+                "pgmajfault",
+                "pswpin",
+                "pswpout",
+                "mthp_fault_alloc",
+                "mthp_swpout",
+                "mthp_swpout_16k",
+                "mthp_swpout_32k",
+                "mthp_swpout_64k",
+                "mthp_swpout_fallback",
             ],
         ),
         (
@@ -56,6 +66,14 @@ fn every_spec_parses_and_names_the_agents_metrics() {
                 "zswpin",
                 "pgfault",
                 "pgmajfault",
+                "pswpin",
+                "pswpout",
+                "mthp_fault_alloc",
+                "mthp_swpout",
+                "mthp_swpout_16k",
+                "mthp_swpout_32k",
+                "mthp_swpout_64k",
+                "mthp_swpout_fallback",
                 "peak_bytes",
             ],
         ),
@@ -206,6 +224,11 @@ fn a_wrong_unit_is_named() {
         ("kind: reclaim-refault\ncgroups: lots", "cgroups"),
         ("kind: reclaim-refault\ncgroups: -2", "cgroups"),
         ("kind: reclaim-refault\nswap: tape", "swap"),
+        ("kind: reclaim-refault\nmemory: ram", "memory"),
+        (
+            "kind: reclaim-refault\nlimit_percent: most",
+            "limit_percent",
+        ),
         ("kind: rstat-flush\ndirty_pause: soon", "dirty_pause"),
         ("kind: rstat-flush\ndirty_size: big", "dirty_size"),
         ("kind: rstat-flush\nreads: -1", "reads"),
@@ -259,6 +282,8 @@ fn more_memory_than_the_guest_has_is_named_before_boot() {
         ),
         ("kind: rstat-flush\nreads: 0", "reads"),
         ("kind: reclaim-refault\nfile_size: 5000 KiB", "file_size"),
+        ("kind: reclaim-refault\nlimit_percent: 0", "limit_percent"),
+        ("kind: reclaim-refault\nlimit_percent: 101", "limit_percent"),
     ] {
         let err = parse(workload).unwrap().into_workload(&vm).unwrap_err();
         assert_eq!(err.param, param, "{workload}: {err}");
@@ -267,6 +292,25 @@ fn more_memory_than_the_guest_has_is_named_before_boot() {
             "{err}"
         );
     }
+}
+
+#[test]
+fn reclaim_refault_takes_anonymous_memory_at_the_edge_of_its_limit() {
+    let workload = parse(
+        "kind: reclaim-refault\ncgroups: 2\nfile_size: 32 MiB\nmemory: anon\nlimit_percent: 90",
+    )
+    .unwrap()
+    .into_workload(&vm("1 GiB", 2));
+    assert_eq!(
+        workload.map(|w| wire(&w)),
+        Ok(Workload::ReclaimRefault {
+            cgroups: 2,
+            file_mib: 32,
+            swap: SwapBackend::Zram,
+            memory: RefaultMemory::Anon,
+            limit_percent: 90,
+        })
+    );
 }
 
 #[test]
@@ -279,7 +323,9 @@ fn defaults_scale_with_the_online_cpus() {
         Ok(Workload::ReclaimRefault {
             cgroups: 8,
             file_mib: 50,
-            swap: SwapBackend::Zram
+            swap: SwapBackend::Zram,
+            memory: RefaultMemory::Tmpfs,
+            limit_percent: 25,
         })
     );
     let workload = parse("kind: rstat-flush\ncgroups: 3\ndirty_pause: 0s")
@@ -419,6 +465,7 @@ fn kernel_build_defaults_build_vmlinux_with_kbuild() {
             jobs: 2,
             memory_max: patchbench_agent::Limit::Bytes(256 << 20),
             zswap_max: patchbench_agent::Limit::Max,
+            swap: SwapBackend::Disk,
         }
     );
 }

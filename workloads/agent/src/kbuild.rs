@@ -24,7 +24,7 @@ use std::fs::File;
 use std::path::Path;
 
 use patchbench_agent::marker::Phase;
-use patchbench_agent::{BuildDriver, Limit, RECORDED_MAKEFILE};
+use patchbench_agent::{BuildDriver, Limit, RECORDED_MAKEFILE, SwapBackend};
 
 use crate::cgroup;
 use crate::console;
@@ -35,6 +35,7 @@ use crate::mark;
 use crate::pageout::{counter_delta, emit, read_stat};
 use crate::port::Port;
 use crate::refault::Times;
+use crate::swapstat::{self, SwapCounters};
 use crate::sys;
 
 const CGROUP: &str = "patchbench-kbuild";
@@ -52,6 +53,7 @@ pub struct Params {
     pub jobs: u32,
     pub memory_max: Limit,
     pub zswap_max: Limit,
+    pub swap: SwapBackend,
 }
 
 /// Checks the job's paths before anything is mounted.
@@ -170,6 +172,7 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         .stderr(log_err);
     let stat = cg.join("memory.stat");
     let before = read_stat(&stat)?;
+    let swap_before = swap_counters(params)?;
     let (user0, sys0) = sys::children_cpu_ns().context("getrusage")?;
     let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
     mark::begin(Phase::Build);
@@ -198,6 +201,7 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         }
     }
     let after = read_stat(&stat)?;
+    let swap_after = swap_counters(params)?;
     let peak = files::read_value(cg.join("memory.peak"))?;
     let peak: u64 = peak
         .parse()
@@ -207,7 +211,21 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         user_ns: user1 - user0,
         sys_ns: sys1 - sys0,
     };
-    sample_metrics(times, peak, &before, &after)
+    let mut metrics = sample_metrics(times, peak, &before, &after)?;
+    if let (Some(b), Some(a)) = (&swap_before, &swap_after) {
+        metrics.extend(swapstat::metrics(b, a)?);
+    }
+    Ok(metrics)
+}
+
+/// The swap counters, read only with zram (seed 004's large-folio swap-in;
+/// pswpin needs CONFIG_VM_EVENT_COUNTERS, which other campaigns' tiny
+/// kernels leave out).
+fn swap_counters(params: &Params) -> Result<Option<SwapCounters>> {
+    match params.swap {
+        SwapBackend::Zram => SwapCounters::read().map(Some),
+        SwapBackend::Disk => Ok(None),
+    }
 }
 
 /// One sample's metrics (names and units as in `workloads/kernel-build.yaml`).
@@ -248,6 +266,7 @@ mod tests {
             jobs: 2,
             memory_max: Limit::Bytes(64 << 20),
             zswap_max: Limit::Max,
+            swap: SwapBackend::Disk,
         }
     }
 

@@ -232,10 +232,23 @@ pub enum Workload {
     /// reads it back, all workers at once.
     ReclaimRefault {
         cgroups: u32,
-        /// The tmpfs file each worker writes and reads back, in MiB.
+        /// The tmpfs file (or anonymous region) each worker writes and reads
+        /// back, in MiB.
         file_mib: u64,
-        /// Where reclaimed tmpfs pages go.
+        /// Where reclaimed pages go.
         swap: SwapBackend,
+        /// What each worker fills and reads back: a tmpfs file (the seed's
+        /// script) or anonymous memory (large-folio swap-in, seed 004).
+        /// Left out of the JSON for tmpfs, the only memory before it existed.
+        #[serde(default, skip_serializing_if = "RefaultMemory::is_tmpfs")]
+        memory: RefaultMemory,
+        /// Each cgroup's `memory.max` as a percentage of `file_mib`, 1 to
+        /// 100. Left out of the JSON at 25, the seed's quarter.
+        #[serde(
+            default = "refault_quarter",
+            skip_serializing_if = "is_refault_quarter"
+        )]
+        limit_percent: u8,
     },
     /// Seeds 001 and 004: build `targets` of a kernel tree with the host's
     /// toolchain (host-root mode), `make -j jobs` in a cgroup limited to
@@ -261,6 +274,11 @@ pub enum Workload {
         memory_max: Limit,
         /// `memory.zswap.max` of the build's cgroup.
         zswap_max: Limit,
+        /// The swap device: the job's disk, or zram (synchronous, so 6.12
+        /// swaps large folios back in from it). Left out of the JSON for
+        /// the disk, the only device before.
+        #[serde(default = "disk", skip_serializing_if = "is_disk")]
+        swap: SwapBackend,
     },
     /// A deliberately broken guest, used to test the host's failure handling.
     GuestFault { fault: Fault },
@@ -294,6 +312,44 @@ fn is_zero(value: &u8) -> bool {
     *value == 0
 }
 
+/// What a [`Workload::ReclaimRefault`] worker writes and reads back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RefaultMemory {
+    /// A tmpfs file, written and read with write(2)/pread(2): shmem pages.
+    #[default]
+    Tmpfs,
+    /// A private anonymous mapping, filled then read page by page: anon
+    /// faults, and (with mTHP sizes enabled) large folios swapped out and
+    /// back in.
+    Anon,
+}
+
+impl RefaultMemory {
+    fn is_tmpfs(&self) -> bool {
+        *self == RefaultMemory::Tmpfs
+    }
+}
+
+fn disk() -> SwapBackend {
+    SwapBackend::Disk
+}
+
+fn is_disk(swap: &SwapBackend) -> bool {
+    *swap == SwapBackend::Disk
+}
+
+/// The seed's `memory.max`: a quarter of each worker's file.
+pub const REFAULT_QUARTER: u8 = 25;
+
+fn refault_quarter() -> u8 {
+    REFAULT_QUARTER
+}
+
+fn is_refault_quarter(value: &u8) -> bool {
+    *value == REFAULT_QUARTER
+}
+
 /// The swap device a workload runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -308,7 +364,7 @@ impl Workload {
     /// The swap device the workload needs.
     pub fn swap_backend(&self) -> SwapBackend {
         match self {
-            Workload::ReclaimRefault { swap, .. } => *swap,
+            Workload::ReclaimRefault { swap, .. } | Workload::KernelBuild { swap, .. } => *swap,
             _ => SwapBackend::Disk,
         }
     }
@@ -500,6 +556,8 @@ mod tests {
             cgroups: 4,
             file_mib: 16,
             swap: SwapBackend::Zram,
+            memory: RefaultMemory::Tmpfs,
+            limit_percent: REFAULT_QUARTER,
         };
         assert!(refault.profile_candidates().is_empty());
         assert_eq!(refault.swap_backend(), SwapBackend::Zram);

@@ -33,6 +33,7 @@ mod report;
 mod rstat;
 mod setup;
 mod spawn;
+mod swapstat;
 mod sys;
 mod worker;
 
@@ -41,7 +42,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use patchbench_agent::{
-    Fault, JOB_PATH, Job, Message, PORT_NAME, PROTOCOL_VERSION, SwapBackend, Workload,
+    Fault, JOB_PATH, Job, Limit, Message, PORT_NAME, PROTOCOL_VERSION, SwapBackend, Workload,
 };
 
 use crate::error::{Context, Result, bail};
@@ -212,9 +213,18 @@ fn run_workload(
             rstat::run(&params, warmups, samples, profiler, port).context("rstat-flush")
         }
         Workload::ReclaimRefault {
-            cgroups, file_mib, ..
+            cgroups,
+            file_mib,
+            memory,
+            limit_percent,
+            ..
         } => {
-            let params = refault::Params { cgroups, file_mib };
+            let params = refault::Params {
+                cgroups,
+                file_mib,
+                memory,
+                limit_percent,
+            };
             refault::run(&params, warmups, samples, port).context("reclaim-refault")
         }
         Workload::GuestFault { fault } => fault::run(fault),
@@ -227,9 +237,11 @@ fn run_workload(
             jobs,
             memory_max,
             zswap_max,
+            swap,
             ..
         } => {
             let params = kbuild::Params {
+                swap,
                 driver,
                 src,
                 build,
@@ -250,6 +262,13 @@ fn zram_bytes(workload: &Workload) -> u64 {
         Workload::ReclaimRefault {
             cgroups, file_mib, ..
         } => (u64::from(*cgroups) * file_mib) << 20,
+        // Room for twice the build's limit: what is over the limit at any
+        // time is at most the build's peak, which a sensible limit sits just
+        // under.
+        Workload::KernelBuild {
+            memory_max: Limit::Bytes(b),
+            ..
+        } => 2 * b,
         _ => 0,
     }
 }
@@ -297,7 +316,11 @@ fn describe(workload: &Workload) -> String {
             cgroups,
             file_mib,
             swap,
-        } => format!("reclaim-refault cgroups={cgroups} file_mib={file_mib} swap={swap:?}"),
+            memory,
+            limit_percent,
+        } => format!(
+            "reclaim-refault cgroups={cgroups} file_mib={file_mib} swap={swap:?} memory={memory:?} limit_percent={limit_percent}"
+        ),
         Workload::KernelBuild {
             config,
             driver,
@@ -307,8 +330,9 @@ fn describe(workload: &Workload) -> String {
             jobs,
             memory_max,
             zswap_max,
+            swap,
         } => format!(
-            "kernel-build config={config} driver={driver:?} src={src} build={build} targets={targets:?} jobs={jobs} memory_max={} zswap_max={}",
+            "kernel-build config={config} driver={driver:?} src={src} build={build} targets={targets:?} jobs={jobs} memory_max={} zswap_max={} swap={swap:?}",
             memory_max.cgroup_value(),
             zswap_max.cgroup_value()
         ),

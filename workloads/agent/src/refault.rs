@@ -12,7 +12,18 @@
 //! (`getrusage(RUSAGE_CHILDREN)`, like `time` on the script); that span is
 //! the cost model's `run` phase. The files are
 //! deleted after each sample, outside the timing. The parent's
-//! `memory.stat` before and after gives pgscan, pgsteal and refaults.
+//! `memory.stat` before and after gives pgscan, pgsteal, refaults and the
+//! faults; `/proc/vmstat` the pages swapped in and out (the guest has no
+//! other swapper); the mTHP per-size stats under
+//! `/sys/kernel/mm/transparent_hugepage/hugepages-*kB/stats/` the large
+//! folios faulted in and swapped out whole.
+//!
+//! With `memory: anon` a worker fills a private anonymous mapping instead
+//! of a tmpfs file and reads every page back, checking it: with mTHP sizes
+//! enabled its faults allocate large folios, reclaim swaps them out whole,
+//! and the re-reads swap them in through `do_swap_page()`, large when
+//! `alloc_swap_folio()` allows it (seed 004's mechanism). `limit_percent`
+//! sets `memory.max` (25, the seed's quarter, by default).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -20,12 +31,12 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use patchbench_agent::Limit;
 use patchbench_agent::marker::Phase;
+use patchbench_agent::{Limit, RefaultMemory};
 
 use crate::cgroup;
 use crate::console;
-use crate::error::{Context, Result, bail};
+use crate::error::{Context, Error, Result, bail};
 use crate::mark;
 use crate::pageout::{counter_delta, emit, read_stat};
 use crate::pattern;
@@ -33,7 +44,8 @@ use crate::port::Port;
 use crate::report::Fields;
 use crate::setup;
 use crate::spawn::{self, Gate, Slot};
-use crate::sys;
+use crate::swapstat::{self, SwapCounters};
+use crate::sys::{self, Mapping};
 
 const CGROUP: &str = "patchbench-refault";
 const TMPFS: &str = "/tmp/patchbench-refault";
@@ -46,6 +58,9 @@ const CHUNK: usize = 64 << 10;
 pub struct Params {
     pub cgroups: u32,
     pub file_mib: u64,
+    pub memory: RefaultMemory,
+    /// `memory.max` as a percentage of `file_mib`.
+    pub limit_percent: u8,
 }
 
 /// Sets up the cgroups once, then runs and reports every sample.
@@ -53,8 +68,15 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
     if params.cgroups == 0 || params.file_mib == 0 {
         bail!("cgroups and file_mib must be at least 1");
     }
+    if !(1..=100).contains(&params.limit_percent) {
+        bail!("limit_percent {} is not 1 to 100", params.limit_percent);
+    }
     let (parent, children) = cgroup::tree(CGROUP, params.cgroups)?;
-    let limit = Limit::Bytes(params.file_mib * MIB / 4);
+    let limit = Limit::Bytes(limit_bytes(
+        params.file_mib,
+        params.limit_percent,
+        sys::page_size() as u64,
+    ));
     let mut shown = String::new();
     for dir in &children {
         shown = cgroup::set_limit(dir, "memory.max", limit)?;
@@ -67,10 +89,14 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
         None,
     )?;
     console::say(format!(
-        "reclaim-refault: {} cgroups {}/cg* memory.max={shown}, {} MiB file each on {TMPFS}",
+        "reclaim-refault: {} cgroups {}/cg* memory.max={shown}, {} MiB {} each",
         params.cgroups,
         parent.display(),
-        params.file_mib
+        params.file_mib,
+        match params.memory {
+            RefaultMemory::Tmpfs => format!("file on {TMPFS}"),
+            RefaultMemory::Anon => "of anonymous memory".to_string(),
+        }
     ));
     let procs: Vec<PathBuf> = children.iter().map(|d| d.join("cgroup.procs")).collect();
     let slots: Vec<Slot> = procs
@@ -82,11 +108,17 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
         .collect();
     let stat = parent.join("memory.stat");
     let file_mib = params.file_mib;
-    let body = |index: usize, _: &mut Gate| -> Result<Fields> { write_and_read(index, file_mib) };
+    let memory = params.memory;
+    let body = |index: usize, _: &mut Gate| -> Result<Fields> {
+        match memory {
+            RefaultMemory::Tmpfs => write_and_read(index, file_mib),
+            RefaultMemory::Anon => fill_and_check(file_mib),
+        }
+    };
     let total = warmups + samples;
     for index in 0..total {
         let during = || format!("sample {index}");
-        let before = read_stat(&stat).with_context(during)?;
+        let before = Counters::read(&stat, memory).with_context(during)?;
         let (user0, sys0) = sys::children_cpu_ns().context("getrusage")?;
         let mut start = 0;
         spawn::run_workers(&slots, &body, &mut |_| {
@@ -98,12 +130,14 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
         mark::end(Phase::Run);
         let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
         let (user1, sys1) = sys::children_cpu_ns().context("getrusage")?;
-        let after = read_stat(&stat).with_context(during)?;
-        for i in 0..slots.len() {
-            let path = file_path(i);
-            std::fs::remove_file(&path)
-                .with_context(|| format!("removing {}", path.display()))
-                .with_context(during)?;
+        let after = Counters::read(&stat, memory).with_context(during)?;
+        if memory == RefaultMemory::Tmpfs {
+            for i in 0..slots.len() {
+                let path = file_path(i);
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("removing {}", path.display()))
+                    .with_context(during)?;
+            }
         }
         let times = Times {
             real_ns: end - start,
@@ -114,6 +148,11 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
         emit(port, index, warmups, total, metrics)?;
     }
     Ok(())
+}
+
+/// `memory.max` of each cgroup: `percent` of the file, in whole pages.
+pub fn limit_bytes(file_mib: u64, percent: u8, page: u64) -> u64 {
+    (file_mib * MIB * u64::from(percent) / 100) / page * page
 }
 
 fn file_path(index: usize) -> PathBuf {
@@ -157,6 +196,55 @@ fn write_and_read(index: usize, file_mib: u64) -> Result<Fields> {
     Ok(Fields::new())
 }
 
+/// A worker's timed body with `memory: anon`: map `file_mib` MiB of private
+/// anonymous memory (no madvise: the mTHP sizes' `enabled` decide the
+/// folio size of each fault), fill every page with the same compressible,
+/// page-unique content as the files, then read every page back and check
+/// it, and unmap it.
+fn fill_and_check(file_mib: u64) -> Result<Fields> {
+    let page_words = sys::page_size() / 8;
+    let len = usize::try_from(file_mib * MIB)
+        .map_err(|_| Error::msg(format!("bad region size {file_mib} MiB")))?;
+    let mut map = Mapping::anonymous(len).with_context(|| format!("mmap of {file_mib} MiB"))?;
+    for (index, page) in map.words_mut().chunks_exact_mut(page_words).enumerate() {
+        pattern::fill_page(index as u64, page);
+    }
+    for (index, page) in map.words().chunks_exact(page_words).enumerate() {
+        if let Err(m) = pattern::check_page_mixed(index as u64, page, 0) {
+            bail!(
+                "page {index} of the anonymous region is corrupt after swap-in: word {} is {:#x}, expected {:#x}",
+                m.word,
+                m.found,
+                m.expected
+            );
+        }
+    }
+    map.unmap().context("munmap")?;
+    Ok(Fields::new())
+}
+
+/// The counters read before and after a sample: the parent cgroup's
+/// `memory.stat`, and with `memory: anon` the guest's swap counters (seed
+/// 004's evidence; pswpin needs CONFIG_VM_EVENT_COUNTERS, which the tiny
+/// kernels of other campaigns leave out).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub memcg: BTreeMap<String, u64>,
+    pub swap: Option<SwapCounters>,
+}
+
+impl Counters {
+    fn read(memcg_stat: &Path, memory: RefaultMemory) -> Result<Counters> {
+        Ok(Counters {
+            memcg: read_stat(memcg_stat)?,
+            swap: match memory {
+                RefaultMemory::Anon => Some(SwapCounters::read()?),
+                RefaultMemory::Tmpfs => None,
+            },
+        })
+    }
+}
+
 /// A timed run's wall-clock and children's CPU times, in ns (what `time`
 /// reports).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,16 +257,29 @@ pub struct Times {
 /// One sample's metrics (names and units as in `workloads/reclaim-refault.yaml`).
 pub fn sample_metrics(
     times: Times,
-    before: &BTreeMap<String, u64>,
-    after: &BTreeMap<String, u64>,
+    before: &Counters,
+    after: &Counters,
 ) -> Result<BTreeMap<String, u64>> {
+    let mut metrics = match (&before.swap, &after.swap) {
+        (Some(b), Some(a)) => swapstat::metrics(b, a)?,
+        _ => BTreeMap::new(),
+    };
+    let (before, after) = (&before.memcg, &after.memcg);
     let refault = counter_delta("workingset_refault_anon", before, after)?
         + counter_delta("workingset_refault_file", before, after)?;
     let pgscan = counter_delta("pgscan", before, after)?;
     if pgscan == 0 {
         bail!("nothing was scanned: the limits did not force reclaim");
     }
-    Ok(BTreeMap::from([
+    metrics.extend([
+        (
+            "pgfault".to_string(),
+            counter_delta("pgfault", before, after)?,
+        ),
+        (
+            "pgmajfault".to_string(),
+            counter_delta("pgmajfault", before, after)?,
+        ),
         ("real_ns".to_string(), times.real_ns),
         ("user_ns".to_string(), times.user_ns),
         ("sys_ns".to_string(), times.sys_ns),
@@ -188,36 +289,61 @@ pub fn sample_metrics(
             counter_delta("pgsteal", before, after)?,
         ),
         ("workingset_refault".to_string(), refault),
-    ]))
+    ]);
+    Ok(metrics)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn stat(scan: u64, steal: u64, anon: u64, file: u64) -> BTreeMap<String, u64> {
-        BTreeMap::from([
+    fn counters(scan: u64, steal: u64, anon: u64, file: u64, scale: u64) -> Counters {
+        let memcg = BTreeMap::from([
             ("pgscan".to_string(), scan),
             ("pgsteal".to_string(), steal),
             ("workingset_refault_anon".to_string(), anon),
             ("workingset_refault_file".to_string(), file),
-        ])
+            ("pgfault".to_string(), 100 * scale),
+            ("pgmajfault".to_string(), 10 * scale),
+        ]);
+        Counters {
+            memcg,
+            swap: Some(swapstat::tests::counters(scale)),
+        }
     }
+
+    const TIMES: Times = Times {
+        real_ns: 3,
+        user_ns: 2,
+        sys_ns: 1,
+    };
 
     #[test]
     fn metrics_are_times_and_counter_deltas() {
-        let times = Times {
-            real_ns: 3,
-            user_ns: 2,
-            sys_ns: 1,
-        };
-        let m = sample_metrics(times, &stat(10, 5, 1, 1), &stat(110, 85, 41, 2)).unwrap();
+        let m = sample_metrics(
+            TIMES,
+            &counters(10, 5, 1, 1, 1),
+            &counters(110, 85, 41, 2, 2),
+        )
+        .unwrap();
         let got: Vec<(&str, u64)> = m.iter().map(|(k, &v)| (k.as_str(), v)).collect();
         assert_eq!(
             got,
             [
+                // Summed over every size (16 + 32 + 64 + 128) x base.
+                ("mthp_fault_alloc", 240),
+                ("mthp_swpout", 480),
+                // One size each: 2 x kib.
+                ("mthp_swpout_16k", 32),
+                ("mthp_swpout_32k", 64),
+                ("mthp_swpout_64k", 128),
+                ("mthp_swpout_fallback", 720),
+                ("pgfault", 100),
+                ("pgmajfault", 10),
                 ("pgscan", 100),
                 ("pgsteal", 80),
+                ("pswpin", 40),
+                ("pswpout", 50),
                 ("real_ns", 3),
                 ("sys_ns", 1),
                 ("user_ns", 2),
@@ -227,13 +353,49 @@ mod tests {
     }
 
     #[test]
+    fn tmpfs_runs_report_no_swap_counters() {
+        let mut before = counters(10, 5, 1, 1, 1);
+        let mut after = counters(110, 85, 41, 2, 2);
+        before.swap = None;
+        after.swap = None;
+        let m = sample_metrics(TIMES, &before, &after).unwrap();
+        assert!(!m.contains_key("pswpin"), "{m:?}");
+        assert!(!m.contains_key("mthp_swpout"), "{m:?}");
+        assert_eq!(m["pgmajfault"], 10);
+    }
+
+    #[test]
     fn a_run_without_reclaim_is_an_error() {
-        let times = Times {
-            real_ns: 3,
-            user_ns: 2,
-            sys_ns: 1,
-        };
-        let err = sample_metrics(times, &stat(10, 5, 1, 1), &stat(10, 5, 1, 1)).unwrap_err();
+        let same = counters(10, 5, 1, 1, 1);
+        let err = sample_metrics(TIMES, &same, &same).unwrap_err();
         assert!(err.to_string().contains("nothing was scanned"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_counter_names_its_source() {
+        let before = counters(10, 5, 1, 1, 1);
+        let mut after = counters(110, 85, 41, 2, 2);
+        after.swap.as_mut().unwrap().vmstat.remove("pswpin");
+        let err = sample_metrics(TIMES, &before, &after).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "/proc/vmstat has no pswpin after the sample"
+        );
+        let mut after = counters(110, 85, 41, 2, 2);
+        after.swap.as_mut().unwrap().mthp.remove("swpout@32");
+        let err = sample_metrics(TIMES, &before, &after).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the mTHP stats has no swpout@32 after the sample"
+        );
+    }
+
+    #[test]
+    fn the_limit_is_a_percentage_of_the_file_in_whole_pages() {
+        // The seed's quarter of 50 MiB.
+        assert_eq!(limit_bytes(50, 25, 4096), 50 << 18);
+        // 90% of 33 MiB is 31142707.2 bytes: 7603 whole pages.
+        assert_eq!(limit_bytes(33, 90, 4096), 7603 * 4096);
+        assert_eq!(limit_bytes(8, 100, 4096), 8 << 20);
     }
 }

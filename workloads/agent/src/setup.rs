@@ -131,11 +131,33 @@ pub fn zswap_values(z: &ZswapSetup) -> [(&'static str, String); 4] {
     ]
 }
 
-/// Writes the zswap parameters, then reads each back.
+/// The zswap parameters to write: those that do not already read as
+/// wanted. Writing an unchanged value is not harmless on 6.12: writing
+/// `enabled` (even `N`) to a zswap that was off since boot runs
+/// zswap_setup(), whose first pool marks zswap as ever enabled
+/// (`zswap_pool_create()` enables the `zswap_ever_enabled` static key), and
+/// from then on `alloc_swap_folio()` swaps in only order-0 folios for the
+/// rest of the boot (`zswap_never_enabled()`, seed 004).
+pub fn zswap_writes<'a>(
+    wanted: &'a [(&'static str, String)],
+    current: &dyn Fn(&str) -> Result<String>,
+) -> Result<Vec<&'a (&'static str, String)>> {
+    let mut writes = Vec::new();
+    for entry in wanted {
+        if current(entry.0)? != entry.1 {
+            writes.push(entry);
+        }
+    }
+    Ok(writes)
+}
+
+/// Writes the zswap parameters that differ from what is wanted, then reads
+/// each back.
 pub fn zswap(z: &ZswapSetup) -> Result<()> {
     let wanted = zswap_values(z);
     let dir = Path::new(ZSWAP_PARAMS);
-    for (name, value) in &wanted {
+    let current = |name: &str| files::read_value(dir.join(name));
+    for (name, value) in zswap_writes(&wanted, &current)? {
         files::write(dir.join(name), value)?;
     }
     let mut shown = Vec::new();
@@ -260,6 +282,41 @@ mod tests {
             ..z
         };
         assert_eq!(zswap_values(&off)[3].1, "N");
+    }
+
+    #[test]
+    fn zswap_writes_only_what_differs() {
+        let z = ZswapSetup {
+            enabled: false,
+            compressor: "lzo".into(),
+            zpool: "zsmalloc".into(),
+            max_pool_percent: 20,
+        };
+        let wanted = zswap_values(&z);
+        let current = |name: &str| -> Result<String> {
+            Ok(match name {
+                "compressor" => "lzo",
+                "zpool" => "zbud",
+                "max_pool_percent" => "20",
+                // Off since boot: writing N here would mark zswap as ever
+                // enabled and end large-folio swap-in.
+                "enabled" => "N",
+                other => panic!("unexpected {other}"),
+            }
+            .to_string())
+        };
+        let writes = zswap_writes(&wanted, &current).unwrap();
+        assert_eq!(writes, [&("zpool", "zsmalloc".to_string())]);
+        let on = ZswapSetup { enabled: true, ..z };
+        let wanted = zswap_values(&on);
+        let writes = zswap_writes(&wanted, &current).unwrap();
+        assert_eq!(
+            writes,
+            [
+                &("zpool", "zsmalloc".to_string()),
+                &("enabled", "Y".to_string())
+            ]
+        );
     }
 
     #[test]
