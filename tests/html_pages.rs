@@ -114,6 +114,19 @@ fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
     assert!(page.contains(r#"<span class="accel tcg" id="accel">TCG</span>"#));
     assert!(page.contains(r#"id="tcg-warning""#));
     assert!(page.contains("no hardware KVM module"));
+    // The stored run is plain MTTCG: no lane label after "TCG".
+    assert!(page.contains("<strong>Accelerator: TCG (software emulation)</strong>"));
+    // Each TCG lane is labelled, as in Markdown.
+    let mut icount = results.clone();
+    icount.host.icount = true;
+    let page = html::render_run(&Run::new(&icount, spec.as_ref(), Path::new("/out"))).unwrap();
+    assert!(
+        page.contains(
+            "Accelerator: TCG (software emulation) with icount (deterministic guest clock)"
+        ),
+        "{page}"
+    );
+    let page = html::render_run(&run).unwrap();
 
     assert_eq!(
         page.matches(r#"<tr class="metric-row">"#).count(),

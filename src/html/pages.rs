@@ -30,6 +30,8 @@ pub struct RunPage<'a> {
     pub subject: String,
     pub accel: String,
     pub tcg: bool,
+    /// The TCG lane's label after "TCG" (`report::tcg_mode`).
+    pub tcg_mode: &'static str,
     pub accel_reason: &'a str,
     /// The cost lane's banner (model, TCG forced, icount); `None` outside it.
     pub cost_banner: Option<String>,
@@ -580,6 +582,7 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         subject: series_title(r),
         accel: r.host.accel.to_string().to_uppercase(),
         tcg: r.host.accel == Accel::Tcg,
+        tcg_mode: crate::report::tcg_mode(r),
         accel_reason: &r.host.accel_reason,
         cost_banner: crate::report::cost_banner(r),
         profiles: profiles(r)?,

@@ -84,6 +84,17 @@ pub fn short(id: &str) -> &str {
     &id[..id.len().min(12)]
 }
 
+/// How TCG ran, for the accelerator banners of every report: the lane's
+/// label after "TCG" (icount, or single-threaded plain TCG; nothing for
+/// MTTCG).
+pub fn tcg_mode(results: &crate::results::Results) -> &'static str {
+    match (results.host.icount, results.host.tcg_threads) {
+        (true, _) => " with icount (deterministic guest clock)",
+        (false, Some(crate::model::TcgThreads::Single)) => " (one host thread for all vCPUs)",
+        (false, _) => "",
+    }
+}
+
 /// The largest within-boot CV among the metrics a summary covers (times
 /// and rates, [`crate::model::Unit::summarised`]): a count of rare events
 /// (0 in two samples, 1 in the third) has a CV of 173% that says nothing

@@ -10,7 +10,7 @@ use super::format::{
 };
 use super::rows::{Row, by_condition, rows, steps};
 use super::waterfall;
-use crate::model::{Direction, TcgThreads, Verdict};
+use crate::model::{Direction, Verdict};
 use crate::results::{Accel, Results};
 use crate::stats::{self, CompareOptions};
 use crate::workload::WorkloadSpec;
@@ -40,11 +40,7 @@ fn accelerator(out: &mut String, results: &Results) {
         let _ = writeln!(
             out,
             "> **Accelerator: TCG{}** \u{2014} {}. Times are emulated CPU time: compare A with B, not with hardware.\n",
-            match (results.host.icount, results.host.tcg_threads) {
-                (true, _) => " with icount (deterministic guest clock)",
-                (false, Some(TcgThreads::Single)) => " (one host thread for all vCPUs)",
-                (false, _) => "",
-            },
+            super::format::tcg_mode(results),
             results.host.accel_reason
         );
     }

@@ -18,6 +18,7 @@ pub mod waterfall;
 
 pub use format::{
     code_span, control_title, format_value, max_time_cv, noise_line, noisy_host, signed_pct,
+    tcg_mode,
 };
 pub use markdown::{markdown, markdown_of};
 pub use profile::{ProfileTable, cost_banner, profile_tables};
