@@ -212,7 +212,19 @@ pub fn sample_metrics(
     Ok(metrics)
 }
 
+/// The delta of `name` in a cgroup's memory.stat over a sample.
 pub fn counter_delta(
+    name: &str,
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+) -> Result<u64> {
+    source_delta("memory.stat", name, before, after)
+}
+
+/// The delta of counter `name` of `source` (a file's name, for messages)
+/// over a sample: an error if it is missing or went backwards.
+pub fn source_delta(
+    source: &str,
     name: &str,
     before: &BTreeMap<String, u64>,
     after: &BTreeMap<String, u64>,
@@ -220,11 +232,11 @@ pub fn counter_delta(
     let get = |map: &BTreeMap<String, u64>, when: &str| {
         map.get(name)
             .copied()
-            .ok_or_else(|| Error::msg(format!("memory.stat has no {name} {when} the sample")))
+            .ok_or_else(|| Error::msg(format!("{source} has no {name} {when} the sample")))
     };
     let (b, a) = (get(before, "before")?, get(after, "after")?);
     a.checked_sub(b)
-        .ok_or_else(|| Error::msg(format!("memory.stat {name} went backwards: {b} -> {a}")))
+        .ok_or_else(|| Error::msg(format!("{source} {name} went backwards: {b} -> {a}")))
 }
 
 /// `key=value` pairs on one line.

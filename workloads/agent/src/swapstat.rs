@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::error::{Context, Error, Result, bail};
 use crate::files;
-use crate::pageout::read_stat;
+use crate::pageout::{read_stat, source_delta as delta};
 
 const VMSTAT: &str = "/proc/vmstat";
 const MTHP: &str = "/sys/kernel/mm/transparent_hugepage";
@@ -80,23 +80,6 @@ fn read_mthp(root: &Path) -> Result<BTreeMap<String, u64>> {
         );
     }
     Ok(out)
-}
-
-/// The delta of `name` in one of the counters' sources.
-fn delta(
-    source: &str,
-    name: &str,
-    before: &BTreeMap<String, u64>,
-    after: &BTreeMap<String, u64>,
-) -> Result<u64> {
-    let get = |map: &BTreeMap<String, u64>, when: &str| {
-        map.get(name)
-            .copied()
-            .ok_or_else(|| Error::msg(format!("{source} has no {name} {when} the sample")))
-    };
-    let (b, a) = (get(before, "before")?, get(after, "after")?);
-    a.checked_sub(b)
-        .ok_or_else(|| Error::msg(format!("{source} {name} went backwards: {b} -> {a}")))
 }
 
 /// A sample's swap metrics: pswpin, pswpout, mthp_fault_alloc,
