@@ -250,9 +250,11 @@ pub fn evict(cache: &Path, budget: ByteSize) -> std::io::Result<Eviction> {
         let Ok(Some(_held)) = try_lock(&lock, Mode::Exclusive) else {
             continue;
         };
-        std::fs::remove_dir_all(&entry.path)?;
+        let removed = remove_entry(&entry.path)?;
         total = total.saturating_sub(entry.size.0);
-        evicted.push(entry);
+        if removed {
+            evicted.push(entry);
+        }
     }
     Ok(Eviction {
         evicted,
@@ -261,10 +263,32 @@ pub fn evict(cache: &Path, budget: ByteSize) -> std::io::Result<Eviction> {
     })
 }
 
+/// Remove an entry whose guarding lock the caller holds exclusively.
+/// `Ok(false)` when it is already gone: another run sharing the cache
+/// listed it too, and evicted it between our listing and our lock (seen in
+/// a clean-clone CI run: two builds started together, both over budget).
+fn remove_entry(path: &Path) -> std::io::Result<bool> {
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn an_entry_another_run_evicted_first_is_no_error() {
+        let cache = tempfile::tempdir().unwrap();
+        let entry = kernel(&cache.path().join("builds/linux-1"), "aaaa", 4, 0);
+        assert!(remove_entry(&entry).unwrap());
+        assert!(!entry.exists());
+        // The other run got there first: nothing to remove, and no error.
+        assert!(!remove_entry(&entry).unwrap());
+    }
 
     fn kernel(dir: &Path, name: &str, kib: usize, age_secs: u64) -> PathBuf {
         let entry = dir.join(name);
