@@ -155,12 +155,13 @@ fn smoke_campaign_measures_every_boot_with_zswap_on() {
     }
 }
 
-const SMOKE_WORKLOAD: &str =
-    "  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n";
+/// The smoke campaign's whole `workload:` block, so that a test replacing
+/// it leaves none of its parameters behind.
+const SMOKE_WORKLOAD: &str = "  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  count_flushes: true\nprotocol:";
 
 /// Run the real binary on a broken guest and return (exit code, stderr).
 fn run_broken_guest(fault: &str, run_timeout: &str) -> (Option<i32>, String, PathBuf) {
-    let workload = format!("  kind: guest-fault\n  fault: {fault}\n");
+    let workload = format!("  kind: guest-fault\n  fault: {fault}\nprotocol:");
     run_edited(
         fault,
         &[
@@ -367,7 +368,7 @@ fn a_workload_killed_by_the_oom_killer_fails_the_boot() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // 32 MiB of anonymous memory in a cgroup limited to 8 MiB with no swap:
     // the memcg OOM killer must kill the worker.
-    let workload = "  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  memory_max: 8 MiB\n  swap_max: 0 B\n";
+    let workload = "  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  memory_max: 8 MiB\n  swap_max: 0 B\nprotocol:";
     let (code, stderr, out) = run_edited("oom", &[(SMOKE_WORKLOAD, workload)]);
     assert_eq!(code, Some(patchbench::exit::GUEST), "{stderr}");
     assert!(stderr.contains("boot A: OOM kill"), "{stderr}");
