@@ -8,11 +8,18 @@ use patchbench::results::Results;
 
 #[test]
 fn the_smoke_report_renders_as_stored() {
+    render_as_stored("smoke-results.json", "smoke-report.md");
+}
+
+/// The stored run `results` (under tests/fixtures) rendered as Markdown
+/// must equal the stored report `report`; UPDATE_SNAPSHOTS=1 accepts it.
+/// Returns the run.
+fn render_as_stored(results: &str, report: &str) -> Results {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let results = Results::load(&fixtures.join("smoke-results.json")).unwrap();
+    let results = Results::load(&fixtures.join(results)).unwrap();
     let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
     let markdown = patchbench::report::markdown(&results, spec.as_ref());
-    let expected_path = fixtures.join("smoke-report.md");
+    let expected_path = fixtures.join(report);
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&expected_path, &markdown).unwrap();
     }
@@ -21,6 +28,7 @@ fn the_smoke_report_renders_as_stored() {
         markdown, expected,
         "re-run with UPDATE_SNAPSHOTS=1 to accept"
     );
+    results
 }
 
 #[test]
@@ -50,20 +58,8 @@ fn a_schema_2_document_becomes_a_schema_3_document_that_round_trips() {
 /// coherence-miss counts' 93.6%).
 #[test]
 fn the_cost_lane_report_renders_as_stored() {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let results = Results::load(&fixtures.join("cost-results.json")).unwrap();
+    let results = render_as_stored("cost-results.json", "cost-report.md");
     assert_eq!(results.host.cost_model.as_deref(), Some("skylake-client"));
-    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
-    let markdown = patchbench::report::markdown(&results, spec.as_ref());
-    let expected_path = fixtures.join("cost-report.md");
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&expected_path, &markdown).unwrap();
-    }
-    let expected = std::fs::read_to_string(&expected_path).unwrap();
-    assert_eq!(
-        markdown, expected,
-        "re-run with UPDATE_SNAPSHOTS=1 to accept"
-    );
     // What the run showed: the flush path tops the table, and the listed
     // symbols explain at least 80% of PAGEOUT's Δ.
     let pageout = patchbench::report::profile_tables(&results)
