@@ -149,11 +149,13 @@ fn condition_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
     }
     // Every verdict but "no clear difference" is explained, and so is one
     // that only the metric's negligible level decided (its change may look
-    // large, or have no interval).
+    // large, or have no interval), and one that some samples lack.
     let mut reasons = rows
         .iter()
         .filter(|r| {
-            r.comparison.verdict.kind != Verdict::NoClearDifference || r.comparison.negligible()
+            r.comparison.verdict.kind != Verdict::NoClearDifference
+                || r.comparison.negligible()
+                || r.coverage().is_some()
         })
         .peekable();
     if reasons.peek().is_some() {
@@ -161,14 +163,21 @@ fn condition_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
         for r in reasons {
             let _ = writeln!(
                 out,
-                "- {}: {} \u{2014} {}{}",
+                "- {}: {} \u{2014} {}{}{}",
                 r.metric,
                 r.comparison.verdict.kind.marked(),
                 r.comparison.verdict.reason,
-                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default()
+                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default(),
+                coverage_note(r)
             );
         }
     }
+}
+
+/// A row's [`Row::coverage`] as a sentence to append, or nothing.
+fn coverage_note(row: &Row) -> String {
+    row.coverage()
+        .map_or(String::new(), |c| format!(". This metric is {c}"))
 }
 
 /// The A/A verdict: any improvement or regression is a false positive, set
@@ -378,7 +387,9 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
     let reasons: Vec<&&Row> = rows
         .iter()
         .filter(|r| {
-            r.comparison.verdict.kind != Verdict::NoClearDifference || r.comparison.negligible()
+            r.comparison.verdict.kind != Verdict::NoClearDifference
+                || r.comparison.negligible()
+                || r.coverage().is_some()
         })
         .collect();
     if !reasons.is_empty() {
@@ -386,13 +397,14 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
         for r in reasons {
             let _ = writeln!(
                 out,
-                "- {}, {} vs {}: {} \u{2014} {}{}",
+                "- {}, {} vs {}: {} \u{2014} {}{}{}",
                 r.metric,
                 r.variant,
                 r.baseline,
                 r.comparison.verdict.kind.marked(),
                 r.comparison.verdict.reason,
-                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default()
+                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default(),
+                coverage_note(r)
             );
         }
     }

@@ -22,12 +22,31 @@ pub struct Row {
     /// From the workload's spec; `None` for a metric the spec does not list.
     pub direction: Option<Direction>,
     pub comparison: Comparison,
+    /// The measured samples of the condition on each side, those without
+    /// this metric included (the comparison's `a.n` and `b.n` count only
+    /// the samples that have it).
+    pub a_samples: usize,
+    pub b_samples: usize,
 }
 
 impl Row {
     /// B's mean against A's pooled mean, in percent.
     pub fn change_pct(&self) -> Option<f64> {
         self.comparison.mean_change.as_ref().map(|c| c.pct)
+    }
+
+    /// When some samples lack the metric (a workload leaves out a value it
+    /// did not measure, such as a mean over no calls): how many have it on
+    /// each side, so the reader knows what the statistics stand on.
+    pub fn coverage(&self) -> Option<String> {
+        let (a, b) = (self.comparison.a.n, self.comparison.b.n);
+        if a == self.a_samples && b == self.b_samples {
+            return None;
+        }
+        Some(format!(
+            "measured in {a} of {} {} samples and {b} of {} {} samples (the others have no value: nothing to measure)",
+            self.a_samples, self.baseline, self.b_samples, self.variant
+        ))
     }
 
     /// The metric, with its control's name when it is a control's, and
@@ -153,6 +172,8 @@ pub fn condition_rows(
                 unit,
                 direction,
                 comparison,
+                a_samples: a_boots.iter().map(|(_, s)| s.len()).sum(),
+                b_samples: b_boots.iter().map(|(_, s)| s.len()).sum(),
             })
         })
         .collect()
