@@ -152,7 +152,11 @@ fn plan_params(plan: &Plan) -> std::collections::BTreeMap<String, String> {
 /// mTHP sizes set to always in every variant.
 #[test]
 fn seed_004_campaigns_reach_large_folio_swap_in() {
-    for file in ["004-swapin-margin.yaml", "004-swapin-margin-anon.yaml"] {
+    for file in [
+        "004-swapin-margin.yaml",
+        "004-swapin-margin-anon.yaml",
+        "004-swapin-margin-anon-random.yaml",
+    ] {
         let path = seeds_dir().join(file);
         let plan = plan_of(&path);
         let at = path.display();
@@ -198,6 +202,31 @@ fn seed_004_campaigns_reach_large_folio_swap_in() {
     }
     let anon = plan_params(&plan_of(&seeds_dir().join("004-swapin-margin-anon.yaml")));
     assert_eq!(anon["memory"], "anon");
+    // The random-order re-read changes the order and nothing else: the
+    // same kernels, guest, limit and size as the sequential campaign.
+    let sequential = plan_of(&seeds_dir().join("004-swapin-margin-anon.yaml"));
+    let random = plan_of(&seeds_dir().join("004-swapin-margin-anon-random.yaml"));
+    let mut random_params = plan_params(&random);
+    assert_eq!(random_params.remove("reread").as_deref(), Some("random"));
+    assert_eq!(random_params, anon);
+    assert_eq!(random.fragments, sequential.fragments);
+    assert_eq!(random.cmdline, sequential.cmdline);
+    assert_eq!(format!("{:?}", random.vm), format!("{:?}", sequential.vm));
+    assert_eq!(random.samples, sequential.samples);
+}
+
+/// Seed 002's cost-lane campaign is 002-dfl-rstat.yaml measured on the
+/// cost model: the same workload and kernels.
+#[test]
+fn seed_002_runs_in_the_cost_lane_on_the_icount_campaigns_workload() {
+    let icount = plan_of(&seeds_dir().join("002-dfl-rstat.yaml"));
+    let cost = plan_of(&seeds_dir().join("002-dfl-rstat-cost.yaml"));
+    assert_eq!(icount.vm.cost_model, patchbench::config::CostModel::None);
+    assert_eq!(cost.vm.cost_model, patchbench::config::CostModel::Cache);
+    assert_eq!(plan_params(&cost), plan_params(&icount));
+    assert_eq!(cost.fragments, icount.fragments);
+    assert_eq!(cost.vm.cpus, icount.vm.cpus);
+    assert_eq!(cost.samples, icount.samples);
 }
 
 #[test]
