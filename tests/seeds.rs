@@ -70,6 +70,37 @@ fn every_seed_campaign_loads_and_validates() {
     }
 }
 
+/// The diagnostic campaigns beside them (ci/seeds/diagnostics/, named in
+/// docs/seeds.md) load too, and each says which seed campaign it follows.
+#[test]
+fn every_diagnostic_campaign_loads_and_names_its_seed_campaign() {
+    let dir = seeds_dir().join("diagnostics");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "yaml") {
+            continue;
+        }
+        n += 1;
+        let plan = plan_of(&path);
+        assert!(plan.name.starts_with("diag-"), "{}", path.display());
+        let header = header(&path);
+        let follows = seed_files()
+            .iter()
+            .any(|seed| header.contains(&format!("{}.yaml", stem(seed))));
+        assert!(follows, "{}: names no seed campaign", path.display());
+        assert!(
+            header.contains(&format!(
+                "patchbench run ci/seeds/diagnostics/{}.yaml",
+                stem(&path)
+            )),
+            "{}: the header does not give the command that runs it",
+            path.display()
+        );
+    }
+    assert!(n > 0, "{} holds no campaign", dir.display());
+}
+
 #[test]
 fn every_issue_16_experiment_has_its_campaign() {
     let stems: BTreeSet<String> = seed_files().iter().map(|p| stem(p)).collect();
