@@ -75,6 +75,7 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
         }
         condition_markdown(&mut out, results, &rows);
     }
+    uncompared_markdown(&mut out, results);
     profile_markdown(&mut out, results);
     if self_check {
         let _ = writeln!(out, "\n{}", self_check_line(results, rows));
@@ -171,6 +172,22 @@ fn condition_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
                 coverage_note(r)
             );
         }
+    }
+}
+
+/// The metrics no sample of one side has, one line each (nothing when
+/// there are none).
+fn uncompared_markdown(out: &mut String, results: &Results) {
+    let missing = super::rows::uncompared(results);
+    if missing.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nNot compared (no sample of one side has the metric):\n"
+    );
+    for m in missing {
+        let _ = writeln!(out, "- {}", m.sentence());
     }
 }
 
@@ -283,6 +300,7 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
         }
         columns_markdown(&mut out, results, &rows);
     }
+    uncompared_markdown(&mut out, results);
     profile_markdown(&mut out, results);
     let steps = steps(results, spec);
     if !steps.is_empty() {

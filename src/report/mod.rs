@@ -22,7 +22,9 @@ pub use format::{
 };
 pub use markdown::{markdown, markdown_of};
 pub use profile::{ProfileTable, cost_banner, profile_tables};
-pub use rows::{Row, condition_rows, is_prefix_chain, regressed_metrics, rows, steps};
+pub use rows::{
+    Row, Uncompared, condition_rows, is_prefix_chain, regressed_metrics, rows, steps, uncompared,
+};
 pub use terminal::{terminal, terminal_of};
 
 #[cfg(test)]
@@ -131,6 +133,40 @@ mod tests {
             term.contains(&format!("pageout_cpu_ns: {coverage}")),
             "{term}"
         );
+    }
+
+    #[test]
+    fn a_metric_no_sample_of_one_side_has_is_named_not_dropped() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/smoke-results.json");
+        let mut results = Results::load(&path).unwrap();
+        assert_eq!(uncompared(&results), []);
+        for sample in &mut results.boots[1].samples {
+            sample.metrics.remove("verify_cpu_ns");
+        }
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        assert!(
+            !rows(&results, spec.as_ref())
+                .iter()
+                .any(|r| r.metric == "verify_cpu_ns"),
+            "no comparison without B samples"
+        );
+        let missing = uncompared(&results);
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        let line = missing[0].sentence();
+        assert_eq!(
+            line,
+            "verify_cpu_ns: not compared, B vs A: measured in 6 of 6 A samples and 0 of 3 B samples"
+        );
+        assert!(markdown(&results, spec.as_ref()).contains(&format!("- {line}")));
+        assert!(terminal(&results, spec.as_ref()).contains(&line));
+        // A metric no sample has at all (another lane's) is not missing.
+        for boot in &mut results.boots {
+            for sample in &mut boot.samples {
+                sample.metrics.remove("verify_cpu_ns");
+            }
+        }
+        assert_eq!(uncompared(&results), []);
     }
 
     #[test]

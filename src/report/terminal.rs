@@ -47,6 +47,9 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
             row.coverage().unwrap_or_default()
         ));
     }
+    for missing in super::rows::uncompared(results) {
+        out.push_str(&format!("{}\n", missing.sentence()));
+    }
     out.push_str(&profile_text(results));
     let max_cv =
         super::format::max_time_cv(rows.iter().map(|r| (r.unit, r.comparison.max_boot_cv_pct)));
