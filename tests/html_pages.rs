@@ -221,9 +221,14 @@ fn hostile() -> Results {
             f.zswap.insert(both.clone(), both.clone());
             f.swaps.push(both.clone());
         }
+        let only_a = b.variant == "A";
         for s in &mut b.samples {
             let v = s.metrics.remove("elapsed_ns").unwrap();
             s.metrics.insert(both.clone(), v);
+            // A metric only A's samples have: listed as not compared.
+            if only_a {
+                s.metrics.insert(format!("{SCRIPT}only-a"), v);
+            }
         }
     }
     r
@@ -260,6 +265,11 @@ fn hostile_text_never_becomes_markup() {
     }
     let run_page = &pages[0].1;
     assert_eq!(svgs(run_page).len(), 6, "the renamed metric keeps its plot");
+    // The metric no B sample has is named, escaped, below the tables.
+    assert!(run_page.contains(r#"id="uncompared""#));
+    assert!(run_page.contains(
+        "<br>&#60;script&#62;alert(1)&#60;/script&#62;only-a: not compared, B vs A: measured in"
+    ));
     // The hostile metric name reaches the SVG's title, escaped once.
     assert!(run_page.contains("<title>&lt;script&gt;alert(1)&lt;/script&gt;"));
     // The hostile boot label reaches the plots' axes, escaped once.

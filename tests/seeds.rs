@@ -70,6 +70,37 @@ fn every_seed_campaign_loads_and_validates() {
     }
 }
 
+/// The diagnostic campaigns beside them (ci/seeds/diagnostics/, named in
+/// docs/seeds.md) load too, and each says which seed campaign it follows.
+#[test]
+fn every_diagnostic_campaign_loads_and_names_its_seed_campaign() {
+    let dir = seeds_dir().join("diagnostics");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "yaml") {
+            continue;
+        }
+        n += 1;
+        let plan = plan_of(&path);
+        assert!(plan.name.starts_with("diag-"), "{}", path.display());
+        let header = header(&path);
+        let follows = seed_files()
+            .iter()
+            .any(|seed| header.contains(&format!("{}.yaml", stem(seed))));
+        assert!(follows, "{}: names no seed campaign", path.display());
+        assert!(
+            header.contains(&format!(
+                "patchbench run ci/seeds/diagnostics/{}.yaml",
+                stem(&path)
+            )),
+            "{}: the header does not give the command that runs it",
+            path.display()
+        );
+    }
+    assert!(n > 0, "{} holds no campaign", dir.display());
+}
+
 #[test]
 fn every_issue_16_experiment_has_its_campaign() {
     let stems: BTreeSet<String> = seed_files().iter().map(|p| stem(p)).collect();
@@ -152,7 +183,11 @@ fn plan_params(plan: &Plan) -> std::collections::BTreeMap<String, String> {
 /// mTHP sizes set to always in every variant.
 #[test]
 fn seed_004_campaigns_reach_large_folio_swap_in() {
-    for file in ["004-swapin-margin.yaml", "004-swapin-margin-anon.yaml"] {
+    for file in [
+        "004-swapin-margin.yaml",
+        "004-swapin-margin-anon.yaml",
+        "004-swapin-margin-anon-random.yaml",
+    ] {
         let path = seeds_dir().join(file);
         let plan = plan_of(&path);
         let at = path.display();
@@ -198,6 +233,31 @@ fn seed_004_campaigns_reach_large_folio_swap_in() {
     }
     let anon = plan_params(&plan_of(&seeds_dir().join("004-swapin-margin-anon.yaml")));
     assert_eq!(anon["memory"], "anon");
+    // The random-order re-read changes the order and nothing else: the
+    // same kernels, guest, limit and size as the sequential campaign.
+    let sequential = plan_of(&seeds_dir().join("004-swapin-margin-anon.yaml"));
+    let random = plan_of(&seeds_dir().join("004-swapin-margin-anon-random.yaml"));
+    let mut random_params = plan_params(&random);
+    assert_eq!(random_params.remove("reread").as_deref(), Some("random"));
+    assert_eq!(random_params, anon);
+    assert_eq!(random.fragments, sequential.fragments);
+    assert_eq!(random.cmdline, sequential.cmdline);
+    assert_eq!(format!("{:?}", random.vm), format!("{:?}", sequential.vm));
+    assert_eq!(random.samples, sequential.samples);
+}
+
+/// Seed 002's cost-lane campaign is 002-dfl-rstat.yaml measured on the
+/// cost model: the same workload and kernels.
+#[test]
+fn seed_002_runs_in_the_cost_lane_on_the_icount_campaigns_workload() {
+    let icount = plan_of(&seeds_dir().join("002-dfl-rstat.yaml"));
+    let cost = plan_of(&seeds_dir().join("002-dfl-rstat-cost.yaml"));
+    assert_eq!(icount.vm.cost_model, patchbench::config::CostModel::None);
+    assert_eq!(cost.vm.cost_model, patchbench::config::CostModel::Cache);
+    assert_eq!(plan_params(&cost), plan_params(&icount));
+    assert_eq!(cost.fragments, icount.fragments);
+    assert_eq!(cost.vm.cpus, icount.vm.cpus);
+    assert_eq!(cost.samples, icount.samples);
 }
 
 #[test]

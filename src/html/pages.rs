@@ -48,6 +48,9 @@ pub struct RunPage<'a> {
     pub variant_keys: Vec<VariantKey>,
     /// The main workload's table, then each control's.
     pub tables: Vec<TableView>,
+    /// Metrics no sample of one side has (`report::uncompared`), one line
+    /// each.
+    pub uncompared: Vec<String>,
     pub plots: Vec<PlotView>,
     /// A per-patch campaign's waterfalls, one per metric; empty otherwise.
     pub waterfalls: Vec<PlotView>,
@@ -585,6 +588,10 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         tcg_mode: crate::report::tcg_mode(r),
         accel_reason: &r.host.accel_reason,
         cost_banner: crate::report::cost_banner(r),
+        uncompared: crate::report::uncompared(r)
+            .iter()
+            .map(crate::report::Uncompared::sentence)
+            .collect(),
         profiles: profiles(r)?,
         multi: run.multi(),
         baseline: r.baseline().to_string(),

@@ -68,6 +68,9 @@ pub fn metric_rows(results: &Results, rows: &[report::Row]) -> Vec<MetricRow> {
             if let Some(cv) = c.max_boot_cv_pct.filter(|c| *c >= 10.0) {
                 notes.push(format!("within-boot CV up to {cv:.1}%"));
             }
+            if let Some(coverage) = row.coverage() {
+                notes.push(coverage);
+            }
             let interval = |i: Option<crate::stats::Interval>| i.map(|i| (i.lo, i.hi));
             MetricRow {
                 condition: row.condition.clone(),
@@ -240,5 +243,21 @@ mod tests {
         assert_eq!(slugify("Zswap Pageout, 4K"), "zswap-pageout-4k");
         assert_eq!(slugify("\"><"), "run");
         assert!(slugify(&"a".repeat(100)).len() <= 40);
+    }
+
+    #[test]
+    fn a_metric_some_samples_lack_says_so_in_its_note() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/smoke-results.json");
+        let mut results = Results::load(&path).unwrap();
+        results.boots[1].samples[0].metrics.remove("elapsed_ns");
+        let rows = default_rows(&results, None);
+        let note = |name: &str| rows.iter().find(|r| r.name == name).unwrap().note.clone();
+        assert!(
+            note("elapsed_ns").contains("measured in 6 of 6 A samples and 2 of 3 B samples"),
+            "{}",
+            note("elapsed_ns")
+        );
+        assert!(!note("total_cpu_ns").contains("measured in"));
     }
 }

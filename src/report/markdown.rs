@@ -75,6 +75,7 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
         }
         condition_markdown(&mut out, results, &rows);
     }
+    uncompared_markdown(&mut out, results);
     profile_markdown(&mut out, results);
     if self_check {
         let _ = writeln!(out, "\n{}", self_check_line(results, rows));
@@ -149,11 +150,13 @@ fn condition_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
     }
     // Every verdict but "no clear difference" is explained, and so is one
     // that only the metric's negligible level decided (its change may look
-    // large, or have no interval).
+    // large, or have no interval), and one that some samples lack.
     let mut reasons = rows
         .iter()
         .filter(|r| {
-            r.comparison.verdict.kind != Verdict::NoClearDifference || r.comparison.negligible()
+            r.comparison.verdict.kind != Verdict::NoClearDifference
+                || r.comparison.negligible()
+                || r.coverage().is_some()
         })
         .peekable();
     if reasons.peek().is_some() {
@@ -161,14 +164,37 @@ fn condition_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
         for r in reasons {
             let _ = writeln!(
                 out,
-                "- {}: {} \u{2014} {}{}",
+                "- {}: {} \u{2014} {}{}{}",
                 r.metric,
                 r.comparison.verdict.kind.marked(),
                 r.comparison.verdict.reason,
-                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default()
+                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default(),
+                coverage_note(r)
             );
         }
     }
+}
+
+/// The metrics no sample of one side has, one line each (nothing when
+/// there are none).
+fn uncompared_markdown(out: &mut String, results: &Results) {
+    let missing = super::rows::uncompared(results);
+    if missing.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nNot compared (no sample of one side has the metric):\n"
+    );
+    for m in missing {
+        let _ = writeln!(out, "- {}", m.sentence());
+    }
+}
+
+/// A row's [`Row::coverage`] as a sentence to append, or nothing.
+fn coverage_note(row: &Row) -> String {
+    row.coverage()
+        .map_or(String::new(), |c| format!(". This metric is {c}"))
 }
 
 /// The A/A verdict: any improvement or regression is a false positive, set
@@ -274,6 +300,7 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
         }
         columns_markdown(&mut out, results, &rows);
     }
+    uncompared_markdown(&mut out, results);
     profile_markdown(&mut out, results);
     let steps = steps(results, spec);
     if !steps.is_empty() {
@@ -378,7 +405,9 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
     let reasons: Vec<&&Row> = rows
         .iter()
         .filter(|r| {
-            r.comparison.verdict.kind != Verdict::NoClearDifference || r.comparison.negligible()
+            r.comparison.verdict.kind != Verdict::NoClearDifference
+                || r.comparison.negligible()
+                || r.coverage().is_some()
         })
         .collect();
     if !reasons.is_empty() {
@@ -386,13 +415,14 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
         for r in reasons {
             let _ = writeln!(
                 out,
-                "- {}, {} vs {}: {} \u{2014} {}{}",
+                "- {}, {} vs {}: {} \u{2014} {}{}{}",
                 r.metric,
                 r.variant,
                 r.baseline,
                 r.comparison.verdict.kind.marked(),
                 r.comparison.verdict.reason,
-                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default()
+                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default(),
+                coverage_note(r)
             );
         }
     }

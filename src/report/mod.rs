@@ -22,7 +22,9 @@ pub use format::{
 };
 pub use markdown::{markdown, markdown_of};
 pub use profile::{ProfileTable, cost_banner, profile_tables};
-pub use rows::{Row, condition_rows, is_prefix_chain, regressed_metrics, rows, steps};
+pub use rows::{
+    Row, Uncompared, condition_rows, is_prefix_chain, regressed_metrics, rows, steps, uncompared,
+};
 pub use terminal::{terminal, terminal_of};
 
 #[cfg(test)]
@@ -76,6 +78,95 @@ mod tests {
             "{terminal}"
         );
         assert_eq!(terminal.matches("pageout_cpu_ns").count(), 2, "{terminal}");
+    }
+
+    #[test]
+    fn a_metric_missing_from_some_samples_is_compared_on_the_rest_and_counted() {
+        // A workload leaves out a value it did not measure (rstat-flush's
+        // mean per call when the function never ran): the statistics use
+        // the samples that have it, and every report says how many.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/smoke-results.json");
+        let mut results = Results::load(&path).unwrap();
+        let full = rows(&results, None);
+        let before = full
+            .iter()
+            .find(|r| r.metric == "pageout_cpu_ns")
+            .unwrap()
+            .clone();
+        assert_eq!((before.a_samples, before.b_samples), (6, 3));
+        assert_eq!(before.coverage(), None);
+        // One sample of the second A boot and one of B lose the metric.
+        let mut kept = Vec::new();
+        for (boot, sample) in [(2, 0), (1, 1)] {
+            let metrics = &mut results.boots[boot].samples[sample].metrics;
+            kept.push(metrics.remove("pageout_cpu_ns").unwrap() as f64);
+        }
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        let after = rows(&results, spec.as_ref());
+        let row = after.iter().find(|r| r.metric == "pageout_cpu_ns").unwrap();
+        assert_eq!((row.comparison.a.n, row.comparison.b.n), (5, 2));
+        assert_eq!((row.a_samples, row.b_samples), (6, 3));
+        // The means are over the samples that have the metric, not a 0 in
+        // place of the missing ones.
+        let b_all = before.comparison.b.mean * 3.0;
+        assert!((row.comparison.b.mean - (b_all - kept[1]) / 2.0).abs() < 1e-6);
+        let coverage = row.coverage().unwrap();
+        assert!(
+            coverage.contains("5 of 6 A samples") && coverage.contains("2 of 3 B samples"),
+            "{coverage}"
+        );
+        // Metrics every sample has say nothing of it.
+        let other = after.iter().find(|r| r.metric == "elapsed_ns").unwrap();
+        assert_eq!(other.coverage(), None);
+        let text = markdown(&results, spec.as_ref());
+        assert!(
+            text.contains("- pageout_cpu_ns: ") && text.contains(&coverage),
+            "{text}"
+        );
+        assert!(
+            !text.contains("- elapsed_ns: no clear difference"),
+            "{text}"
+        );
+        let term = terminal(&results, spec.as_ref());
+        assert!(
+            term.contains(&format!("pageout_cpu_ns: {coverage}")),
+            "{term}"
+        );
+    }
+
+    #[test]
+    fn a_metric_no_sample_of_one_side_has_is_named_not_dropped() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/smoke-results.json");
+        let mut results = Results::load(&path).unwrap();
+        assert_eq!(uncompared(&results), []);
+        for sample in &mut results.boots[1].samples {
+            sample.metrics.remove("verify_cpu_ns");
+        }
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        assert!(
+            !rows(&results, spec.as_ref())
+                .iter()
+                .any(|r| r.metric == "verify_cpu_ns"),
+            "no comparison without B samples"
+        );
+        let missing = uncompared(&results);
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        let line = missing[0].sentence();
+        assert_eq!(
+            line,
+            "verify_cpu_ns: not compared, B vs A: measured in 6 of 6 A samples and 0 of 3 B samples"
+        );
+        assert!(markdown(&results, spec.as_ref()).contains(&format!("- {line}")));
+        assert!(terminal(&results, spec.as_ref()).contains(&line));
+        // A metric no sample has at all (another lane's) is not missing.
+        for boot in &mut results.boots {
+            for sample in &mut boot.samples {
+                sample.metrics.remove("verify_cpu_ns");
+            }
+        }
+        assert_eq!(uncompared(&results), []);
     }
 
     #[test]

@@ -22,12 +22,31 @@ pub struct Row {
     /// From the workload's spec; `None` for a metric the spec does not list.
     pub direction: Option<Direction>,
     pub comparison: Comparison,
+    /// The measured samples of the condition on each side, those without
+    /// this metric included (the comparison's `a.n` and `b.n` count only
+    /// the samples that have it).
+    pub a_samples: usize,
+    pub b_samples: usize,
 }
 
 impl Row {
     /// B's mean against A's pooled mean, in percent.
     pub fn change_pct(&self) -> Option<f64> {
         self.comparison.mean_change.as_ref().map(|c| c.pct)
+    }
+
+    /// When some samples lack the metric (a workload leaves out a value it
+    /// did not measure, such as a mean over no calls): how many have it on
+    /// each side, so the reader knows what the statistics stand on.
+    pub fn coverage(&self) -> Option<String> {
+        let (a, b) = (self.comparison.a.n, self.comparison.b.n);
+        if a == self.a_samples && b == self.b_samples {
+            return None;
+        }
+        Some(format!(
+            "measured in {a} of {} {} samples and {b} of {} {} samples (the others have no value: nothing to measure)",
+            self.a_samples, self.baseline, self.b_samples, self.variant
+        ))
     }
 
     /// The metric, with its control's name when it is a control's, and
@@ -153,9 +172,102 @@ pub fn condition_rows(
                 unit,
                 direction,
                 comparison,
+                a_samples: a_boots.iter().map(|(_, s)| s.len()).sum(),
+                b_samples: b_boots.iter().map(|(_, s)| s.len()).sum(),
             })
         })
         .collect()
+}
+
+/// A metric that some samples of a condition have but no sample of one
+/// side does: nothing to compare it on, and the reports say so rather than
+/// leave it out without a word.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Uncompared {
+    pub condition: Option<String>,
+    pub baseline: String,
+    pub variant: String,
+    pub metric: String,
+    /// Samples with the metric, and all measured samples, on each side.
+    pub a_have: usize,
+    pub a_samples: usize,
+    pub b_have: usize,
+    pub b_samples: usize,
+}
+
+impl Uncompared {
+    /// One line for the reports.
+    pub fn sentence(&self) -> String {
+        let mut label = self.metric.clone();
+        if let Some(c) = &self.condition {
+            label.push_str(&format!(" (control {c})"));
+        }
+        format!(
+            "{label}: not compared, {} vs {}: measured in {} of {} {} samples and {} of {} {} samples",
+            self.variant,
+            self.baseline,
+            self.a_have,
+            self.a_samples,
+            self.baseline,
+            self.b_have,
+            self.b_samples,
+            self.variant
+        )
+    }
+}
+
+/// Every [`Uncompared`] metric, in the order of [`rows`]: each condition,
+/// each variant against the baseline, metrics by name. Only metrics some
+/// sample of the condition has count (a metric of another lane, or one a
+/// workload never reports in this mode, is not missing), and only pairs
+/// with measured samples on both sides.
+pub fn uncompared(results: &Results) -> Vec<Uncompared> {
+    let baseline = results.baseline();
+    let mut out = Vec::new();
+    for condition in results.conditions() {
+        let condition = condition.map(|c| c.name.as_str());
+        let a_samples: Vec<&SampleRecord> = results
+            .samples_by_boot(baseline, condition)
+            .into_iter()
+            .flat_map(|(_, s)| s)
+            .collect();
+        for variant in results.candidates() {
+            let b_samples: Vec<&SampleRecord> = results
+                .samples_by_boot(&variant.name, condition)
+                .into_iter()
+                .flat_map(|(_, s)| s)
+                .collect();
+            if a_samples.is_empty() || b_samples.is_empty() {
+                continue;
+            }
+            let names: std::collections::BTreeSet<&String> = a_samples
+                .iter()
+                .chain(&b_samples)
+                .flat_map(|s| s.metrics.keys())
+                .collect();
+            for metric in names {
+                let have = |side: &[&SampleRecord]| {
+                    side.iter()
+                        .filter(|s| s.metrics.contains_key(metric))
+                        .count()
+                };
+                let (a_have, b_have) = (have(&a_samples), have(&b_samples));
+                if a_have == 0 || b_have == 0 {
+                    out.push(Uncompared {
+                        condition: condition.map(str::to_string),
+                        baseline: baseline.to_string(),
+                        variant: variant.name.clone(),
+                        metric: metric.clone(),
+                        a_have,
+                        a_samples: a_samples.len(),
+                        b_have,
+                        b_samples: b_samples.len(),
+                    });
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The metrics that regressed, in any condition (a control's are named

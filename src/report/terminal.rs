@@ -40,6 +40,16 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
             out.push_str(&terminal_table(&of));
         }
     }
+    for row in rows.iter().filter(|r| r.coverage().is_some()) {
+        out.push_str(&format!(
+            "{}: {}\n",
+            row.label(),
+            row.coverage().unwrap_or_default()
+        ));
+    }
+    for missing in super::rows::uncompared(results) {
+        out.push_str(&format!("{}\n", missing.sentence()));
+    }
     out.push_str(&profile_text(results));
     let max_cv =
         super::format::max_time_cv(rows.iter().map(|r| (r.unit, r.comparison.max_boot_cv_pct)));

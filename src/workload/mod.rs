@@ -11,7 +11,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytesize::ByteSize;
-use patchbench_agent::{BuildDriver, Fault, REFAULT_QUARTER, RefaultMemory, SwapBackend, Workload};
+use patchbench_agent::{
+    BuildDriver, Fault, REFAULT_QUARTER, RefaultMemory, RefaultOrder, SwapBackend, Workload,
+};
 use serde::{Deserialize, Deserializer};
 
 use crate::model::guest::size_text;
@@ -66,6 +68,8 @@ pub enum WorkloadConfig {
         memory: RefaultMemory,
         #[serde(deserialize_with = "limit_percent", default = "quarter")]
         limit_percent: u8,
+        #[serde(deserialize_with = "reread", default)]
+        reread: RefaultOrder,
     },
     KernelBuild {
         #[serde(deserialize_with = "config", default = "defconfig")]
@@ -116,6 +120,7 @@ named! {
     swap: SwapBackend = SwapBackend::deserialize;
     memory: RefaultMemory = RefaultMemory::deserialize;
     limit_percent: u8 = u8::deserialize;
+    reread: RefaultOrder = RefaultOrder::deserialize;
     config: BuildConfig = BuildConfig::deserialize;
     driver: BuildDriver = BuildDriver::deserialize;
     targets: Vec<String> = Vec::<String>::deserialize;
@@ -384,8 +389,16 @@ impl WorkloadConfig {
                 swap,
                 memory: refault_memory,
                 limit_percent,
+                reread,
             } => {
                 let cgroups = cgroup_count(cgroups)?;
+                if reread == RefaultOrder::Random && refault_memory != RefaultMemory::Anon {
+                    return Err(WorkloadError {
+                        param: "reread",
+                        value: "random".into(),
+                        problem: "needs memory: anon (a tmpfs file is read back in order)".into(),
+                    });
+                }
                 if !(1..=100).contains(&limit_percent) {
                     return Err(WorkloadError {
                         param: "limit_percent",
@@ -421,6 +434,7 @@ impl WorkloadConfig {
                     swap,
                     memory: refault_memory,
                     limit_percent,
+                    reread,
                 })
             }
             WorkloadConfig::KernelBuild {
@@ -618,20 +632,29 @@ impl Prepared {
                 swap,
                 memory,
                 limit_percent,
-            } => vec![
-                ("cgroups", cgroups.to_string()),
-                ("file_size", size_text(ByteSize::mib(*file_mib))),
-                ("swap", swap_text(*swap).into()),
-                (
-                    "memory",
-                    match memory {
-                        RefaultMemory::Tmpfs => "tmpfs",
-                        RefaultMemory::Anon => "anon",
-                    }
-                    .into(),
-                ),
-                ("limit_percent", limit_percent.to_string()),
-            ],
+                reread,
+            } => {
+                let mut params = vec![
+                    ("cgroups", cgroups.to_string()),
+                    ("file_size", size_text(ByteSize::mib(*file_mib))),
+                    ("swap", swap_text(*swap).into()),
+                    (
+                        "memory",
+                        match memory {
+                            RefaultMemory::Tmpfs => "tmpfs",
+                            RefaultMemory::Anon => "anon",
+                        }
+                        .into(),
+                    ),
+                    ("limit_percent", limit_percent.to_string()),
+                ];
+                // Left out when sequential (the only order before it
+                // existed), so earlier results still resume.
+                if *reread == RefaultOrder::Random {
+                    params.push(("reread", "random".into()));
+                }
+                params
+            }
             Workload::KernelBuild {
                 config,
                 driver,

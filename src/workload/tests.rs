@@ -309,8 +309,32 @@ fn reclaim_refault_takes_anonymous_memory_at_the_edge_of_its_limit() {
             swap: SwapBackend::Zram,
             memory: RefaultMemory::Anon,
             limit_percent: 90,
+            reread: RefaultOrder::Sequential,
         })
     );
+    let random = parse(
+        "kind: reclaim-refault\ncgroups: 2\nfile_size: 32 MiB\nmemory: anon\nlimit_percent: 90\nreread: random",
+    )
+    .unwrap()
+    .into_workload(&vm("1 GiB", 2))
+    .unwrap();
+    assert!(matches!(
+        wire(&random),
+        Workload::ReclaimRefault {
+            reread: RefaultOrder::Random,
+            ..
+        }
+    ));
+    let Planned::Ready(prepared) = &random else {
+        panic!("not ready: {random:?}")
+    };
+    assert_eq!(prepared.params()["reread"], "random");
+    let tmpfs = parse("kind: reclaim-refault\nreread: random")
+        .unwrap()
+        .into_workload(&vm("1 GiB", 2))
+        .unwrap_err();
+    assert_eq!(tmpfs.param, "reread");
+    assert!(tmpfs.to_string().contains("memory: anon"), "{tmpfs}");
 }
 
 #[test]
@@ -326,6 +350,7 @@ fn defaults_scale_with_the_online_cpus() {
             swap: SwapBackend::Zram,
             memory: RefaultMemory::Tmpfs,
             limit_percent: 25,
+            reread: RefaultOrder::Sequential,
         })
     );
     let workload = parse("kind: rstat-flush\ncgroups: 3\ndirty_pause: 0s")

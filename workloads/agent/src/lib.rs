@@ -249,6 +249,11 @@ pub enum Workload {
             skip_serializing_if = "is_refault_quarter"
         )]
         limit_percent: u8,
+        /// The order anonymous memory is read back in (`memory: anon`
+        /// only). Left out of the JSON when sequential, the only order
+        /// before it existed.
+        #[serde(default, skip_serializing_if = "RefaultOrder::is_sequential")]
+        reread: RefaultOrder,
     },
     /// Seeds 001 and 004: build `targets` of a kernel tree with the host's
     /// toolchain (host-root mode), `make -j jobs` in a cgroup limited to
@@ -330,6 +335,32 @@ impl RefaultMemory {
         *self == RefaultMemory::Tmpfs
     }
 }
+
+/// The order a [`Workload::ReclaimRefault`] worker reads its anonymous
+/// memory back in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RefaultOrder {
+    /// Page 0, 1, 2...: each large folio swapped in brings the pages read
+    /// next.
+    #[default]
+    Sequential,
+    /// Every page once, in a random order drawn from [`REREAD_SEED`] (the
+    /// same order in every sample, boot and kernel): a large folio swapped
+    /// in mostly brings pages not read soon.
+    Random,
+}
+
+impl RefaultOrder {
+    fn is_sequential(&self) -> bool {
+        *self == RefaultOrder::Sequential
+    }
+}
+
+/// The seed of [`RefaultOrder::Random`]'s permutation: fixed, so the order
+/// is repeatable (an arbitrary constant, "patchrer" in ASCII, fixed
+/// before any run).
+pub const REREAD_SEED: u64 = 0x7061_7463_6872_6572;
 
 fn disk() -> SwapBackend {
     SwapBackend::Disk
@@ -558,6 +589,7 @@ mod tests {
             swap: SwapBackend::Zram,
             memory: RefaultMemory::Tmpfs,
             limit_percent: REFAULT_QUARTER,
+            reread: RefaultOrder::Sequential,
         };
         assert!(refault.profile_candidates().is_empty());
         assert_eq!(refault.swap_backend(), SwapBackend::Zram);

@@ -217,6 +217,7 @@ fn run_workload(
             file_mib,
             memory,
             limit_percent,
+            reread,
             ..
         } => {
             let params = refault::Params {
@@ -224,6 +225,7 @@ fn run_workload(
                 file_mib,
                 memory,
                 limit_percent,
+                reread,
             };
             refault::run(&params, warmups, samples, port).context("reclaim-refault")
         }
@@ -318,8 +320,9 @@ fn describe(workload: &Workload) -> String {
             swap,
             memory,
             limit_percent,
+            reread,
         } => format!(
-            "reclaim-refault cgroups={cgroups} file_mib={file_mib} swap={swap:?} memory={memory:?} limit_percent={limit_percent}"
+            "reclaim-refault cgroups={cgroups} file_mib={file_mib} swap={swap:?} memory={memory:?} limit_percent={limit_percent} reread={reread:?}"
         ),
         Workload::KernelBuild {
             config,

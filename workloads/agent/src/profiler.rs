@@ -35,9 +35,10 @@ pub struct Stat {
 }
 
 impl Stat {
-    /// Mean time per call in ns (0 without calls).
-    pub fn mean_ns(self) -> u64 {
-        self.time_ns.checked_div(self.hits).unwrap_or(0)
+    /// Mean time per call in ns; `None` without calls (a mean over no
+    /// calls is no measurement, not 0).
+    pub fn mean_ns(self) -> Option<u64> {
+        self.time_ns.checked_div(self.hits)
     }
 }
 
@@ -269,8 +270,8 @@ mod tests {
                 time_ns: 10
             }
             .mean_ns(),
-            2
+            Some(2)
         );
-        assert_eq!(Stat::default().mean_ns(), 0);
+        assert_eq!(Stat::default().mean_ns(), None);
     }
 }

@@ -23,7 +23,10 @@
 //! enabled its faults allocate large folios, reclaim swaps them out whole,
 //! and the re-reads swap them in through `do_swap_page()`, large when
 //! `alloc_swap_folio()` allows it (seed 004's mechanism). `limit_percent`
-//! sets `memory.max` (25, the seed's quarter, by default).
+//! sets `memory.max` (25, the seed's quarter, by default). `reread: random`
+//! reads the pages back in a fixed random order (every page once, the
+//! permutation drawn from [`REREAD_SEED`]) instead of in address order, so
+//! that a large folio swapped in brings pages that are not read soon.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -32,7 +35,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use patchbench_agent::marker::Phase;
-use patchbench_agent::{Limit, RefaultMemory};
+use patchbench_agent::{Limit, REREAD_SEED, RefaultMemory, RefaultOrder};
 
 use crate::cgroup;
 use crate::console;
@@ -61,6 +64,8 @@ pub struct Params {
     pub memory: RefaultMemory,
     /// `memory.max` as a percentage of `file_mib`.
     pub limit_percent: u8,
+    /// The order anonymous memory is read back in.
+    pub reread: RefaultOrder,
 }
 
 /// Sets up the cgroups once, then runs and reports every sample.
@@ -70,6 +75,9 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
     }
     if !(1..=100).contains(&params.limit_percent) {
         bail!("limit_percent {} is not 1 to 100", params.limit_percent);
+    }
+    if params.reread == RefaultOrder::Random && params.memory != RefaultMemory::Anon {
+        bail!("reread: random needs memory: anon");
     }
     let (parent, children) = cgroup::tree(CGROUP, params.cgroups)?;
     let limit = Limit::Bytes(limit_bytes(
@@ -95,7 +103,13 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
         params.file_mib,
         match params.memory {
             RefaultMemory::Tmpfs => format!("file on {TMPFS}"),
-            RefaultMemory::Anon => "of anonymous memory".to_string(),
+            RefaultMemory::Anon => format!(
+                "of anonymous memory, read back in {} order",
+                match params.reread {
+                    RefaultOrder::Sequential => "address",
+                    RefaultOrder::Random => "a fixed random",
+                }
+            ),
         }
     ));
     let procs: Vec<PathBuf> = children.iter().map(|d| d.join("cgroup.procs")).collect();
@@ -109,10 +123,11 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
     let stat = parent.join("memory.stat");
     let file_mib = params.file_mib;
     let memory = params.memory;
+    let reread = params.reread;
     let body = |index: usize, _: &mut Gate| -> Result<Fields> {
         match memory {
             RefaultMemory::Tmpfs => write_and_read(index, file_mib),
-            RefaultMemory::Anon => fill_and_check(file_mib),
+            RefaultMemory::Anon => fill_and_check(file_mib, reread),
         }
     };
     let total = warmups + samples;
@@ -199,17 +214,23 @@ fn write_and_read(index: usize, file_mib: u64) -> Result<Fields> {
 /// A worker's timed body with `memory: anon`: map `file_mib` MiB of private
 /// anonymous memory (no madvise: the mTHP sizes' `enabled` decide the
 /// folio size of each fault), fill every page with the same compressible,
-/// page-unique content as the files, then read every page back and check
-/// it, and unmap it.
-fn fill_and_check(file_mib: u64) -> Result<Fields> {
+/// page-unique content as the files, then read every page back in `order`
+/// and check it, and unmap it.
+fn fill_and_check(file_mib: u64, order: RefaultOrder) -> Result<Fields> {
     let page_words = sys::page_size() / 8;
     let len = usize::try_from(file_mib * MIB)
         .map_err(|_| Error::msg(format!("bad region size {file_mib} MiB")))?;
+    let pages = len / (page_words * 8);
+    // Drawn before the fill, so the permutation's own memory is charged
+    // before the region's pages are.
+    let reread = reread_order(pages, order);
     let mut map = Mapping::anonymous(len).with_context(|| format!("mmap of {file_mib} MiB"))?;
     for (index, page) in map.words_mut().chunks_exact_mut(page_words).enumerate() {
         pattern::fill_page(index as u64, page);
     }
-    for (index, page) in map.words().chunks_exact(page_words).enumerate() {
+    let words = map.words();
+    for index in reread {
+        let page = &words[index * page_words..(index + 1) * page_words];
         if let Err(m) = pattern::check_page_mixed(index as u64, page, 0) {
             bail!(
                 "page {index} of the anonymous region is corrupt after swap-in: word {} is {:#x}, expected {:#x}",
@@ -221,6 +242,30 @@ fn fill_and_check(file_mib: u64) -> Result<Fields> {
     }
     map.unmap().context("munmap")?;
     Ok(Fields::new())
+}
+
+/// The page indices `0..pages` in the order they are read back: address
+/// order, or a Fisher-Yates shuffle driven by SplitMix64 from
+/// [`REREAD_SEED`] (the same permutation every time).
+pub fn reread_order(pages: usize, order: RefaultOrder) -> Vec<usize> {
+    let mut indices: Vec<usize> = (0..pages).collect();
+    if order == RefaultOrder::Random {
+        let mut state = REREAD_SEED;
+        for i in (1..pages).rev() {
+            let j = (splitmix64(&mut state) % (i as u64 + 1)) as usize;
+            indices.swap(i, j);
+        }
+    }
+    indices
+}
+
+/// SplitMix64 (Steele, Lea and Flood, 2014): the next of a seeded sequence.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// The counters read before and after a sample: the parent cgroup's
@@ -388,6 +433,23 @@ mod tests {
             err.to_string(),
             "the mTHP stats has no swpout@32 after the sample"
         );
+    }
+
+    #[test]
+    fn the_reread_order_is_every_page_once_and_repeatable() {
+        assert_eq!(reread_order(5, RefaultOrder::Sequential), [0, 1, 2, 3, 4]);
+        let random = reread_order(8192, RefaultOrder::Random);
+        assert_eq!(random, reread_order(8192, RefaultOrder::Random));
+        let mut sorted = random.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..8192).collect::<Vec<_>>());
+        // Shuffled: few pages are followed by their address neighbour
+        // (about 1 in 8192 by chance; in address order, all of them).
+        let next = random.windows(2).filter(|w| w[1] == w[0] + 1).count();
+        assert!(next < 10, "{next} pages are followed by the next page");
+        // SplitMix64's first output from seed 0 (the reference
+        // implementation's test vector).
+        assert_eq!(splitmix64(&mut 0), 0xe220_a839_7b1d_cdaf);
     }
 
     #[test]

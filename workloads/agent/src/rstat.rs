@@ -116,12 +116,14 @@ fn sample(
 }
 
 /// One sample's metrics (names and units as in `workloads/rstat-flush.yaml`).
+/// A sample in which the function never ran has no `flush_mean_ns`: a mean
+/// over no calls is absent, not 0 (a 0 would pull the mean per call down
+/// and inflate its variance).
 pub fn metrics(flush: Stat, reads: u32, elapsed_ns: u64) -> BTreeMap<String, u64> {
     let elapsed_ns = elapsed_ns.max(1);
     let reads = u64::from(reads);
-    BTreeMap::from([
+    let mut metrics = BTreeMap::from([
         ("flush_calls".to_string(), flush.hits),
-        ("flush_mean_ns".to_string(), flush.mean_ns()),
         ("flush_total_ns".to_string(), flush.time_ns),
         ("read_loop_ns".to_string(), elapsed_ns),
         ("read_mean_ns".to_string(), elapsed_ns / reads),
@@ -129,7 +131,11 @@ pub fn metrics(flush: Stat, reads: u32, elapsed_ns: u64) -> BTreeMap<String, u64
             "reads_per_s".to_string(),
             (u128::from(reads) * 1_000_000_000 / u128::from(elapsed_ns)) as u64,
         ),
-    ])
+    ]);
+    if let Some(mean) = flush.mean_ns() {
+        metrics.insert("flush_mean_ns".to_string(), mean);
+    }
+    metrics
 }
 
 /// The running dirtier processes.
@@ -269,6 +275,12 @@ mod tests {
                 ("reads_per_s", 500),
             ]
         );
-        assert_eq!(metrics(Stat::default(), 1, 0)["flush_mean_ns"], 0);
+        let none = metrics(Stat::default(), 1, 0);
+        assert_eq!(none["flush_calls"], 0);
+        assert_eq!(none["flush_total_ns"], 0);
+        assert!(
+            !none.contains_key("flush_mean_ns"),
+            "a sample without calls has no mean per call: {none:?}"
+        );
     }
 }
