@@ -82,8 +82,8 @@ pub fn qemu_deadline(spec: &BootSpec) -> Duration {
 
 /// The agent's socket in a boot's socket directory.
 const AGENT_SOCKET: &str = "agent.sock";
-/// The serial console's socket in a boot's socket directory.
-const CONSOLE_SOCKET: &str = "console.sock";
+/// The serial console's FIFO in a boot's socket directory.
+const CONSOLE_FIFO: &str = "console.fifo";
 
 /// The full QEMU command for a boot whose sockets are in `sockets`.
 pub fn qemu_command(spec: &BootSpec, sockets: &Path) -> Cmd {
@@ -110,7 +110,7 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
         .args(accel)
         .args(args::machine_args(spec.memory_mib, spec.cpus))
         .args(args::boot_args(&spec.kernel, &spec.initrd, &cmdline))
-        .args(args::console_args(&sockets.join(CONSOLE_SOCKET)))
+        .args(args::console_args(&sockets.join(CONSOLE_FIFO)))
         .args(args::channel_args(&sockets.join(AGENT_SOCKET), PORT_NAME))
         .args(args::swap_disk_args(&spec.swap_file()))
         .args(if spec.host_root {
@@ -237,12 +237,12 @@ async fn boot_in_lane(
         .map_err(setup("create the socket directory"))?;
     let listener = UnixListener::bind(sock_dir.path().join(AGENT_SOCKET))
         .map_err(setup("listen on the agent socket"))?;
-    let console_listener = UnixListener::bind(sock_dir.path().join(CONSOLE_SOCKET))
-        .map_err(setup("listen on the console socket"))?;
+    let console_fifo = conlog::fifo(&sock_dir.path().join(CONSOLE_FIFO))
+        .map_err(setup("make the console FIFO"))?;
     let log = std::fs::File::create(spec.console_log()).map_err(setup("create the console log"))?;
     let log_path = spec.console_log();
     let mut console = Console(tokio::spawn(async move {
-        conlog::copy(console_listener, log, &log_path).await
+        conlog::copy(console_fifo, log, &log_path).await
     }));
 
     let started = Instant::now();
@@ -339,7 +339,7 @@ const CONSOLE_DRAIN: Duration = Duration::from_secs(5);
 impl Console {
     /// Wait for the copy to finish (QEMU has exited, or is about to), so
     /// the log is complete. A copy still running after [`CONSOLE_DRAIN`]
-    /// (QEMU never connected) is stopped.
+    /// (QEMU never opened the console FIFO) is stopped.
     async fn closed(&mut self) -> Result<(), conlog::LogError> {
         match tokio::time::timeout(CONSOLE_DRAIN, &mut self.0).await {
             Ok(Ok(result)) => result,
@@ -540,7 +540,7 @@ mod tests {
             "-kernel /k/bzImage -initrd /b/initramfs.cpio",
             "maxcpus=2",
             "rdinit=/init zswap.enabled=0",
-            "socket,id=console,path=/tmp/s/console.sock",
+            "file,id=console,path=/tmp/s/console.fifo",
             "path=/tmp/s/agent.sock",
             "name=org.patchbench.agent",
             "/b/swap.img",
