@@ -98,6 +98,8 @@ pub fn cost_qemu_command(spec: &BootSpec, lane: &CostLane, sockets: &Path) -> Cm
 
 fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
     let mut cmdline = [args::kernel_cmdline(spec.cpus), spec.extra_cmdline.clone()].concat();
+    // The cost lane always runs under icount, whatever `spec` says.
+    let icount = spec.icount || lane.is_some();
     let accel = match lane {
         Some(_) => {
             cmdline.extend(cost_args::kernel_params());
@@ -111,10 +113,14 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
         .args(args::machine_args(spec.memory_mib, spec.cpus))
         .args(args::boot_args(&spec.kernel, &spec.initrd, &cmdline))
         .args(args::console_args(&sockets.join(CONSOLE_FIFO)))
-        .args(args::channel_args(&sockets.join(AGENT_SOCKET), PORT_NAME))
-        .args(args::swap_disk_args(&spec.swap_file()))
+        .args(args::channel_args(
+            &sockets.join(AGENT_SOCKET),
+            PORT_NAME,
+            icount,
+        ))
+        .args(args::swap_disk_args(&spec.swap_file(), icount))
         .args(if spec.host_root {
-            args::host_root_args(patchbench_agent::HOST_ROOT_TAG)
+            args::host_root_args(patchbench_agent::HOST_ROOT_TAG, icount)
         } else {
             Vec::new()
         })
@@ -582,6 +588,8 @@ mod tests {
             "maxcpus=2 rdinit=/init nokaslr",
             "-plugin /t/libpatchbench_cost_plugin.so,out=/b/cost-windows.jsonl,system_map=/k/System.map,icount=on",
             "-seed 1",
+            "virtio-serial-pci,id=vser0,ioeventfd=off",
+            "virtio-blk-pci,drive=swap0,ioeventfd=off",
         ] {
             assert!(cmd.contains(part), "missing {part} in {cmd}");
         }
