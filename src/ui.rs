@@ -51,6 +51,9 @@ struct Running {
     stage: String,
     started: Instant,
     counted: Option<Counted>,
+    /// The stage's last progress detail, such as a wait for a lock: what
+    /// its heartbeat says until something is counted.
+    status: Option<String>,
 }
 
 #[derive(Default)]
@@ -168,7 +171,11 @@ pub fn eta(counted: u64, elapsed: Duration, left: u64) -> Option<Duration> {
 fn heartbeat_text(running: &Running, now: Instant) -> String {
     let elapsed = short_duration(now.duration_since(running.started));
     match &running.counted {
-        None => format!("{}: running, {elapsed} elapsed", running.stage),
+        None => format!(
+            "{}: {}, {elapsed} elapsed",
+            running.stage,
+            running.status.as_deref().unwrap_or("running")
+        ),
         Some(c) => {
             let count = match c.total {
                 Some(total) => format!(
@@ -250,6 +257,7 @@ impl Sink for Ui {
                     bar.finish_and_clear();
                 }
                 state.running = Some(Running {
+                    status: None,
                     stage: stage.clone(),
                     started: Instant::now(),
                     counted: None,
@@ -266,10 +274,15 @@ impl Sink for Ui {
                 }
                 wake.notify_all();
             }
-            Event::Progress { stage, detail } => match (&state.bar, self.mode) {
-                (Some(bar), Mode::Live { .. }) => bar.set_message(detail),
-                _ => self.line(&mut state, &format!("{stage}: {detail}")),
-            },
+            Event::Progress { stage, detail } => {
+                if let Some(running) = state.running.as_mut().filter(|r| r.stage == stage) {
+                    running.status = Some(detail.clone());
+                }
+                match (&state.bar, self.mode) {
+                    (Some(bar), Mode::Live { .. }) => bar.set_message(detail),
+                    _ => self.line(&mut state, &format!("{stage}: {detail}")),
+                }
+            }
             Event::Count {
                 stage,
                 done,
@@ -354,6 +367,7 @@ mod tests {
             stage: "build A".into(),
             started,
             counted,
+            status: None,
         }
     }
 
@@ -380,6 +394,14 @@ mod tests {
         assert_eq!(
             heartbeat_text(&silent, now),
             "build A: running, 3m20s elapsed"
+        );
+        let waiting = Running {
+            status: Some(crate::build::WaitingFor::Tree.to_string()),
+            ..running(t0, None)
+        };
+        assert_eq!(
+            heartbeat_text(&waiting, now),
+            "build A: waiting for another run's build of this tree, 3m20s elapsed"
         );
         let counting = running(
             t0,

@@ -286,11 +286,12 @@ fn the_build_cache_is_shared_safely_and_kept_within_its_budget() {
             .unwrap()
     };
     let (first, second) = (start("c1a"), start("c1b"));
-    for run in [
+    let runs = [
         first.wait_with_output().unwrap(),
         second.wait_with_output().unwrap(),
-    ] {
-        let (stdout, stderr) = text(&run);
+    ];
+    for run in &runs {
+        let (stdout, stderr) = text(run);
         assert_eq!(run.status.code(), Some(0), "{stdout}\n{stderr}");
     }
     let (k1, k2) = (
@@ -303,6 +304,17 @@ fn the_build_cache_is_shared_safely_and_kept_within_its_budget() {
         reused.contains(&&serde_json::Value::Bool(true))
             && reused.contains(&&serde_json::Value::Bool(false)),
         "one run builds B, the other reuses it: {reused:?}"
+    );
+    // The run that reused B said what it was waiting for.
+    let waiter = if k1[1]["reused"] == true {
+        &runs[0]
+    } else {
+        &runs[1]
+    };
+    let (_, waited) = text(waiter);
+    assert!(
+        waited.contains("build B: waiting for another run building this kernel"),
+        "{waited}"
     );
     assert!(builds_total() <= budget);
 

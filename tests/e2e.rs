@@ -14,7 +14,7 @@ use patchbench::config::{self, Campaign, Overrides};
 use patchbench::events::Recorder;
 
 mod common;
-use common::{cache_dir, require_host_tools, smoke_variant};
+use common::{PLAIN_TCG, cache_dir, require_host_tools, smoke_variant};
 
 /// One campaign at a time: they share the cached tree and build directories.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -171,11 +171,12 @@ fn run_broken_guest(fault: &str, run_timeout: &str) -> (Option<i32>, String, Pat
     )
 }
 
-/// Run the real binary on an edited smoke campaign: (exit code, stderr, out).
+/// Run the real binary on an edited smoke campaign, in plain TCG: (exit
+/// code, stderr, out).
 fn run_edited(name: &str, edits: &[(&str, &str)]) -> (Option<i32>, String, PathBuf) {
     let _ = smoke();
     let dir = tempfile::tempdir().unwrap().keep();
-    let campaign = smoke_variant(&dir, name, edits);
+    let campaign = smoke_variant(&dir, name, &[edits, &[PLAIN_TCG]].concat());
     let out = dir.join("out");
     let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
         .arg("run")
@@ -444,7 +445,10 @@ fn an_interrupted_campaign_resumes_without_redoing_a_finished_boot() {
     let campaign = smoke_variant(
         &dir,
         "resume",
-        &[("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 2")],
+        &[
+            ("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 2"),
+            PLAIN_TCG,
+        ],
     );
     let out = dir.join("out");
     let run = || {
@@ -522,7 +526,10 @@ fn kernels_built_elsewhere_boot_without_a_build() {
     let campaign = smoke_variant(
         &dir,
         "prebuilt",
-        &[("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 1")],
+        &[
+            ("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 1"),
+            PLAIN_TCG,
+        ],
     );
     let kernels = dir.join("kernels");
     let patchbench = |args: &[&std::ffi::OsStr]| {

@@ -18,7 +18,7 @@ use patchbench::exit;
 use patchbench::results::Results;
 
 mod common;
-use common::{cache_dir, require_host_tools, smoke_variant};
+use common::{PLAIN_TCG, cache_dir, require_host_tools, smoke_variant};
 
 /// One test at a time: the runs share the cache and the machine's CPUs.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -63,8 +63,9 @@ fn kernel_a() -> &'static Path {
     })
 }
 
-/// The smoke campaign with one warm-up and one sample per boot, and a run
-/// timeout short enough that a stuck boot fails the test in minutes.
+/// The smoke campaign in plain TCG with one warm-up and one sample per
+/// boot, and a run timeout short enough that a stuck boot fails the test in
+/// minutes.
 fn one_sample_campaign(dir: &Path, name: &str) -> PathBuf {
     smoke_variant(
         dir,
@@ -72,6 +73,7 @@ fn one_sample_campaign(dir: &Path, name: &str) -> PathBuf {
         &[
             ("warmups: 1\n  samples: 3", "warmups: 1\n  samples: 1"),
             ("run_timeout: 10m", "run_timeout: 3m"),
+            PLAIN_TCG,
         ],
     )
 }

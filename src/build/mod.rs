@@ -218,6 +218,28 @@ struct WorkState {
     incremental_build_objects: Option<u64>,
 }
 
+/// What a build tells its caller while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildProgress {
+    /// Another run holds a lock this build needs; it waits for it.
+    Waiting(WaitingFor),
+    /// The wait is over: this run builds.
+    Building,
+    /// `make` compiled `done` objects, of `expected` when that is known.
+    Compiled { done: u64, expected: Option<u64> },
+}
+
+/// The lock a build waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WaitingFor {
+    /// Another run is building this very kernel; this one will reuse it.
+    #[error("waiting for another run building this kernel")]
+    SameKernel,
+    /// Another run is building a kernel of this tree; builds take turns.
+    #[error("waiting for another run's build of this tree")]
+    Tree,
+}
+
 /// How often a running `make`'s log is read for its progress.
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -227,13 +249,13 @@ async fn watch_compiles(
     log: &Path,
     from: u64,
     expected: Option<u64>,
-    progress: &(dyn Fn(u64, Option<u64>) + Sync),
+    progress: &(dyn Fn(BuildProgress) + Sync),
 ) {
     use std::io::{Read, Seek};
     let mut offset = from;
     let mut partial = Vec::new();
     let mut compiled = 0;
-    progress(0, expected);
+    progress(BuildProgress::Compiled { done: 0, expected });
     loop {
         tokio::time::sleep(PROGRESS_INTERVAL).await;
         let Ok(mut file) = std::fs::File::open(log) else {
@@ -259,7 +281,10 @@ async fn watch_compiles(
             partial.drain(..end);
         }
         if compiled != before {
-            progress(compiled, expected);
+            progress(BuildProgress::Compiled {
+                done: compiled,
+                expected,
+            });
         }
     }
 }
@@ -332,13 +357,13 @@ pub struct Built {
 /// and the tree's (see [`cache`]): a run that finds another building the
 /// same kernel waits and then reuses it; builds of one tree take turns.
 ///
-/// While `make` runs, `progress(compiled, expected)` hears how many objects
-/// it compiled, of those expected when that is known: as many as the last
-/// build of the same kind (full or incremental) of this configuration
-/// compiled.
+/// `progress` hears when the build waits for another run's lock, and,
+/// while `make` runs, how many objects it compiled, of those expected when
+/// that is known: as many as the last build of the same kind (full or
+/// incremental) of this configuration compiled.
 pub async fn build(
     spec: &BuildSpec,
-    progress: &(dyn Fn(u64, Option<u64>) + Sync),
+    progress: &(dyn Fn(BuildProgress) + Sync),
 ) -> Result<Built, BuildError> {
     let fragments = kconfig::read_fragments(&spec.fragments)
         .map_err(io_err(spec.fragments.first().map_or(Path::new("."), |p| p)))?;
@@ -348,6 +373,7 @@ pub async fn build(
     let entry = spec.builds_dir.join(&key);
     let entry_lock = cache::lock_path(&entry);
     let mut fresh = spec.fresh;
+    let mut waited = false;
     // Reuse under a shared lock, or get the exclusive one to build.
     let writing = loop {
         if !fresh
@@ -378,13 +404,28 @@ pub async fn build(
             // Another run finished it meanwhile: reuse it, shared.
             continue;
         }
+        if !waited {
+            progress(BuildProgress::Waiting(WaitingFor::SameKernel));
+            waited = true;
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     preflight(&spec.builds_dir)?;
     let tree_lock = crate::tree::lock_path(&spec.src);
-    let tree_lease = cache::lock(&tree_lock, cache::Mode::Exclusive)
-        .await
-        .map_err(io_err(&tree_lock))?;
+    let tree_lease =
+        match cache::try_lock(&tree_lock, cache::Mode::Exclusive).map_err(io_err(&tree_lock))? {
+            Some(lease) => lease,
+            None => {
+                progress(BuildProgress::Waiting(WaitingFor::Tree));
+                waited = true;
+                cache::lock(&tree_lock, cache::Mode::Exclusive)
+                    .await
+                    .map_err(io_err(&tree_lock))?
+            }
+        };
+    if waited {
+        progress(BuildProgress::Building);
+    }
     let config_key = build_key(Oid::ZERO_SHA1, &base, &fragments, &compiler);
     let work = spec.builds_dir.join(format!("work-{config_key}"));
     let marker = work.join(WORK_MARKER);
@@ -465,7 +506,10 @@ pub async fn build(
     }
     let build_seconds = started.elapsed().as_secs_f64();
     let compiled = compiled_in_log(&log, log_from);
-    progress(compiled, expected.map(|e| e.max(compiled)));
+    progress(BuildProgress::Compiled {
+        done: compiled,
+        expected: expected.map(|e| e.max(compiled)),
+    });
     let rebuilt = {
         let dir = work.clone();
         crate::blocking::unblock(move || objects::rebuilt_since(&dir, started_wall, &touched))

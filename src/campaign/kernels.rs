@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::stages::Stages;
-use crate::build::{self, BuildSpec, Built, KernelArtifact, cache};
+use crate::build::{self, BuildProgress, BuildSpec, Built, KernelArtifact, cache};
 use crate::config::{Plan, TreeSource};
 use crate::events::{Event, Sink};
 use crate::results::Timing;
@@ -364,13 +364,21 @@ async fn build_variant(
     spec: &BuildSpec,
 ) -> anyhow::Result<Built> {
     let sink = stages.sink;
-    let progress = |done, total| {
-        sink.emit(Event::Count {
+    let progress = |step| match step {
+        BuildProgress::Compiled { done, expected } => sink.emit(Event::Count {
             stage: stage.to_string(),
             done,
-            total,
+            total: expected,
             unit: "objects",
-        })
+        }),
+        BuildProgress::Waiting(lock) => sink.emit(Event::Progress {
+            stage: stage.to_string(),
+            detail: lock.to_string(),
+        }),
+        BuildProgress::Building => sink.emit(Event::Progress {
+            stage: stage.to_string(),
+            detail: "the lock is free, building".into(),
+        }),
     };
     let built = stages
         .time(stage, &format!("commit {}", spec.commit), async {

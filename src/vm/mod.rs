@@ -107,6 +107,9 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
         }
         None => args::accel_args(spec.accel, spec.icount, spec.tcg_threads),
     };
+    if lane.is_some() || (spec.icount && spec.accel == Accel::Tcg) {
+        cmdline.extend(args::icount_kernel_params());
+    }
     Cmd::new("qemu-system-x86_64", qemu_deadline(spec))
         .args(args::base_args())
         .args(accel)
@@ -534,9 +537,19 @@ mod tests {
             ..spec.clone()
         };
         let root_cmd = qemu_command(&with_root, Path::new("/tmp/s")).to_string();
+        let icount = BootSpec {
+            icount: true,
+            ..spec.clone()
+        };
+        let icount_cmd = qemu_command(&icount, Path::new("/tmp/s")).to_string();
+        assert!(
+            icount_cmd.contains("-icount shift=0,sleep=off")
+                && icount_cmd.contains("rdinit=/init zswap.enabled=0 noapictimer"),
+            "{icount_cmd}"
+        );
         assert!(root_cmd.contains("mount_tag=hostroot"), "{root_cmd}");
         assert!(
-            !cmd.contains("-plugin") && !cmd.contains("nokaslr"),
+            !cmd.contains("-plugin") && !cmd.contains("nokaslr") && !cmd.contains("noapictimer"),
             "{cmd}"
         );
         for part in [
@@ -585,7 +598,7 @@ mod tests {
         for part in [
             "-accel tcg,thread=single",
             "-icount shift=0,sleep=off",
-            "maxcpus=2 rdinit=/init nokaslr",
+            "maxcpus=2 rdinit=/init nokaslr noapictimer",
             "-plugin /t/libpatchbench_cost_plugin.so,out=/b/cost-windows.jsonl,system_map=/k/System.map,icount=on",
             "-seed 1",
             "virtio-serial-pci,id=vser0,ioeventfd=off",

@@ -26,6 +26,13 @@ pub fn require_host_tools() {
     }
 }
 
+/// The edit that takes the smoke campaign out of icount into plain TCG, for
+/// tests of the pipeline's behaviour (failures, resume, prebuilt kernels,
+/// CPU shape) rather than of measured values: a plain-TCG boot takes
+/// seconds, an icount boot about half a minute.
+#[allow(dead_code)] // not every test binary edits the smoke campaign
+pub const PLAIN_TCG: (&str, &str) = ("  icount: true\n", "  icount: false\n");
+
 /// The smoke campaign (absolute paths) with each `(from, to)` replaced,
 /// written to `dir/name.yaml`.
 #[allow(dead_code)] // not every test binary edits the smoke campaign
