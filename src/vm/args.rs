@@ -119,27 +119,50 @@ pub fn boot_args(kernel: &Path, initrd: &Path, cmdline: &[String]) -> Vec<String
     ]
 }
 
-/// The serial console, sent to the socket patchbench listens on, which
+/// The serial console, written into the FIFO patchbench reads, which
 /// copies it to the console log kept as evidence, with a cap (`conlog`).
-pub fn console_args(socket: &Path) -> Vec<String> {
+pub fn console_args(fifo: &Path) -> Vec<String> {
     vec![
-        // QEMU connects to the socket; a guest whose console is not read
-        // waits, rather than losing output.
+        // A file backend on a FIFO with room for 1 MiB unread: QEMU's
+        // writes complete at once, so the guest's console never waits for
+        // the host's reader (a socket filled after a few hundred bytes, and
+        // the time the guest then spent polling the UART made icount boots
+        // diverge, docs/cost-model.md).
         "-chardev".into(),
         format!(
-            "socket,id=console,path={}",
-            escape(&socket.display().to_string())
+            "file,id=console,path={}",
+            escape(&fifo.display().to_string())
         ),
         "-serial".into(),
         "chardev:console".into(),
     ]
 }
 
+/// A virtio PCI device's `-device` value: `device` (its driver and
+/// options), and under icount `ioeventfd=off`.
+///
+/// With ioeventfd (QEMU's default, under TCG too), the guest's write to a
+/// queue's notify register only signals an eventfd, and QEMU's main loop
+/// processes the queue, and raises the interrupt that answers, whenever the
+/// host schedules it: two icount boots of one kernel took the virtio-serial
+/// interrupt that answers the driver's DRIVER_OK at different instructions,
+/// and diverged from there (docs/cost-model.md, Determinism). Off, the
+/// vCPU processes the queue inside the register write, at the same
+/// instruction in every boot. Without icount nothing is repeatable anyway,
+/// and ioeventfd spares KVM an exit to the vCPU thread per notification.
+pub fn virtio_pci(device: &str, icount: bool) -> String {
+    if icount {
+        format!("{device},ioeventfd=off")
+    } else {
+        device.to_string()
+    }
+}
+
 /// The virtio-serial port that carries the agent's messages to our socket.
-pub fn channel_args(socket: &Path, port_name: &str) -> Vec<String> {
+pub fn channel_args(socket: &Path, port_name: &str, icount: bool) -> Vec<String> {
     vec![
         "-device".into(),
-        "virtio-serial-pci,id=vser0".into(),
+        virtio_pci("virtio-serial-pci,id=vser0", icount),
         // QEMU connects to the socket patchbench listens on.
         "-chardev".into(),
         format!(
@@ -152,7 +175,7 @@ pub fn channel_args(socket: &Path, port_name: &str) -> Vec<String> {
 }
 
 /// A raw sparse file as a virtio-blk disk, the guest's swap device (`/dev/vda`).
-pub fn swap_disk_args(file: &Path) -> Vec<String> {
+pub fn swap_disk_args(file: &Path, icount: bool) -> Vec<String> {
     // JSON syntax: the file name needs no escaping of its own.
     let blockdev = serde_json::json!({
         "driver": "raw",
@@ -165,13 +188,13 @@ pub fn swap_disk_args(file: &Path) -> Vec<String> {
         "-blockdev".into(),
         blockdev.to_string(),
         "-device".into(),
-        "virtio-blk-pci,drive=swap0".into(),
+        virtio_pci("virtio-blk-pci,drive=swap0", icount),
     ]
 }
 
 /// Host-root mode: the host's `/` as a read-only 9p export the agent mounts
 /// by its tag (`patchbench_agent::HOST_ROOT_TAG`).
-pub fn host_root_args(tag: &str) -> Vec<String> {
+pub fn host_root_args(tag: &str, icount: bool) -> Vec<String> {
     vec![
         "-fsdev".into(),
         format!(
@@ -189,7 +212,10 @@ pub fn host_root_args(tag: &str) -> Vec<String> {
             .join(",")
         ),
         "-device".into(),
-        format!("virtio-9p-pci,fsdev={tag},mount_tag={tag}"),
+        virtio_pci(
+            &format!("virtio-9p-pci,fsdev={tag},mount_tag={tag}"),
+            icount,
+        ),
     ]
 }
 
@@ -248,9 +274,9 @@ mod tests {
 
     #[test]
     fn commas_in_paths_are_escaped() {
-        let args = console_args(Path::new("/tmp/a,b/console.sock"));
-        assert_eq!(args[1], "socket,id=console,path=/tmp/a,,b/console.sock");
-        let args = channel_args(Path::new("/s,ock"), "org.patchbench.agent");
+        let args = console_args(Path::new("/tmp/a,b/console.fifo"));
+        assert_eq!(args[1], "file,id=console,path=/tmp/a,,b/console.fifo");
+        let args = channel_args(Path::new("/s,ock"), "org.patchbench.agent", false);
         assert_eq!(args[3], "socket,id=agent,path=/s,,ock");
         assert_eq!(
             args[5],
@@ -260,7 +286,7 @@ mod tests {
 
     #[test]
     fn the_swap_disk_is_json_and_survives_odd_names() {
-        let args = swap_disk_args(Path::new("/x/sw\"ap,1.img"));
+        let args = swap_disk_args(Path::new("/x/sw\"ap,1.img"), false);
         let v: serde_json::Value = serde_json::from_str(&args[1]).unwrap();
         assert_eq!(v["file"]["filename"], "/x/sw\"ap,1.img");
         assert_eq!(args[3], "virtio-blk-pci,drive=swap0");
@@ -269,13 +295,33 @@ mod tests {
     #[test]
     fn the_host_root_is_exported_read_only() {
         assert_eq!(
-            host_root_args("hostroot"),
+            host_root_args("hostroot", false),
             [
                 "-fsdev",
                 "local,id=hostroot,path=/,readonly=on,security_model=none,multidevs=remap",
                 "-device",
                 "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot"
             ]
+        );
+    }
+
+    #[test]
+    fn under_icount_every_virtio_device_notifies_synchronously() {
+        assert_eq!(
+            channel_args(Path::new("/s"), "p", true)[1],
+            "virtio-serial-pci,id=vser0,ioeventfd=off"
+        );
+        assert_eq!(
+            swap_disk_args(Path::new("/x"), true)[3],
+            "virtio-blk-pci,drive=swap0,ioeventfd=off"
+        );
+        assert_eq!(
+            host_root_args("hostroot", true)[3],
+            "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot,ioeventfd=off"
+        );
+        assert_eq!(
+            channel_args(Path::new("/s"), "p", false)[1],
+            "virtio-serial-pci,id=vser0"
         );
     }
 

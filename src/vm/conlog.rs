@@ -1,28 +1,34 @@
 //! The guest's serial console, copied to its log with a cap.
 //!
-//! QEMU sends the console to a socket patchbench listens on (QEMU's own
-//! `file` backend has no size limit). The copy keeps the first [`HEAD`]
-//! bytes as they come, so the log can be read while the guest runs; past
-//! that it keeps only the last [`TAIL`] bytes in memory and writes them when
-//! the console closes, after a line saying how many bytes were dropped. A
-//! guest that floods its console costs at most `HEAD + TAIL` bytes on disk
-//! and `TAIL` in memory, and the end of the log (a panic, say) is kept.
+//! QEMU writes the console into a FIFO patchbench reads (QEMU's own `file`
+//! backend on a regular file has no size limit). The copy keeps the first
+//! [`HEAD`] bytes as they come, so the log can be read while the guest runs;
+//! past that it keeps only the last [`TAIL`] bytes in memory and writes them
+//! when the console closes, after a line saying how many bytes were
+//! dropped. A guest that floods its console costs at most `HEAD + TAIL`
+//! bytes on disk and `TAIL` in memory, and the end of the log (a panic,
+//! say) is kept.
 //!
-//! The copy never stops reading while QEMU writes: a guest whose console
-//! is not read blocks in its next console write. It reads as soon as
-//! anything arrives: QEMU writes the UART one byte per write, each byte
-//! takes a buffer of its own in the socket, and a reader that waits for
-//! bytes to gather lets the socket fill and slows the guest (5 times, for
-//! a 10 ms wait). A failed write of the log
-//! (a full disk) stops the writing, not the reading, and is reported when
-//! the console closes.
+//! **The guest never waits for this reader.** When QEMU cannot write a
+//! byte, its UART keeps "transmitter empty" clear until the host's main
+//! loop finds the file writable again, and the kernel's console polls the
+//! UART meanwhile: under icount, how many instructions that poll executes
+//! depends on when the host read, so two boots of one kernel diverge from
+//! the first console line on (docs/cost-model.md, Determinism). QEMU writes
+//! the UART one byte per write. A Unix socket, where each byte takes a
+//! buffer of its own, filled after a few hundred unread bytes; the FIFO
+//! holds [`PIPE_BYTES`] of them ([`fifo`]), hundreds of times a boot's
+//! console, so however late the host reads, QEMU's writes complete at
+//! once. The copy reads as soon as anything arrives all the same. A failed
+//! write of the log (a full disk) stops the writing, not the reading, and
+//! is reported when the console closes.
 
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use tokio::io::AsyncReadExt;
-use tokio::net::UnixListener;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::net::unix::pipe;
 
 /// Bytes of console output written as they come: a boot's console is tens
 /// of KiB (the kernel, the agent's lines, a panic's trace), so 1 MiB holds
@@ -30,6 +36,36 @@ use tokio::net::UnixListener;
 pub const HEAD: u64 = 1 << 20;
 /// Bytes of console output kept from the end once [`HEAD`] is reached.
 pub const TAIL: usize = 256 << 10;
+/// The console FIFO's capacity: 1 MiB, the most an unprivileged process
+/// may give a pipe on a default Linux (`/proc/sys/fs/pipe-max-size`).
+pub const PIPE_BYTES: usize = 1 << 20;
+
+/// Makes the console FIFO at `path` and opens its reading end, with room
+/// for [`PIPE_BYTES`] unread bytes. QEMU opens the writing end when it
+/// starts (its `file` console backend); until then, reads wait.
+pub fn fifo(path: &Path) -> std::io::Result<pipe::Receiver> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::AsRawFd;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: a valid NUL-terminated path; mkfifo touches nothing else.
+    if unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let receiver = pipe::OpenOptions::new().open_receiver(path)?;
+    let bytes = libc::c_int::try_from(PIPE_BYTES).unwrap_or(libc::c_int::MAX);
+    // SAFETY: F_SETPIPE_SZ on a pipe descriptor we own.
+    if unsafe { libc::fcntl(receiver.as_raw_fd(), libc::F_SETPIPE_SZ, bytes) } < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(
+            e.kind(),
+            format!(
+                "giving the console FIFO {PIPE_BYTES} bytes (see /proc/sys/fs/pipe-max-size): {e}"
+            ),
+        ));
+    }
+    Ok(receiver)
+}
 
 /// The log being written: the head, then the tail at [`Capped::finish`].
 pub struct Capped<W: Write> {
@@ -107,14 +143,17 @@ pub struct LogError {
     pub source: std::io::Error,
 }
 
-/// Accept QEMU's console connection on `listener` and copy it into `log`
-/// (created already, so it exists from the start) until QEMU closes it.
-pub async fn copy(listener: UnixListener, log: std::fs::File, path: &Path) -> Result<(), LogError> {
+/// Copy QEMU's console from `stream` (the [`fifo`]) into `log` (created
+/// already, so it exists from the start) until QEMU closes it.
+pub async fn copy(
+    mut stream: impl AsyncRead + Unpin,
+    log: std::fs::File,
+    path: &Path,
+) -> Result<(), LogError> {
     let err = |source| LogError {
         path: path.to_owned(),
         source,
     };
-    let (mut stream, _) = listener.accept().await.map_err(err)?;
     let mut capped = Some(Capped::new(log));
     let mut failed = None;
     let mut buf = vec![0u8; 64 << 10];
@@ -149,6 +188,35 @@ pub async fn copy(listener: UnixListener, log: std::fs::File, path: &Path) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// QEMU's console writes, one byte each and non-blocking like QEMU's,
+    /// all go through while nobody reads: 300 000 bytes, where a Unix
+    /// socket took a few hundred. Then the copy gets them all, and ends when
+    /// the writer closes.
+    #[tokio::test]
+    async fn the_fifo_takes_a_boots_console_unread_and_the_copy_gets_it_all() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo_path = dir.path().join("console.fifo");
+        let receiver = fifo(&fifo_path).unwrap();
+        let mut writer = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo_path)
+            .unwrap();
+        let text: Vec<u8> = (0..300_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        for (i, byte) in text.iter().enumerate() {
+            match writer.write(std::slice::from_ref(byte)) {
+                Ok(1) => {}
+                other => panic!("byte {i} of the console: {other:?}"),
+            }
+        }
+        drop(writer);
+        let log_path = dir.path().join("console.log");
+        let log = std::fs::File::create(&log_path).unwrap();
+        copy(receiver, log, &log_path).await.unwrap();
+        assert_eq!(std::fs::read(&log_path).unwrap(), text);
+    }
 
     #[test]
     fn a_short_log_is_written_whole() {

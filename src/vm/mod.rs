@@ -82,8 +82,8 @@ pub fn qemu_deadline(spec: &BootSpec) -> Duration {
 
 /// The agent's socket in a boot's socket directory.
 const AGENT_SOCKET: &str = "agent.sock";
-/// The serial console's socket in a boot's socket directory.
-const CONSOLE_SOCKET: &str = "console.sock";
+/// The serial console's FIFO in a boot's socket directory.
+const CONSOLE_FIFO: &str = "console.fifo";
 
 /// The full QEMU command for a boot whose sockets are in `sockets`.
 pub fn qemu_command(spec: &BootSpec, sockets: &Path) -> Cmd {
@@ -98,6 +98,8 @@ pub fn cost_qemu_command(spec: &BootSpec, lane: &CostLane, sockets: &Path) -> Cm
 
 fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
     let mut cmdline = [args::kernel_cmdline(spec.cpus), spec.extra_cmdline.clone()].concat();
+    // The cost lane always runs under icount, whatever `spec` says.
+    let icount = spec.icount || lane.is_some();
     let accel = match lane {
         Some(_) => {
             cmdline.extend(cost_args::kernel_params());
@@ -113,11 +115,15 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
         .args(accel)
         .args(args::machine_args(spec.memory_mib, spec.cpus))
         .args(args::boot_args(&spec.kernel, &spec.initrd, &cmdline))
-        .args(args::console_args(&sockets.join(CONSOLE_SOCKET)))
-        .args(args::channel_args(&sockets.join(AGENT_SOCKET), PORT_NAME))
-        .args(args::swap_disk_args(&spec.swap_file()))
+        .args(args::console_args(&sockets.join(CONSOLE_FIFO)))
+        .args(args::channel_args(
+            &sockets.join(AGENT_SOCKET),
+            PORT_NAME,
+            icount,
+        ))
+        .args(args::swap_disk_args(&spec.swap_file(), icount))
         .args(if spec.host_root {
-            args::host_root_args(patchbench_agent::HOST_ROOT_TAG)
+            args::host_root_args(patchbench_agent::HOST_ROOT_TAG, icount)
         } else {
             Vec::new()
         })
@@ -240,12 +246,12 @@ async fn boot_in_lane(
         .map_err(setup("create the socket directory"))?;
     let listener = UnixListener::bind(sock_dir.path().join(AGENT_SOCKET))
         .map_err(setup("listen on the agent socket"))?;
-    let console_listener = UnixListener::bind(sock_dir.path().join(CONSOLE_SOCKET))
-        .map_err(setup("listen on the console socket"))?;
+    let console_fifo = conlog::fifo(&sock_dir.path().join(CONSOLE_FIFO))
+        .map_err(setup("make the console FIFO"))?;
     let log = std::fs::File::create(spec.console_log()).map_err(setup("create the console log"))?;
     let log_path = spec.console_log();
     let mut console = Console(tokio::spawn(async move {
-        conlog::copy(console_listener, log, &log_path).await
+        conlog::copy(console_fifo, log, &log_path).await
     }));
 
     let started = Instant::now();
@@ -342,7 +348,7 @@ const CONSOLE_DRAIN: Duration = Duration::from_secs(5);
 impl Console {
     /// Wait for the copy to finish (QEMU has exited, or is about to), so
     /// the log is complete. A copy still running after [`CONSOLE_DRAIN`]
-    /// (QEMU never connected) is stopped.
+    /// (QEMU never opened the console FIFO) is stopped.
     async fn closed(&mut self) -> Result<(), conlog::LogError> {
         match tokio::time::timeout(CONSOLE_DRAIN, &mut self.0).await {
             Ok(Ok(result)) => result,
@@ -553,7 +559,7 @@ mod tests {
             "-kernel /k/bzImage -initrd /b/initramfs.cpio",
             "maxcpus=2",
             "rdinit=/init zswap.enabled=0",
-            "socket,id=console,path=/tmp/s/console.sock",
+            "file,id=console,path=/tmp/s/console.fifo",
             "path=/tmp/s/agent.sock",
             "name=org.patchbench.agent",
             "/b/swap.img",
@@ -595,6 +601,8 @@ mod tests {
             "maxcpus=2 rdinit=/init nokaslr noapictimer",
             "-plugin /t/libpatchbench_cost_plugin.so,out=/b/cost-windows.jsonl,system_map=/k/System.map,icount=on",
             "-seed 1",
+            "virtio-serial-pci,id=vser0,ioeventfd=off",
+            "virtio-blk-pci,drive=swap0,ioeventfd=off",
         ] {
             assert!(cmd.contains(part), "missing {part} in {cmd}");
         }
