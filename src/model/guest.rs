@@ -9,12 +9,15 @@ use serde::{Deserialize, Serialize};
 
 /// How plain TCG (without icount) runs the vCPUs: one host thread per vCPU
 /// (MTTCG, `thread=multi`) or all vCPUs on one host thread
-/// (`thread=single`). icount always runs single-threaded.
+/// (`thread=single`, the default: on a quiet 2-core host, A drifted 9-22%
+/// between its own boots in every MTTCG run and within 2% in four of six
+/// single-threaded ones, docs/tcg-noise.md). icount always runs
+/// single-threaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TcgThreads {
-    #[default]
     Multi,
+    #[default]
     Single,
 }
 
