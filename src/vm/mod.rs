@@ -98,8 +98,9 @@ pub fn cost_qemu_command(spec: &BootSpec, lane: &CostLane, sockets: &Path) -> Cm
 
 fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
     let mut cmdline = [args::kernel_cmdline(spec.cpus), spec.extra_cmdline.clone()].concat();
-    // The cost lane always runs under icount, whatever `spec` says.
-    let icount = spec.icount || lane.is_some();
+    // Whether this boot runs under icount: the cost lane always does,
+    // whatever `spec` says; icount is a TCG mode.
+    let icount = lane.is_some() || (spec.icount && spec.accel == Accel::Tcg);
     let accel = match lane {
         Some(_) => {
             cmdline.extend(cost_args::kernel_params());
@@ -107,7 +108,7 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
         }
         None => args::accel_args(spec.accel, spec.icount, spec.tcg_threads),
     };
-    if lane.is_some() || (spec.icount && spec.accel == Accel::Tcg) {
+    if icount {
         cmdline.extend(args::icount_kernel_params());
     }
     Cmd::new("qemu-system-x86_64", qemu_deadline(spec))
