@@ -15,7 +15,7 @@ use serde::Deserialize;
 use crate::controls::{Control, ControlError};
 pub use crate::model::CpuShape;
 use crate::model::order::{DEFAULT_BOOTS_PER_VARIANT, DEFAULT_ORDER_SEED};
-use crate::model::{BootOrder, GuestShape, TcgThreads};
+use crate::model::{BootOrder, GuestShape, ParallelBoots, TcgThreads};
 use crate::series::SeriesSource;
 use crate::variants::{VariantError, VariantSet};
 use crate::workload::{Planned, WorkloadConfig, WorkloadError};
@@ -205,6 +205,13 @@ pub struct VmConfig {
     /// default): the accelerator and clock above.
     #[serde(default)]
     pub cost_model: CostModel,
+    /// How many boots run at once: `auto` (the default) boots side by
+    /// side under icount, up to the host's cores and memory, and one at a
+    /// time in the cost lane, in plain TCG and under KVM. A number above 1
+    /// is taken under icount and in the cost lane, and refused on the
+    /// host's clock.
+    #[serde(default)]
+    pub parallel_boots: ParallelBoots,
     #[serde(with = "humantime_serde")]
     pub boot_timeout: Duration,
     #[serde(with = "humantime_serde")]
@@ -677,6 +684,28 @@ mod tests {
             err.contains("tcg_threads") || err.contains("unknown variant `two`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn parallel_boots_is_auto_or_a_count_of_one_or_more() {
+        let parallel = |line: &str| {
+            plan_of(&replaced("  icount: true\n", line))
+                .map(|p| p.vm.parallel_boots)
+                .map_err(|e| e.chain())
+        };
+        assert_eq!(parallel(""), Ok(ParallelBoots::Auto));
+        assert_eq!(
+            parallel("  parallel_boots: auto\n"),
+            Ok(ParallelBoots::Auto)
+        );
+        assert_eq!(
+            parallel("  parallel_boots: 3\n"),
+            Ok(ParallelBoots::AtMost(3))
+        );
+        for bad in ["0", "two"] {
+            let err = parallel(&format!("  parallel_boots: {bad}\n")).unwrap_err();
+            assert!(err.contains("vm.parallel_boots"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -153,6 +153,15 @@ fn smoke_campaign_measures_every_boot_with_zswap_on() {
             "no timing for {stage}"
         );
     }
+    // Under icount the boots ran side by side wherever the host has two
+    // cores (each boot's entry is complete and in order, checked above).
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        assert!(
+            results.host.parallel_boots.is_some_and(|n| n >= 2),
+            "{:?}",
+            results.host.parallel_boots
+        );
+    }
 }
 
 /// The smoke campaign's whole `workload:` block, so that a test replacing

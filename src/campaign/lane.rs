@@ -10,6 +10,7 @@ use anyhow::Context;
 use crate::config::{AccelChoice, CostModel, Plan};
 use crate::cost::{self, CostLane};
 use crate::events::{Event, Sink};
+use crate::model::ParallelBoots;
 use crate::vm::accel::{self, Accel, Decision, KvmProbe};
 
 /// The accelerator and clock every boot of the campaign uses.
@@ -19,6 +20,8 @@ pub(super) struct Lane {
     pub icount: bool,
     /// The cost lane's plugin and model; `None` outside it.
     pub cost: Option<CostPlugin>,
+    /// How many boots run at once ([`parallel_boots`]).
+    pub parallel: usize,
 }
 
 /// The cost-model plugin a cost-lane campaign loads in every boot.
@@ -29,6 +32,15 @@ pub(super) struct CostPlugin {
 }
 
 impl Lane {
+    /// The guest's clock, as the progress lines name it.
+    pub fn clock(&self) -> &'static str {
+        match (&self.cost, self.icount) {
+            (Some(_), _) => "the cost lane",
+            (None, true) => "icount",
+            (None, false) => "the host's clock",
+        }
+    }
+
     /// The cost lane of one boot: the plugin and the booted kernel's
     /// `System.map` (from the top of its build directory).
     pub fn cost_lane(&self, bzimage: &Path) -> anyhow::Result<Option<CostLane>> {
@@ -117,11 +129,74 @@ pub(super) fn choose(plan: &Plan, sink: &dyn Sink) -> anyhow::Result<Lane> {
         CostModel::None => None,
         CostModel::Cache => Some(cost_plugin()?),
     };
+    let parallel = parallel_boots(
+        plan.vm.parallel_boots,
+        icount,
+        cost.is_some(),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        boots_that_fit(plan.vm.memory.as_u64()),
+    )?;
+    if parallel > 1 {
+        sink.emit(Event::Note(format!(
+            "boots: up to {parallel} side by side under icount (vm.parallel_boots: 1 boots one at a time)"
+        )));
+    }
     Ok(Lane {
         decision,
         icount,
         cost,
+        parallel,
     })
+}
+
+/// `vm.parallel_boots` above 1 in a lane whose guest time is the host's.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "vm.parallel_boots: {0} boots side by side would measure each other: this campaign runs on the host's time (plain TCG or KVM); boots run side by side only under icount (vm.icount: true under TCG) or in the cost lane (vm.cost_model: cache). Remove the setting, or set it to 1"
+)]
+pub struct ParallelBootsNeedIcount(pub u32);
+
+/// How many boots run at once. Side by side only under icount, where
+/// the guest clock counts instructions, so that host contention changes
+/// how long a boot takes far more than what it measures: the smoke's
+/// within-boot CVs reached 0.5% side by side against 0.17% one at a time,
+/// with the same verdicts (README, "Boots side by side"). `auto` takes the
+/// host's `cores`, no more boots than `fit` in its memory, and one at a
+/// time in the cost lane (`cost`), whose promise is that a boot repeats to
+/// 0.05%. A number is taken as it is in either.
+pub fn parallel_boots(
+    choice: ParallelBoots,
+    icount: bool,
+    cost: bool,
+    cores: usize,
+    fit: usize,
+) -> Result<usize, ParallelBootsNeedIcount> {
+    match choice {
+        ParallelBoots::Auto if icount && !cost => Ok(cores.min(fit).max(1)),
+        ParallelBoots::Auto => Ok(1),
+        ParallelBoots::AtMost(n) if n > 1 && !icount => Err(ParallelBootsNeedIcount(n)),
+        ParallelBoots::AtMost(n) => Ok(n as usize),
+    }
+}
+
+/// How many guests of `memory` bytes the host's available memory holds,
+/// with 512 MiB more for each QEMU (its translation cache and itself);
+/// unbounded where `/proc/meminfo` cannot be read.
+fn boots_that_fit(memory: u64) -> usize {
+    let available = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| mem_available(&text));
+    match available {
+        Some(bytes) => (bytes / (memory + (512 << 20))) as usize,
+        None => usize::MAX,
+    }
+}
+
+/// `MemAvailable` from `/proc/meminfo`'s text, in bytes.
+fn mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib << 10)
 }
 
 /// The plugin, and a QEMU that can load it.
@@ -175,5 +250,33 @@ mod tests {
     fn asking_for_kvm_in_the_cost_lane_is_refused() {
         let err = decide(AccelChoice::Kvm, false, CostModel::Cache, &probe(true)).unwrap_err();
         assert!(err.to_string().contains("vm.cost_model: cache"), "{err}");
+    }
+
+    #[test]
+    fn boots_run_side_by_side_only_under_icount() {
+        use ParallelBoots::{AtMost, Auto};
+        // auto: the host's cores under icount, bounded by memory; one at a
+        // time in the cost lane and on the host's clock.
+        assert_eq!(parallel_boots(Auto, true, false, 2, usize::MAX), Ok(2));
+        assert_eq!(parallel_boots(Auto, true, false, 8, 3), Ok(3));
+        assert_eq!(parallel_boots(Auto, true, false, 2, 0), Ok(1));
+        assert_eq!(parallel_boots(Auto, true, true, 8, 8), Ok(1));
+        assert_eq!(parallel_boots(Auto, false, false, 8, 8), Ok(1));
+        // A number is taken as it is under icount (the cost lane's
+        // included), and 1 anywhere.
+        assert_eq!(parallel_boots(AtMost(3), true, false, 2, 1), Ok(3));
+        assert_eq!(parallel_boots(AtMost(2), true, true, 2, 1), Ok(2));
+        assert_eq!(parallel_boots(AtMost(1), false, false, 2, 2), Ok(1));
+        let err = parallel_boots(AtMost(2), false, false, 2, 2).unwrap_err();
+        assert!(err.to_string().contains("vm.parallel_boots: 2"), "{err}");
+        assert!(err.to_string().contains("vm.icount: true"), "{err}");
+    }
+
+    #[test]
+    fn available_memory_is_read_from_meminfo() {
+        let text =
+            "MemTotal:       24000000 kB\nMemFree:         1000 kB\nMemAvailable:   20971520 kB\n";
+        assert_eq!(mem_available(text), Some(20 << 30));
+        assert_eq!(mem_available("MemTotal: 1 kB\n"), None);
     }
 }

@@ -31,6 +31,44 @@ impl TcgThreads {
     }
 }
 
+/// `vm.parallel_boots`: how many boots may run at once. Only a lane whose
+/// guest time does not depend on the host (icount, the cost lane) can
+/// boot side by side without the boots measuring each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(try_from = "RawParallelBoots")]
+pub enum ParallelBoots {
+    /// As many as the host has cores and memory for, in a lane that
+    /// allows it; one at a time in any other.
+    #[default]
+    Auto,
+    /// At most this many (at least 1).
+    AtMost(u32),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawParallelBoots {
+    Count(u32),
+    Word(String),
+}
+
+impl TryFrom<RawParallelBoots> for ParallelBoots {
+    type Error = String;
+    fn try_from(raw: RawParallelBoots) -> Result<Self, String> {
+        match raw {
+            RawParallelBoots::Word(w) if w == "auto" => Ok(ParallelBoots::Auto),
+            RawParallelBoots::Count(n) if n >= 1 => Ok(ParallelBoots::AtMost(n)),
+            RawParallelBoots::Count(_) => Err(
+                "vm.parallel_boots: 0 boots at a time runs nothing; write 1 or more, or auto"
+                    .into(),
+            ),
+            RawParallelBoots::Word(w) => Err(format!(
+                "vm.parallel_boots: expected `auto` or a number of boots (1 or more), found {w:?}"
+            )),
+        }
+    }
+}
+
 /// QEMU `-smp possible` with the kernel's `maxcpus=online`. Read from a
 /// campaign only through [`CpuShape::new`]'s check: `1 <= online <=
 /// possible`.

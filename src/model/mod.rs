@@ -11,7 +11,7 @@ pub mod order;
 pub mod variant;
 pub mod verdict;
 
-pub use guest::{CpuShape, GuestShape, Limit, TcgThreads};
+pub use guest::{CpuShape, GuestShape, Limit, ParallelBoots, TcgThreads};
 pub use metric::{Direction, Unit};
 pub use order::BootOrder;
 pub use variant::{NameError, VariantName, boot_label, valid_name};

@@ -33,6 +33,10 @@ pub struct Host {
     /// outside the cost lane.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_model: Option<String>,
+    /// How many boots ran at once (icount lanes only, `vm.parallel_boots`);
+    /// absent when they ran one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_boots: Option<u32>,
     /// The host's own noise floor in this run; absent in documents from
     /// before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]

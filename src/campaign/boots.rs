@@ -1,0 +1,581 @@
+//! The boot loop: every boot of the protocol not already complete, each
+//! message of the guest stored as it arrives, and the results document
+//! saved after each sample and each boot.
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Context;
+use patchbench_agent::{Job, Message, PROTOCOL_VERSION, SwapSetup};
+
+use super::lane::Lane;
+use super::stages::Stages;
+use crate::build::KernelArtifact;
+use crate::config::Plan;
+use crate::controls::Control;
+use crate::cost;
+use crate::events::{Event, Sink};
+use crate::image;
+use crate::results::{self, Boot, Results, SampleRecord, Timing};
+use crate::variants::Variant;
+use crate::vm::{self, BootSpec, accel};
+use crate::workload::Prepared;
+
+/// The main workload and each control, ready to run.
+pub(super) struct Workloads {
+    pub(super) main: Prepared,
+    pub(super) controls: Vec<(Control, Prepared)>,
+}
+
+impl Workloads {
+    /// The controls as the guest's job lists them.
+    fn jobs(&self) -> Vec<patchbench_agent::Control> {
+        self.controls
+            .iter()
+            .map(|(c, w)| patchbench_agent::Control {
+                name: c.name.clone(),
+                workload: w.wire().clone(),
+            })
+            .collect()
+    }
+}
+
+/// `vm.icount` asks for TCG's instruction-count clock; under KVM the guest
+/// runs in real time and the setting does not apply (campaign files stay
+/// portable between TCG and KVM hosts).
+fn uses_icount(plan: &Plan, accel: accel::Accel) -> bool {
+    plan.vm.icount && accel == accel::Accel::Tcg
+}
+
+/// What one boot runs: which kernel, where its files go, and what the
+/// guest is asked to do.
+pub struct BootJob<'a> {
+    /// `A`, `B`, `A'`...
+    pub label: &'a str,
+    pub kernel: &'a Path,
+    /// Where the job's initramfs, the console log and QEMU's stderr go.
+    pub dir: &'a Path,
+    pub accel: accel::Accel,
+    pub workload: patchbench_agent::Workload,
+    pub controls: Vec<patchbench_agent::Control>,
+    /// Export the host's `/` even if no workload needs it.
+    pub host_root: bool,
+    /// The variant's runtime settings, written by the guest.
+    pub settings: Vec<patchbench_agent::Setting>,
+    /// Words added to the kernel command line.
+    pub cmdline: Vec<String>,
+}
+
+/// Write a boot's job into its initramfs and describe the boot: the
+/// campaign's guest (memory, CPUs, swap, zswap, THP) running the job's
+/// workload, then its controls, in host-root mode if asked or if a
+/// workload needs it.
+pub fn prepare_boot(
+    plan: &Plan,
+    job: BootJob<'_>,
+    base_entries: &image::Entries,
+) -> anyhow::Result<(BootSpec, String)> {
+    let host_root = job.host_root
+        || job.workload.needs_host_root()
+        || job.controls.iter().any(|c| c.workload.needs_host_root());
+    std::fs::create_dir_all(job.dir)
+        .with_context(|| format!("cannot create {}", job.dir.display()))?;
+    let wire = Job {
+        protocol: PROTOCOL_VERSION,
+        boot_label: job.label.to_string(),
+        swap: SwapSetup {
+            device: "/dev/vda".into(),
+        },
+        zswap: plan.zswap.clone(),
+        thp: plan.thp,
+        warmups: plan.warmups,
+        samples: plan.samples,
+        host_root,
+        workload: job.workload,
+        controls: job.controls,
+        settings: job.settings,
+    };
+    let initrd = job.dir.join("initramfs.cpio");
+    let job_json = serde_json::to_vec(&wire).expect("job serializes");
+    let initramfs_sha256 = image::build(base_entries, &job_json, &initrd)?;
+    let spec = BootSpec {
+        label: job.label.to_string(),
+        kernel: job.kernel.to_owned(),
+        initrd,
+        dir: job.dir.to_owned(),
+        accel: job.accel,
+        icount: uses_icount(plan, job.accel),
+        tcg_threads: plan.vm.tcg_threads,
+        memory_mib: plan.vm.memory.as_u64() >> 20,
+        cpus: plan.vm.cpus,
+        swap_bytes: plan.vm.swap_size.as_u64(),
+        boot_timeout: plan.vm.boot_timeout,
+        run_timeout: plan.vm.run_timeout,
+        host_root,
+        extra_cmdline: [plan.cmdline.clone(), job.cmdline].concat(),
+    };
+    Ok((spec, initramfs_sha256))
+}
+
+/// Everything the boot loop reads.
+pub(super) struct Boots<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) lane: &'a Lane,
+    /// Every variant, the baseline first.
+    pub(super) variants: &'a [Variant],
+    /// Each variant's kernel, by variant index.
+    pub(super) kernels: &'a [KernelArtifact],
+    pub(super) workloads: &'a Workloads,
+    pub(super) base_entries: &'a image::Entries,
+    pub(super) out_dir: &'a Path,
+    pub(super) results_path: &'a Path,
+}
+
+/// A boot whose job is written and whose entry is in the results: what
+/// running it needs.
+struct Ready {
+    /// Its place in `results.boots` (the protocol's boot index).
+    pos: usize,
+    label: String,
+    variant: String,
+    spec: BootSpec,
+    cost_lane: Option<cost::CostLane>,
+    windows: Option<CostWindows>,
+}
+
+/// What the boots running side by side report as: one stage, the runs of
+/// all of them counted together.
+struct Wave {
+    stage: String,
+    /// The boots' places in `results.boots`.
+    positions: Vec<usize>,
+    /// Warm-ups and samples of every condition, per boot.
+    runs: u64,
+    /// Warm-ups and samples of one condition, per boot.
+    per_condition: u32,
+}
+
+impl Boots<'_> {
+    /// Every boot of the protocol not already complete, in order, up to
+    /// the lane's `parallel` at a time; the document is saved after each
+    /// sample and each boot. The host's noise is timed before the first
+    /// boot and after each wave of boots.
+    pub(super) async fn run_all(
+        &self,
+        results: &mut Results,
+        stages: &mut Stages<'_>,
+    ) -> anyhow::Result<()> {
+        let order = self.plan.order.boots(self.variants.len());
+        let names: Vec<&str> = order
+            .iter()
+            .map(|&v| self.variants[v].name.as_str())
+            .collect();
+        let pending: Vec<(usize, usize)> = order
+            .into_iter()
+            .enumerate()
+            .skip(results.boots.len())
+            .collect();
+        for wave in pending.chunks(self.lane.parallel.max(1)) {
+            if wave[0].0 == 0 {
+                host_noise(results).await;
+            }
+            let mut ready = Vec::new();
+            for &(index, variant) in wave {
+                let label = crate::model::boot_label(&names, index);
+                ready.push(self.prepare(results, index, variant, &label)?);
+            }
+            self.run_wave(results, stages, ready).await?;
+            host_noise(results).await;
+        }
+        results.timings = stages.timings.clone();
+        results.save(self.results_path)?;
+        Ok(())
+    }
+
+    /// Write the job of boot number `index` (variant index `variant`),
+    /// labelled `label`, and add its entry to the results.
+    fn prepare(
+        &self,
+        results: &mut Results,
+        index: usize,
+        variant: usize,
+        label: &str,
+    ) -> anyhow::Result<Ready> {
+        let boot_dir = self
+            .out_dir
+            .join("boots")
+            .join(format!("{index}-{}", label.replace('\'', "p")));
+        let this = &self.variants[variant];
+        // Before the boot is recorded: a kernel without its System.map
+        // cannot run in the cost lane.
+        let cost_lane = self.lane.cost_lane(&self.kernels[variant].bzimage)?;
+        let job = BootJob {
+            label,
+            kernel: self.kernels[variant].boot_image(),
+            dir: &boot_dir,
+            accel: self.lane.decision.accel,
+            workload: self.workloads.main.wire().clone(),
+            controls: self.workloads.jobs(),
+            host_root: false,
+            settings: this
+                .settings
+                .iter()
+                .map(|s| patchbench_agent::Setting {
+                    path: s.path.clone(),
+                    value: s.value.clone(),
+                })
+                .collect(),
+            cmdline: this.cmdline.clone(),
+        };
+        let (spec, initramfs_sha256) = prepare_boot(self.plan, job, self.base_entries)?;
+        assert_eq!(results.boots.len(), index, "boots are added in order");
+        results.boots.push(Boot {
+            index,
+            label: label.to_string(),
+            variant: this.name.to_string(),
+            initramfs_sha256,
+            console_log: spec.console_log(),
+            facts: None,
+            warmups: Vec::new(),
+            samples: Vec::new(),
+            hello_seconds: None,
+            total_seconds: None,
+            complete: false,
+        });
+        results.save(self.results_path)?;
+        let windows = self.lane.cost.as_ref().map(|c| CostWindows {
+            reader: cost::WindowReader::new(&spec.cost_windows()),
+            model: c.model,
+        });
+        Ok(Ready {
+            pos: index,
+            label: label.to_string(),
+            variant: this.name.to_string(),
+            spec,
+            cost_lane,
+            windows,
+        })
+    }
+
+    /// Run `ready`'s boots side by side, as one stage. Each boot is marked
+    /// complete, with its own time, as it ends. A boot that fails does not
+    /// stop the others: they finish, and the first failure is returned.
+    async fn run_wave(
+        &self,
+        results: &mut Results,
+        stages: &mut Stages<'_>,
+        ready: Vec<Ready>,
+    ) -> anyhow::Result<()> {
+        let plan = self.plan;
+        let per_condition = plan.warmups + plan.samples;
+        let conditions = 1 + plan.controls.len() as u32;
+        let labels: Vec<&str> = ready.iter().map(|r| r.label.as_str()).collect();
+        let (stage, detail) = match &ready[..] {
+            [one] => (
+                format!("boot {}", one.label),
+                format!(
+                    "variant {}, {} runs",
+                    one.variant,
+                    per_condition * conditions
+                ),
+            ),
+            _ => (
+                format!("boots {}", labels.join(", ")),
+                format!(
+                    "side by side under {}, {} runs each",
+                    self.lane.clock(),
+                    per_condition * conditions
+                ),
+            ),
+        };
+        let wave = Wave {
+            stage: stage.clone(),
+            positions: ready.iter().map(|r| r.pos).collect(),
+            runs: u64::from(per_condition * conditions),
+            per_condition,
+        };
+        let sink = stages.sink;
+        sink.emit(Event::Started {
+            stage: stage.clone(),
+            detail,
+        });
+        let started = Instant::now();
+        results.timings = stages.timings.clone();
+        let shared = RefCell::new(results);
+        let ended = futures::future::join_all(
+            ready
+                .into_iter()
+                .map(|r| self.run_one(&shared, &wave, sink, r)),
+        )
+        .await;
+        let results = shared.into_inner();
+        let mut failure = None;
+        for outcome in ended {
+            match outcome {
+                Ok(timing) => stages.timings.push(timing),
+                Err(e) if failure.is_none() => failure = Some(e),
+                Err(e) => sink.emit(Event::Note(format!("warning: {e:#}"))),
+            }
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        sink.emit(Event::Finished {
+            stage,
+            elapsed: started.elapsed(),
+            detail: String::new(),
+        });
+        results.timings = stages.timings.clone();
+        results.save(self.results_path)?;
+        Ok(())
+    }
+
+    /// One boot of a wave, from QEMU's start to its entry marked complete
+    /// and saved; its stage time.
+    async fn run_one(
+        &self,
+        shared: &RefCell<&mut Results>,
+        wave: &Wave,
+        sink: &dyn Sink,
+        mut ready: Ready,
+    ) -> anyhow::Result<Timing> {
+        let path = self.results_path;
+        let started = Instant::now();
+        let on_message = |message: &Message| {
+            // The boots of a wave are polled on one task, one at a time,
+            // and none holds the document across an await.
+            let mut results = shared.borrow_mut();
+            record(
+                &mut results,
+                path,
+                message,
+                sink,
+                wave,
+                &ready.label,
+                ready.pos,
+                ready.windows.as_mut(),
+            )
+        };
+        let outcome = match &ready.cost_lane {
+            Some(lane) => vm::boot_cost(&ready.spec, lane, on_message).await?,
+            None => vm::boot(&ready.spec, on_message).await?,
+        };
+        let timing = Timing {
+            stage: format!("boot {}", ready.label),
+            seconds: started.elapsed().as_secs_f64(),
+        };
+        let mut results = shared.borrow_mut();
+        let boot = &mut results.boots[ready.pos];
+        boot.hello_seconds = Some(outcome.hello_after.as_secs_f64());
+        boot.total_seconds = Some(outcome.total.as_secs_f64());
+        boot.complete = true;
+        results.timings.push(timing.clone());
+        results
+            .save(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(timing)
+    }
+}
+
+/// Time the host's fixed CPU loop a few times (off the async threads) and
+/// add the timings to the results: before the first boot and after each.
+async fn host_noise(results: &mut Results) {
+    let ms = tokio::task::spawn_blocking(|| {
+        crate::hostnoise::sample(crate::hostnoise::PER_POINT, crate::hostnoise::STEPS)
+    })
+    .await
+    .unwrap_or_default();
+    results
+        .host
+        .noise
+        .get_or_insert_with(|| results::HostNoise {
+            method: format!("xorshift64, {} steps", crate::hostnoise::STEPS),
+            samples_ms: Vec::new(),
+        })
+        .samples_ms
+        .extend(ms);
+}
+
+/// A cost-lane boot's window file, read as it grows, and the model its
+/// windows must name.
+struct CostWindows {
+    reader: cost::WindowReader,
+    model: &'static str,
+}
+
+impl CostWindows {
+    /// The windows that closed since the previous sample, as metrics merged
+    /// into `sample`'s, and (for a measured sample) its symbol profile.
+    fn add_to(&mut self, sample: &mut SampleRecord, warmup: bool) -> anyhow::Result<()> {
+        let path = self.reader.path().to_owned();
+        let context = || format!("the cost windows of this sample ({})", path.display());
+        let windows = self.reader.read_new().with_context(context)?;
+        if let Some(w) = windows.iter().find(|w| w.model != self.model) {
+            anyhow::bail!(
+                "{}: window {} was modeled on {}, the campaign's model is {}",
+                path.display(),
+                w.seq,
+                w.model,
+                self.model
+            );
+        }
+        for (name, value) in cost::sample_metrics(&windows).with_context(context)? {
+            if sample.metrics.insert(name.clone(), value).is_some() {
+                anyhow::bail!("the agent already reports the metric {name} the cost model makes");
+            }
+        }
+        if !warmup {
+            sample.profile = cost::sample_profiles(&windows);
+        }
+        Ok(())
+    }
+}
+
+/// Store one agent message in boot `pos` (labelled `label`, one of
+/// `wave`'s) and persist the document; in the cost lane, with the
+/// sample's modeled cost from `windows`.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    results: &mut Results,
+    path: &Path,
+    message: &Message,
+    sink: &dyn Sink,
+    wave: &Wave,
+    label: &str,
+    pos: usize,
+    windows: Option<&mut CostWindows>,
+) -> anyhow::Result<()> {
+    // Boots side by side say which one a line is about.
+    let who = if wave.positions.len() > 1 {
+        format!("{label}: ")
+    } else {
+        String::new()
+    };
+    let boot = &mut results.boots[pos];
+    match message {
+        Message::Facts(facts) => {
+            sink.emit(Event::Progress {
+                stage: wave.stage.clone(),
+                detail: format!(
+                    "{who}guest {} up: CPUs possible {} online {}, zswap enabled={}",
+                    facts.kernel_release,
+                    facts.possible_cpus,
+                    facts.online_cpus,
+                    facts.zswap.get("enabled").map_or("?", String::as_str)
+                ),
+            });
+            boot.facts = Some(facts.into());
+        }
+        Message::Sample(sample) => {
+            sink.emit(Event::Progress {
+                stage: wave.stage.clone(),
+                detail: format!(
+                    "{who}{} {}/{}{}",
+                    if sample.warmup { "warm-up" } else { "sample" },
+                    sample.index + 1,
+                    wave.per_condition,
+                    sample
+                        .condition
+                        .as_ref()
+                        .map_or(String::new(), |c| format!(" (control {c})"))
+                ),
+            });
+            let mut stored = SampleRecord::from(sample);
+            if let Some(windows) = windows {
+                windows.add_to(&mut stored, sample.warmup)?;
+            }
+            if sample.warmup {
+                boot.warmups.push(stored);
+            } else {
+                boot.samples.push(stored);
+            }
+            // Warm-ups and samples of every condition and boot, for the
+            // progress bar.
+            let done = wave
+                .positions
+                .iter()
+                .map(|&p| (results.boots[p].warmups.len() + results.boots[p].samples.len()) as u64)
+                .sum();
+            sink.emit(Event::Count {
+                stage: wave.stage.clone(),
+                done,
+                total: Some(wave.runs * wave.positions.len() as u64),
+                unit: "runs",
+            });
+        }
+        Message::Hello { .. } | Message::Done | Message::Error { .. } => return Ok(()),
+    }
+    results
+        .save(path)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use patchbench_costmodel::record::{Cost, Line, SymbolCost, WindowRecord};
+
+    fn window(seq: u64, phase: &str, model: &str, cycles: u64) -> String {
+        let cost = Cost {
+            insns: cycles / 2,
+            modeled_cycles: cycles,
+            ..Cost::default()
+        };
+        Line::Window(WindowRecord {
+            seq,
+            phase: phase.into(),
+            model: model.into(),
+            total: cost,
+            vcpus: Vec::new(),
+            symbols: vec![SymbolCost {
+                symbol: "do_flush_stats".into(),
+                cost,
+            }],
+        })
+        .to_json_line()
+    }
+
+    fn sample(warmup: bool) -> SampleRecord {
+        SampleRecord::from(&patchbench_agent::Sample {
+            index: 0,
+            warmup,
+            condition: None,
+            metrics: [("pageout_cpu_ns".to_string(), 5)].into(),
+        })
+    }
+
+    #[test]
+    fn a_cost_lane_sample_gets_its_windows_metrics_and_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(cost::WINDOWS_FILE);
+        let mut windows = CostWindows {
+            reader: cost::WindowReader::new(&path),
+            model: "skylake-client",
+        };
+        std::fs::write(&path, window(1, "pageout", "skylake-client", 100)).unwrap();
+        let mut warm = sample(true);
+        windows.add_to(&mut warm, true).unwrap();
+        assert_eq!(warm.metrics["pageout_modeled_cycles"], 100);
+        assert!(warm.profile.is_empty(), "warm-ups keep no profile");
+        // The next sample sees only the windows written since.
+        let text = [
+            window(1, "pageout", "skylake-client", 100),
+            window(2, "pageout", "skylake-client", 300),
+        ]
+        .concat();
+        std::fs::write(&path, &text).unwrap();
+        let mut measured = sample(false);
+        windows.add_to(&mut measured, false).unwrap();
+        assert_eq!(measured.metrics["pageout_modeled_cycles"], 300);
+        assert_eq!(measured.metrics["pageout_insns"], 150);
+        assert_eq!(measured.metrics["pageout_cpu_ns"], 5);
+        assert_eq!(measured.profile["pageout"]["do_flush_stats"], 300);
+        // A sample without windows, and a window of another model, fail.
+        let err = windows.add_to(&mut sample(false), false).unwrap_err();
+        assert!(format!("{err:#}").contains("no cost windows"), "{err:#}");
+        std::fs::write(&path, [text, window(3, "verify", "other", 1)].concat()).unwrap();
+        let err = windows.add_to(&mut sample(false), false).unwrap_err();
+        assert!(err.to_string().contains("modeled on other"), "{err}");
+    }
+}
