@@ -385,7 +385,12 @@ pub async fn build(
     }
 
     let expected = match &started_from {
-        None => full_build_objects,
+        // A configuration never built here may still be a known one.
+        None => full_build_objects.or_else(|| {
+            tree_sha256(&work.join(".config"))
+                .ok()
+                .and_then(|sha| objects::known_full_build(&sha))
+        }),
         Some(_) => incremental_build_objects,
     };
     let log_from = std::fs::metadata(&log).map_or(0, |m| m.len());

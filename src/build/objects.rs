@@ -12,6 +12,31 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+/// `kconfigs/objects.tsv`: the objects a full build of a known
+/// configuration compiles, by the sha256 of its final `.config`.
+const KNOWN_CONFIGURATIONS: &str = include_str!("../../kconfigs/objects.tsv");
+
+/// The objects a full build of the configuration whose `.config` has this
+/// sha256 compiles, if `kconfigs/objects.tsv` lists it: the progress total
+/// of a configuration's first build on a machine.
+pub fn known_full_build(config_sha256: &str) -> Option<u64> {
+    known_configurations(KNOWN_CONFIGURATIONS)
+        .find(|(sha, _)| *sha == config_sha256)
+        .map(|(_, objects)| objects)
+}
+
+/// The table's lines, comments and malformed lines left out.
+fn known_configurations(text: &str) -> impl Iterator<Item = (&str, u64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut fields = l.split('\t');
+            let sha = fields.next()?;
+            let objects = fields.next()?.parse().ok()?;
+            Some((sha, objects))
+        })
+}
+
 /// Why an object was rebuilt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -123,6 +148,31 @@ pub fn rebuilt_since(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_known_configuration_line_is_well_formed() {
+        let lines: Vec<&str> = KNOWN_CONFIGURATIONS
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .collect();
+        assert!(!lines.is_empty());
+        for line in &lines {
+            let fields: Vec<&str> = line.split('\t').collect();
+            assert_eq!(fields.len(), 3, "{line:?}: sha256, objects, what it is");
+            assert!(
+                fields[0].len() == 64 && fields[0].bytes().all(|b| b.is_ascii_hexdigit()),
+                "{line:?}"
+            );
+            assert!(fields[1].parse::<u64>().is_ok_and(|n| n > 0), "{line:?}");
+        }
+        assert_eq!(
+            known_configurations(KNOWN_CONFIGURATIONS).count(),
+            lines.len()
+        );
+        let (sha, objects) = known_configurations(KNOWN_CONFIGURATIONS).next().unwrap();
+        assert_eq!(known_full_build(sha), Some(objects));
+        assert_eq!(known_full_build(&"0".repeat(64)), None);
+    }
 
     #[test]
     fn compile_lines_are_counted_and_nothing_else() {
