@@ -76,6 +76,9 @@ pub fn prepare_boot(
     job: BootJob<'_>,
     base_entries: &image::Entries,
 ) -> anyhow::Result<(BootSpec, String)> {
+    let on_zram = std::iter::once(&job.workload)
+        .chain(job.controls.iter().map(|c| &c.workload))
+        .all(|w| w.swap_backend() == patchbench_agent::SwapBackend::Zram);
     let host_root = job.host_root
         || job.workload.needs_host_root()
         || job.controls.iter().any(|c| c.workload.needs_host_root());
@@ -109,7 +112,13 @@ pub fn prepare_boot(
         tcg_threads: plan.vm.tcg_threads,
         memory_mib: plan.vm.memory.as_u64() >> 20,
         cpus: plan.vm.cpus,
-        swap_bytes: plan.vm.swap_size.as_u64(),
+        // Workloads that all swap to zram need no disk (and the cost lane
+        // no host-timed disk completions).
+        swap_bytes: if on_zram {
+            0
+        } else {
+            plan.vm.swap_size.as_u64()
+        },
         boot_timeout: plan.vm.boot_timeout,
         run_timeout: plan.vm.run_timeout,
         host_root,

@@ -46,6 +46,9 @@ pub struct BootSpec {
     pub tcg_threads: TcgThreads,
     pub memory_mib: u64,
     pub cpus: CpuShape,
+    /// The size of the swap disk (`/dev/vda`); 0 attaches none, for
+    /// workloads that swap to zram in the guest, so that no disk I/O
+    /// reaches the host.
     pub swap_bytes: u64,
     pub boot_timeout: Duration,
     pub run_timeout: Duration,
@@ -122,7 +125,11 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
             PORT_NAME,
             icount,
         ))
-        .args(args::swap_disk_args(&spec.swap_file(), icount))
+        .args(if spec.swap_bytes > 0 {
+            args::swap_disk_args(&spec.swap_file(), icount)
+        } else {
+            Vec::new()
+        })
         .args(if spec.host_root {
             args::host_root_args(patchbench_agent::HOST_ROOT_TAG, icount)
         } else {
@@ -236,10 +243,12 @@ async fn boot_in_lane(
         }
     };
     std::fs::create_dir_all(&spec.dir).map_err(setup("create the boot directory"))?;
-    let swap = std::fs::File::create(spec.swap_file()).map_err(setup("create the swap file"))?;
-    swap.set_len(spec.swap_bytes)
-        .map_err(setup("size the swap file"))?;
-    drop(swap);
+    if spec.swap_bytes > 0 {
+        let swap =
+            std::fs::File::create(spec.swap_file()).map_err(setup("create the swap file"))?;
+        swap.set_len(spec.swap_bytes)
+            .map_err(setup("size the swap file"))?;
+    }
     // A short socket path: sun_path holds 108 bytes, a cache path may not fit.
     let sock_dir = tempfile::Builder::new()
         .prefix("patchbench-")
@@ -549,6 +558,16 @@ mod tests {
             "{icount_cmd}"
         );
         assert!(root_cmd.contains("mount_tag=hostroot"), "{root_cmd}");
+        // No swap disk for workloads that swap to zram.
+        let no_disk = BootSpec {
+            swap_bytes: 0,
+            ..spec.clone()
+        };
+        let no_disk_cmd = qemu_command(&no_disk, Path::new("/tmp/s")).to_string();
+        assert!(
+            !no_disk_cmd.contains("swap.img") && !no_disk_cmd.contains("virtio-blk"),
+            "{no_disk_cmd}"
+        );
         assert!(
             !cmd.contains("-plugin") && !cmd.contains("nokaslr") && !cmd.contains("noapictimer"),
             "{cmd}"

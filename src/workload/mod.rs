@@ -46,6 +46,8 @@ pub enum WorkloadConfig {
         swap_max: Limit,
         #[serde(deserialize_with = "count_flushes", default = "yes")]
         count_flushes: bool,
+        #[serde(deserialize_with = "swap", default = "disk")]
+        swap: SwapBackend,
     },
     RstatFlush {
         #[serde(deserialize_with = "cgroups", default = "eight_per_cpu")]
@@ -310,6 +312,7 @@ impl WorkloadConfig {
                 memory_max,
                 swap_max,
                 count_flushes,
+                swap,
             } => {
                 if workers == 0 || workers > online {
                     return Err(WorkloadError {
@@ -348,6 +351,7 @@ impl WorkloadConfig {
                     memory_max: wire_limit(memory_max),
                     swap_max: wire_limit(swap_max),
                     count_flushes,
+                    swap,
                 })
             }
             WorkloadConfig::RstatFlush {
@@ -603,6 +607,7 @@ impl Prepared {
                 memory_max,
                 swap_max,
                 count_flushes,
+                swap,
             } => vec![
                 ("workers", workers.to_string()),
                 ("mib_per_worker", mib_per_worker.to_string()),
@@ -611,6 +616,7 @@ impl Prepared {
                 ("memory_max", limit(memory_max)),
                 ("swap_max", limit(swap_max)),
                 ("count_flushes", count_flushes.to_string()),
+                ("swap", swap_text(*swap).into()),
             ],
             Workload::RstatFlush {
                 cgroups,

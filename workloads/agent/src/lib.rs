@@ -211,6 +211,11 @@ pub enum Workload {
         /// time to every counted call. Absent (documents of protocol 1): off.
         #[serde(default)]
         count_flushes: bool,
+        /// The swap device zswap sits in front of: the job's disk, or zram
+        /// (no host I/O at all). Left out of the JSON for the disk, the
+        /// only device before.
+        #[serde(default = "disk", skip_serializing_if = "is_disk")]
+        swap: SwapBackend,
     },
     /// Seed 002: `cgroups` cgroups each hold a process that keeps dirtying
     /// anon, file (tmpfs) and slab counters, while the agent reads their
@@ -395,7 +400,9 @@ impl Workload {
     /// The swap device the workload needs.
     pub fn swap_backend(&self) -> SwapBackend {
         match self {
-            Workload::ReclaimRefault { swap, .. } | Workload::KernelBuild { swap, .. } => *swap,
+            Workload::ReclaimRefault { swap, .. }
+            | Workload::KernelBuild { swap, .. }
+            | Workload::ZswapPageout { swap, .. } => *swap,
             _ => SwapBackend::Disk,
         }
     }
@@ -535,6 +542,7 @@ mod tests {
             memory_max: Limit::Max,
             swap_max: Limit::Max,
             count_flushes: true,
+            swap: SwapBackend::Disk,
         };
         let json = serde_json::json!({
             "protocol": PROTOCOL_VERSION, "boot_label": "A",
@@ -543,6 +551,8 @@ mod tests {
             "thp": "never", "warmups": 1, "samples": 5,
             "workload": serde_json::to_value(pageout(Limit::Bytes(64 << 20))).unwrap(),
         });
+        // The disk, the only device before, stays out of the JSON.
+        assert!(json["workload"].get("swap").is_none(), "{json}");
         let mut job: Job = serde_json::from_value(json).unwrap();
         assert_eq!(job.conditions(), [(None, &job.workload)]);
         job.controls.push(Control {
@@ -580,6 +590,7 @@ mod tests {
             memory_max: Limit::Max,
             swap_max: Limit::Max,
             count_flushes,
+            swap: SwapBackend::Disk,
         };
         assert_eq!(pageout(true).profile_candidates()[0], "do_flush_stats");
         assert!(pageout(false).profile_candidates().is_empty());
@@ -594,6 +605,11 @@ mod tests {
         assert!(refault.profile_candidates().is_empty());
         assert_eq!(refault.swap_backend(), SwapBackend::Zram);
         assert_eq!(pageout(true).swap_backend(), SwapBackend::Disk);
+        let mut on_zram = pageout(true);
+        if let Workload::ZswapPageout { swap, .. } = &mut on_zram {
+            *swap = SwapBackend::Zram;
+        }
+        assert_eq!(on_zram.swap_backend(), SwapBackend::Zram);
     }
 
     #[test]

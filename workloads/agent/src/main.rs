@@ -186,6 +186,7 @@ fn run_workload(
             memory_max,
             swap_max,
             count_flushes: _,
+            swap: _,
         } => {
             let params = pageout::Params {
                 workers,
@@ -271,6 +272,13 @@ fn zram_bytes(workload: &Workload) -> u64 {
             memory_max: Limit::Bytes(b),
             ..
         } => 2 * b,
+        // Room for every worker's memory, should zswap refuse or write
+        // back all of it.
+        Workload::ZswapPageout {
+            workers,
+            mib_per_worker,
+            ..
+        } => (u64::from(*workers) * mib_per_worker) << 20,
         _ => 0,
     }
 }
@@ -299,8 +307,9 @@ fn describe(workload: &Workload) -> String {
             memory_max,
             swap_max,
             count_flushes,
+            swap,
         } => format!(
-            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} random_percent={random_percent} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes}",
+            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} random_percent={random_percent} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes} swap={swap:?}",
             zswap_max.cgroup_value(),
             memory_max.cgroup_value(),
             swap_max.cgroup_value()
