@@ -349,9 +349,7 @@ fn percent_encode(segment: &str) -> String {
 }
 
 fn method(results: &Results) -> String {
-    let order: Vec<String> = (0..results.protocol.boots.len())
-        .map(|i| crate::model::boot_label(&results.protocol.boots, i))
-        .collect();
+    let order = crate::report::boot_order(results);
     let stats =
         "Intervals, p-values and verdicts come from the statistics over the pooled samples.";
     if results.candidates().len() > 1 {
@@ -359,7 +357,7 @@ fn method(results: &Results) -> String {
             "Fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; \
              warm-ups are discarded and each variant pools its boots. Each variant's mean is compared with {}'s. {} \
              Accelerator: {}, on a {}-core {} host. Base {} ({}), chosen from {}; the series has {} patch(es), sha256 {}.",
-            order.join("/"),
+            order,
             results.protocol.warmups,
             results.protocol.samples,
             results.baseline(),
@@ -378,7 +376,7 @@ fn method(results: &Results) -> String {
         "Fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; \
          warm-ups are discarded and A pools every A boot. B vs A is B's mean against A's pooled mean. {} \
          Accelerator: {}, on a {}-core {} host. Base {} ({}), chosen from {}; B adds {} patch(es), series sha256 {}.",
-        order.join("/"),
+        order,
         results.protocol.warmups,
         results.protocol.samples,
         stats,

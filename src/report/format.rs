@@ -147,3 +147,15 @@ pub fn noisy_host(
         format!(" The host was noisy: its own fixed CPU loop varied by {cv:.1}% (CV) in this run.")
     })
 }
+
+/// The boots' order, `A/B/A'`, and how many ran at once when they ran
+/// side by side (icount, `host.parallel_boots`).
+pub fn boot_order(results: &crate::results::Results) -> String {
+    let order: Vec<String> = (0..results.protocol.boots.len())
+        .map(|i| crate::model::boot_label(&results.protocol.boots, i))
+        .collect();
+    match results.host.parallel_boots {
+        Some(n) => format!("{} (up to {n} side by side under icount)", order.join("/")),
+        None => order.join("/"),
+    }
+}

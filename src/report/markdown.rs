@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 use super::format::{
-    change_cell, code_span, control_title, format_value, noise_line, noisy_host, p_cell, short,
-    signed_pct, unit_label,
+    boot_order, change_cell, code_span, control_title, format_value, noise_line, noisy_host,
+    p_cell, short, signed_pct, unit_label,
 };
 use super::rows::{Row, by_condition, rows, steps};
 use super::waterfall;
@@ -83,9 +83,6 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
     if let Some(line) = noise_line(results, max_boot_cv(rows)) {
         let _ = writeln!(out, "\n{line}");
     }
-    let order: Vec<String> = (0..results.protocol.boots.len())
-        .map(|i| crate::model::boot_label(&results.protocol.boots, i))
-        .collect();
     let _ = writeln!(
         out,
         "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; A pools every A boot. \
@@ -93,7 +90,7 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
          B vs A is the change of the mean with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}); p is Welch's t-test. \
          A change is called only when p < {} and the whole interval lies outside \u{b1}{}% (widened to the A drift when that is larger); \
          see docs/statistics.md.{} Accelerator: {}. Base {} ({}), chosen from {}; B adds {} patch(es), series sha256 {}.",
-        order.join("/"),
+        boot_order(results),
         results.protocol.warmups,
         results.protocol.samples,
         CompareOptions::default().resamples,
@@ -309,16 +306,13 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
     if let Some(line) = noise_line(results, max_boot_cv(rows)) {
         let _ = writeln!(out, "\n{line}");
     }
-    let order: Vec<String> = (0..results.protocol.boots.len())
-        .map(|i| crate::model::boot_label(&results.protocol.boots, i))
-        .collect();
     let _ = writeln!(
         out,
         "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; each variant pools its boots. \
          Each column is that variant's mean and its change against {}'s with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}). \
          A change is called only when Welch's p < {} and the whole interval lies outside \u{b1}{}% (widened to the baseline's drift when that is larger); \
          see docs/statistics.md.{} Accelerator: {}. Base {} ({}), chosen from {}; the series has {} patch(es), sha256 {}.",
-        order.join("/"),
+        boot_order(results),
         results.protocol.warmups,
         results.protocol.samples,
         baseline,

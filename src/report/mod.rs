@@ -17,8 +17,8 @@ mod terminal;
 pub mod waterfall;
 
 pub use format::{
-    code_span, control_title, format_value, max_time_cv, noise_line, noisy_host, signed_pct,
-    tcg_mode,
+    boot_order, code_span, control_title, format_value, max_time_cv, noise_line, noisy_host,
+    signed_pct, tcg_mode,
 };
 pub use markdown::{markdown, markdown_of};
 pub use profile::{ProfileTable, cost_banner, profile_tables};
@@ -29,6 +29,22 @@ pub use terminal::{terminal, terminal_of};
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_method_line_says_when_boots_ran_side_by_side() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/smoke-results.json");
+        let mut results = Results::load(&path).unwrap();
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        let one_at_a_time = markdown(&results, spec.as_ref());
+        assert!(!one_at_a_time.contains("side by side"), "{one_at_a_time}");
+        results.host.parallel_boots = Some(2);
+        let side_by_side = markdown(&results, spec.as_ref());
+        assert!(
+            side_by_side.contains("in the order A/B/A' (up to 2 side by side under icount)"),
+            "{side_by_side}"
+        );
+    }
 
     #[test]
     fn an_a_a_run_reports_its_self_check_and_false_positive_rate() {
