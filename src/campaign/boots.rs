@@ -76,9 +76,6 @@ pub fn prepare_boot(
     job: BootJob<'_>,
     base_entries: &image::Entries,
 ) -> anyhow::Result<(BootSpec, String)> {
-    let on_zram = std::iter::once(&job.workload)
-        .chain(job.controls.iter().map(|c| &c.workload))
-        .all(|w| w.swap_backend() == patchbench_agent::SwapBackend::Zram);
     let host_root = job.host_root
         || job.workload.needs_host_root()
         || job.controls.iter().any(|c| c.workload.needs_host_root());
@@ -99,6 +96,12 @@ pub fn prepare_boot(
         controls: job.controls,
         settings: job.settings,
     };
+    // Workloads that all swap to zram need no disk (and the cost lane
+    // no host-timed disk completions).
+    let on_zram = wire
+        .conditions()
+        .iter()
+        .all(|(_, w)| w.swap_backend() == patchbench_agent::SwapBackend::Zram);
     let initrd = job.dir.join("initramfs.cpio");
     let job_json = serde_json::to_vec(&wire).expect("job serializes");
     let initramfs_sha256 = image::build(base_entries, &job_json, &initrd)?;
@@ -112,8 +115,6 @@ pub fn prepare_boot(
         tcg_threads: plan.vm.tcg_threads,
         memory_mib: plan.vm.memory.as_u64() >> 20,
         cpus: plan.vm.cpus,
-        // Workloads that all swap to zram need no disk (and the cost lane
-        // no host-timed disk completions).
         swap_bytes: if on_zram {
             0
         } else {
@@ -361,7 +362,6 @@ impl Boots<'_> {
                 message,
                 sink,
                 wave,
-                &ready.label,
                 ready.pos,
                 ready.windows.as_mut(),
             )
@@ -441,27 +441,25 @@ impl CostWindows {
     }
 }
 
-/// Store one agent message in boot `pos` (labelled `label`, one of
-/// `wave`'s) and persist the document; in the cost lane, with the
-/// sample's modeled cost from `windows`.
-#[allow(clippy::too_many_arguments)]
+/// Store one agent message in boot `pos` (one of `wave`'s) and persist
+/// the document; in the cost lane, with the sample's modeled cost from
+/// `windows`.
 fn record(
     results: &mut Results,
     path: &Path,
     message: &Message,
     sink: &dyn Sink,
     wave: &Wave,
-    label: &str,
     pos: usize,
     windows: Option<&mut CostWindows>,
 ) -> anyhow::Result<()> {
+    let boot = &mut results.boots[pos];
     // Boots side by side say which one a line is about.
     let who = if wave.positions.len() > 1 {
-        format!("{label}: ")
+        format!("{}: ", boot.label)
     } else {
         String::new()
     };
-    let boot = &mut results.boots[pos];
     match message {
         Message::Facts(facts) => {
             sink.emit(Event::Progress {
