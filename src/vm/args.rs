@@ -104,7 +104,17 @@ pub fn icount_kernel_params() -> Vec<String> {
     // instructions, 65.4 s from start to exit of a smoke boot against
     // 30.5 s without. The tick then comes from the HPET, broadcast to the
     // online CPUs, the same way on every kernel a campaign compares.
-    vec!["noapictimer".into()]
+    //
+    // No ACPI PM timer (`pmtmr=0`). Its clocksource's init checks the
+    // timer against the PIT: 56 ms of guest time reading I/O ports in a
+    // loop. In that window 6 of 27 icount boots of the smoke stalled for
+    // 13-16 s of host time: QEMU 7.2's vCPU thread spun at 100% CPU in its
+    // round-robin loop (cpu_exec_start/end, icount_update, the BQL taken
+    // and dropped) running no guest instruction, until, most often,
+    // another QEMU on the host exited. Without the PM timer 0 of 30 boots
+    // stalled, and a boot reaches the agent 1-3 s sooner. The HPET is the
+    // TSC's watchdog and reference instead, on every kernel alike.
+    vec!["noapictimer".into(), "pmtmr=0".into()]
 }
 
 /// Kernel, initramfs, and command line.

@@ -566,7 +566,7 @@ mod tests {
         let icount_cmd = qemu_command(&icount, Path::new("/tmp/s")).to_string();
         assert!(
             icount_cmd.contains("-icount shift=0,sleep=off")
-                && icount_cmd.contains("rdinit=/init zswap.enabled=0 noapictimer"),
+                && icount_cmd.contains("rdinit=/init zswap.enabled=0 noapictimer pmtmr=0"),
             "{icount_cmd}"
         );
         assert!(root_cmd.contains("mount_tag=hostroot"), "{root_cmd}");
@@ -581,7 +581,10 @@ mod tests {
             "{no_disk_cmd}"
         );
         assert!(
-            !cmd.contains("-plugin") && !cmd.contains("nokaslr") && !cmd.contains("noapictimer"),
+            !cmd.contains("-plugin")
+                && !cmd.contains("nokaslr")
+                && !cmd.contains("noapictimer")
+                && !cmd.contains("pmtmr"),
             "{cmd}"
         );
         for part in [
