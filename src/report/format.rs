@@ -43,11 +43,21 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// MiB, cycles as millions.
 pub fn format_value(v: f64, unit: Option<Unit>) -> String {
     match unit {
-        Some(Unit::Ns | Unit::Cycles) => format!("{:.3}", v / 1e6),
+        Some(Unit::Ns | Unit::Cycles) => millions(v / 1e6),
         Some(Unit::Bytes) => format!("{:.1}", v / MIB),
         _ if v.fract() == 0.0 => format!("{v:.0}"),
         _ => format!("{v:.1}"),
     }
+}
+
+/// Three decimals, or four significant digits below 1: a flush of 1,516 ns
+/// reads 0.001516 ms, not 0.002.
+fn millions(x: f64) -> String {
+    if x == 0.0 || x.abs() >= 1.0 {
+        return format!("{x:.3}");
+    }
+    let decimals = (3 - x.abs().log10().floor() as i32).clamp(3, 12) as usize;
+    format!("{x:.decimals$}")
 }
 
 pub fn unit_label(unit: Option<Unit>) -> &'static str {

@@ -358,6 +358,12 @@ mod tests {
     #[test]
     fn values_read_in_milliseconds_and_signed_percentages() {
         assert_eq!(format_value(23_903_000.0, Some(Unit::Ns)), "23.903");
+        // Below 1 ms (or 1 Mcycles), four significant digits.
+        assert_eq!(format_value(1_515.7, Some(Unit::Ns)), "0.001516");
+        assert_eq!(format_value(10_072.0, Some(Unit::Cycles)), "0.01007");
+        assert_eq!(format_value(500_000.0, Some(Unit::Ns)), "0.5000");
+        assert_eq!(format_value(0.0, Some(Unit::Ns)), "0.000");
+        assert_eq!(format_value(-2_000.0, Some(Unit::Cycles)), "-0.002000");
         assert_eq!(format_value(8192.0, Some(Unit::Pages)), "8192");
         assert_eq!(format_value(8191.5, Some(Unit::Pages)), "8191.5");
         assert_eq!(format_value(100_663_296.0, Some(Unit::Bytes)), "96.0");
