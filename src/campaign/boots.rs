@@ -257,6 +257,7 @@ impl Boots<'_> {
         let windows = self.lane.cost.as_ref().map(|c| CostWindows {
             reader: cost::WindowReader::new(&spec.cost_windows()),
             model: c.model,
+            per_call: self.workloads.main.wire().per_call_cost(),
         });
         Ok(Ready {
             pos: index,
@@ -411,12 +412,21 @@ async fn host_noise(results: &mut Results) {
 struct CostWindows {
     reader: cost::WindowReader,
     model: &'static str,
+    /// The workload's metric per call of its profiled function.
+    per_call: Option<patchbench_agent::PerCallCost>,
 }
 
 impl CostWindows {
     /// The windows that closed since the previous sample, as metrics merged
-    /// into `sample`'s, and (for a measured sample) its symbol profile.
-    fn add_to(&mut self, sample: &mut SampleRecord, warmup: bool) -> anyhow::Result<()> {
+    /// into `sample`'s (with the per-call metric of `profiled`, the
+    /// function the guest's profiler counted), and (for a measured sample)
+    /// its symbol profile.
+    fn add_to(
+        &mut self,
+        sample: &mut SampleRecord,
+        warmup: bool,
+        profiled: Option<&str>,
+    ) -> anyhow::Result<()> {
         let path = self.reader.path().to_owned();
         let context = || format!("the cost windows of this sample ({})", path.display());
         let windows = self.reader.read_new().with_context(context)?;
@@ -433,6 +443,12 @@ impl CostWindows {
             if sample.metrics.insert(name.clone(), value).is_some() {
                 anyhow::bail!("the agent already reports the metric {name} the cost model makes");
             }
+        }
+        if let (Some(per_call), Some(symbol)) = (self.per_call, profiled)
+            && let Some(&calls) = sample.metrics.get(per_call.calls)
+            && let Some(cycles) = cost::per_call_cycles(&windows, per_call.phase, symbol, calls)
+        {
+            sample.metrics.insert(per_call.metric.to_string(), cycles);
         }
         if !warmup {
             sample.profile = cost::sample_profiles(&windows);
@@ -490,7 +506,11 @@ fn record(
             });
             let mut stored = SampleRecord::from(sample);
             if let Some(windows) = windows {
-                windows.add_to(&mut stored, sample.warmup)?;
+                let profiled = boot
+                    .facts
+                    .as_ref()
+                    .and_then(|f| f.profiled_symbol.as_deref());
+                windows.add_to(&mut stored, sample.warmup, profiled)?;
             }
             if sample.warmup {
                 boot.warmups.push(stored);
@@ -559,12 +579,21 @@ mod tests {
         let mut windows = CostWindows {
             reader: cost::WindowReader::new(&path),
             model: "skylake-client",
+            per_call: Some(patchbench_agent::PerCallCost {
+                phase: "pageout",
+                calls: "pageout_flushes",
+                metric: "flush_modeled_cycles",
+            }),
         };
         std::fs::write(&path, window(1, "pageout", "skylake-client", 100)).unwrap();
         let mut warm = sample(true);
-        windows.add_to(&mut warm, true).unwrap();
+        windows
+            .add_to(&mut warm, true, Some("do_flush_stats"))
+            .unwrap();
         assert_eq!(warm.metrics["pageout_modeled_cycles"], 100);
         assert!(warm.profile.is_empty(), "warm-ups keep no profile");
+        // No calls counted: no per-call figure.
+        assert!(!warm.metrics.contains_key("flush_modeled_cycles"));
         // The next sample sees only the windows written since.
         let text = [
             window(1, "pageout", "skylake-client", 100),
@@ -573,16 +602,20 @@ mod tests {
         .concat();
         std::fs::write(&path, &text).unwrap();
         let mut measured = sample(false);
-        windows.add_to(&mut measured, false).unwrap();
+        measured.metrics.insert("pageout_flushes".into(), 3);
+        windows
+            .add_to(&mut measured, false, Some("do_flush_stats"))
+            .unwrap();
         assert_eq!(measured.metrics["pageout_modeled_cycles"], 300);
+        assert_eq!(measured.metrics["flush_modeled_cycles"], 100);
         assert_eq!(measured.metrics["pageout_insns"], 150);
         assert_eq!(measured.metrics["pageout_cpu_ns"], 5);
         assert_eq!(measured.profile["pageout"]["do_flush_stats"], 300);
         // A sample without windows, and a window of another model, fail.
-        let err = windows.add_to(&mut sample(false), false).unwrap_err();
+        let err = windows.add_to(&mut sample(false), false, None).unwrap_err();
         assert!(format!("{err:#}").contains("no cost windows"), "{err:#}");
         std::fs::write(&path, [text, window(3, "verify", "other", 1)].concat()).unwrap();
-        let err = windows.add_to(&mut sample(false), false).unwrap_err();
+        let err = windows.add_to(&mut sample(false), false, None).unwrap_err();
         assert!(err.to_string().contains("modeled on other"), "{err}");
     }
 }

@@ -180,6 +180,28 @@ pub fn sample_metrics(windows: &[WindowRecord]) -> Result<BTreeMap<String, u64>,
     Ok(metrics)
 }
 
+/// `symbol`'s own modeled cycles in `phase`'s window per call, rounded
+/// down; `None` without calls or without that window. A window lists every
+/// symbol that ran, so one missing from it had no cycles.
+pub fn per_call_cycles(
+    windows: &[WindowRecord],
+    phase: &str,
+    symbol: &str,
+    calls: u64,
+) -> Option<u64> {
+    if calls == 0 {
+        return None;
+    }
+    let window = windows.iter().find(|w| w.phase == phase)?;
+    let cycles = window
+        .symbols
+        .iter()
+        .filter(|s| s.symbol == symbol)
+        .map(|s| s.cost.modeled_cycles)
+        .sum::<u64>();
+    Some(cycles / calls)
+}
+
 /// Modeled cycles per symbol in one window of one sample.
 pub type SymbolProfile = BTreeMap<String, u64>;
 
@@ -301,6 +323,22 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn per_call_cycles_divide_the_symbols_own_cycles_in_its_phase() {
+        let windows = [
+            window(1, "read_loop", &[("flush", 1001), ("other", 500)]),
+            window(2, "verify", &[("flush", 7000)]),
+        ];
+        assert_eq!(
+            per_call_cycles(&windows, "read_loop", "flush", 10),
+            Some(100)
+        );
+        // Not in the window: it did not run there.
+        assert_eq!(per_call_cycles(&windows, "read_loop", "absent", 4), Some(0));
+        assert_eq!(per_call_cycles(&windows, "read_loop", "flush", 0), None);
+        assert_eq!(per_call_cycles(&windows, "pageout", "flush", 3), None);
     }
 
     #[test]

@@ -58,6 +58,8 @@ pub enum WorkloadConfig {
         dirty_pause: Duration,
         #[serde(deserialize_with = "reads", default = "default_reads")]
         reads: u32,
+        #[serde(deserialize_with = "swap", default = "disk")]
+        swap: SwapBackend,
     },
     ReclaimRefault {
         #[serde(deserialize_with = "cgroups", default = "two_per_cpu")]
@@ -359,6 +361,7 @@ impl WorkloadConfig {
                 dirty_size,
                 dirty_pause,
                 reads,
+                swap,
             } => {
                 let cgroups = cgroup_count(cgroups)?;
                 // Each dirtier holds its anonymous region and its tmpfs file.
@@ -385,6 +388,7 @@ impl WorkloadConfig {
                     dirty_kib: dirty_size.as_u64().div_ceil(1024),
                     dirty_pause,
                     reads,
+                    swap,
                 })
             }
             WorkloadConfig::ReclaimRefault {
@@ -623,6 +627,7 @@ impl Prepared {
                 dirty_kib,
                 dirty_pause,
                 reads,
+                swap,
             } => vec![
                 ("cgroups", cgroups.to_string()),
                 ("dirty_size", size_text(ByteSize::kib(*dirty_kib))),
@@ -631,6 +636,7 @@ impl Prepared {
                     humantime::format_duration(*dirty_pause).to_string(),
                 ),
                 ("reads", reads.to_string()),
+                ("swap", swap_text(*swap).into()),
             ],
             Workload::ReclaimRefault {
                 cgroups,

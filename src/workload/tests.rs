@@ -96,17 +96,27 @@ fn every_spec_parses_and_names_the_agents_metrics() {
 }
 
 /// The cost lane's metrics, five per phase the agent marks (in
-/// `cost::sample_metrics`'s order), declared after the agent's own.
+/// `cost::sample_metrics`'s order), then the workload's per-call metric if
+/// it has one, declared after the agent's own.
 #[test]
 fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
-    let cases: [(&str, &[&str]); 4] = [
-        (ZSWAP_PAGEOUT, &["total", "pageout", "verify"]),
-        (RSTAT_FLUSH, &["read_loop"]),
-        (RECLAIM_REFAULT, &["run"]),
-        (KERNEL_BUILD, &["build"]),
+    let cases: [(&str, &[&str], &str); 4] = [
+        (
+            ZSWAP_PAGEOUT,
+            &["total", "pageout", "verify"],
+            "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: 64 MiB",
+        ),
+        (RSTAT_FLUSH, &["read_loop"], "kind: rstat-flush"),
+        (RECLAIM_REFAULT, &["run"], "kind: reclaim-refault"),
+        (KERNEL_BUILD, &["build"], "kind: kernel-build"),
     ];
-    for (text, phases) in cases {
+    for (text, phases, kind) in cases {
         let spec: WorkloadSpec = yaml_serde::from_str(text).unwrap();
+        let workload = parse(kind).unwrap().into_workload(&vm("1 GiB", 2)).unwrap();
+        let per_call = match &workload {
+            Planned::Ready(p) => p.wire().per_call_cost(),
+            Planned::KernelBuild(_) => None,
+        };
         let cost: Vec<&MetricSpec> = spec
             .metrics
             .iter()
@@ -124,11 +134,21 @@ fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
                 ]
                 .map(|m| format!("{p}_{m}"))
             })
+            .chain(per_call.map(|c| c.metric.to_string()))
             .collect();
+        if let Some(c) = per_call {
+            assert!(phases.contains(&c.phase), "{}", spec.name);
+            assert!(
+                spec.metrics.iter().any(|m| m.name == c.calls),
+                "{}",
+                spec.name
+            );
+        }
         let got: Vec<&str> = cost.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(got, want, "{}", spec.name);
         for m in cost {
-            let cycles = m.name.ends_with("_modeled_cycles");
+            let cycles =
+                m.name.ends_with("_modeled_cycles") || per_call.is_some_and(|c| c.metric == m.name);
             assert_eq!(m.unit == Unit::Cycles, cycles, "{}", m.name);
             assert_eq!(m.better, Direction::LowerIsBetter, "{}", m.name);
         }
@@ -362,7 +382,8 @@ fn defaults_scale_with_the_online_cpus() {
             cgroups: 3,
             dirty_kib: 256,
             dirty_pause: Duration::ZERO,
-            reads: 1000
+            reads: 1000,
+            swap: SwapBackend::Disk,
         })
     );
     assert_eq!(CgroupCount::parse("2 per cpu"), Ok(CgroupCount::PerCpu(2)));

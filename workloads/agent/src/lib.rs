@@ -231,6 +231,12 @@ pub enum Workload {
         dirty_pause: Duration,
         /// `memory.stat` reads per sample.
         reads: u32,
+        /// The swap device: the job's disk, or zram. The workload never
+        /// swaps; with zram a boot has no disk, whose host-timed
+        /// completions would make the cost lane's boots differ. Left out
+        /// of the JSON for the disk, the only device before.
+        #[serde(default = "disk", skip_serializing_if = "is_disk")]
+        swap: SwapBackend,
     },
     /// Seed 003: `cgroups` cgroups, each with `memory.max` at a quarter of
     /// `file_mib`; a worker in each writes a tmpfs file of `file_mib` MiB and
@@ -402,7 +408,8 @@ impl Workload {
         match self {
             Workload::ReclaimRefault { swap, .. }
             | Workload::KernelBuild { swap, .. }
-            | Workload::ZswapPageout { swap, .. } => *swap,
+            | Workload::ZswapPageout { swap, .. }
+            | Workload::RstatFlush { swap, .. } => *swap,
             _ => SwapBackend::Disk,
         }
     }
@@ -410,6 +417,21 @@ impl Workload {
     /// Whether the workload runs host programs, so needs [`Job::host_root`].
     pub fn needs_host_root(&self) -> bool {
         matches!(self, Workload::KernelBuild { .. })
+    }
+
+    /// The cost-lane metric the host derives from the profiled function
+    /// ([`Workload::profile_candidates`]), if the workload has one.
+    pub fn per_call_cost(&self) -> Option<PerCallCost> {
+        match self {
+            // Seed 002 timed mem_cgroup_css_rstat_flush per call; this is
+            // the same, in modeled cycles.
+            Workload::RstatFlush { .. } => Some(PerCallCost {
+                phase: "read_loop",
+                calls: "flush_calls",
+                metric: "flush_modeled_cycles",
+            }),
+            _ => None,
+        }
     }
 
     /// Kernel functions to count with the function profiler, most wanted
@@ -427,6 +449,16 @@ impl Workload {
             _ => &[],
         }
     }
+}
+
+/// A cost-lane metric per call of the profiled function: its own modeled
+/// cycles (its instructions and their misses, not its callees') in the
+/// `phase` window, over the calls the agent's `calls` metric counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerCallCost {
+    pub phase: &'static str,
+    pub calls: &'static str,
+    pub metric: &'static str,
 }
 
 /// What [`Workload::GuestFault`] does.

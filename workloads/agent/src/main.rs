@@ -203,6 +203,7 @@ fn run_workload(
             dirty_kib,
             dirty_pause,
             reads,
+            swap: _,
         } => {
             let params = rstat::Params {
                 cgroups,
@@ -279,6 +280,11 @@ fn zram_bytes(workload: &Workload) -> u64 {
             mib_per_worker,
             ..
         } => (u64::from(*workers) * mib_per_worker) << 20,
+        // Room for what every dirtier holds at once: its anonymous region
+        // and its tmpfs file.
+        Workload::RstatFlush {
+            cgroups, dirty_kib, ..
+        } => (2 * u64::from(*cgroups) * dirty_kib) << 10,
         _ => 0,
     }
 }
@@ -320,8 +326,9 @@ fn describe(workload: &Workload) -> String {
             dirty_kib,
             dirty_pause,
             reads,
+            swap,
         } => format!(
-            "rstat-flush cgroups={cgroups} dirty_kib={dirty_kib} dirty_pause={dirty_pause:?} reads={reads}"
+            "rstat-flush cgroups={cgroups} dirty_kib={dirty_kib} dirty_pause={dirty_pause:?} reads={reads} swap={swap:?}"
         ),
         Workload::ReclaimRefault {
             cgroups,
