@@ -191,7 +191,7 @@ fn uncompared_markdown(out: &mut String, results: &Results) {
 /// A row's [`Row::coverage`] as a sentence to append, or nothing.
 fn coverage_note(row: &Row) -> String {
     row.coverage()
-        .map_or(String::new(), |c| format!(". This metric is {c}"))
+        .map_or(String::new(), |c| format!(". Samples: {c}"))
 }
 
 /// The A/A verdict: any improvement or regression is a false positive, set

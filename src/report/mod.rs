@@ -135,6 +135,24 @@ mod tests {
         // Metrics every sample has say nothing of it.
         let other = after.iter().find(|r| r.metric == "elapsed_ns").unwrap();
         assert_eq!(other.coverage(), None);
+        // A boot that repeats an earlier one value for value counts once,
+        // and the reports say so.
+        let mut repeated = results.clone();
+        let first = repeated.boots[0].samples.clone();
+        repeated.boots[2].samples = first;
+        let rows_repeated = rows(&repeated, spec.as_ref());
+        let row = rows_repeated
+            .iter()
+            .find(|r| r.metric == "elapsed_ns")
+            .unwrap();
+        assert_eq!((row.comparison.a.n, row.comparison.a_repeated), (3, 3));
+        let note = row.coverage().unwrap();
+        assert!(
+            note.contains("3 A samples repeat an earlier A boot's value for value")
+                && note.contains("stand on 3")
+                && !note.contains("measured in"),
+            "{note}"
+        );
         let text = markdown(&results, spec.as_ref());
         assert!(
             text.contains("- pageout_cpu_ns: ") && text.contains(&coverage),

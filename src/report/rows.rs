@@ -38,15 +38,29 @@ impl Row {
     /// When some samples lack the metric (a workload leaves out a value it
     /// did not measure, such as a mean over no calls): how many have it on
     /// each side, so the reader knows what the statistics stand on.
+    /// Also when a boot repeated an earlier one value for value, so its
+    /// samples were counted once.
     pub fn coverage(&self) -> Option<String> {
-        let (a, b) = (self.comparison.a.n, self.comparison.b.n);
-        if a == self.a_samples && b == self.b_samples {
-            return None;
+        let c = &self.comparison;
+        let (a, b) = (c.a.n + c.a_repeated, c.b.n + c.b_repeated);
+        let mut parts = Vec::new();
+        if a != self.a_samples || b != self.b_samples {
+            parts.push(format!(
+                "measured in {a} of {} {} samples and {b} of {} {} samples (the others have no value: nothing to measure)",
+                self.a_samples, self.baseline, self.b_samples, self.variant
+            ));
         }
-        Some(format!(
-            "measured in {a} of {} {} samples and {b} of {} {} samples (the others have no value: nothing to measure)",
-            self.a_samples, self.baseline, self.b_samples, self.variant
-        ))
+        for (repeated, n, side) in [
+            (c.a_repeated, c.a.n, &self.baseline),
+            (c.b_repeated, c.b.n, &self.variant),
+        ] {
+            if repeated > 0 {
+                parts.push(format!(
+                    "{repeated} {side} samples repeat an earlier {side} boot's value for value, so they are counted once: the statistics stand on {n}"
+                ));
+            }
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// The metric, with its control's name when it is a control's, and

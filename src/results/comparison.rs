@@ -21,10 +21,18 @@ pub struct ComparisonRecord {
     /// The variant compared (`B`).
     pub variant: String,
     pub direction: DirectionRecord,
-    /// All baseline samples, pooled over boots.
+    /// All baseline samples, pooled over boots; a boot that repeats an
+    /// earlier one value for value (a deterministic lane) counted once.
     pub a: SummaryRecord,
-    /// All samples of the variant, pooled over boots.
+    /// All samples of the variant, pooled over boots, likewise.
     pub b: SummaryRecord,
+    /// Baseline samples left out of `a` because their boot repeated an
+    /// earlier one value for value; absent when none (and in documents
+    /// written before, which pooled every boot).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub a_repeated: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub b_repeated: usize,
     /// Each baseline boot in boot order; null for a boot without samples.
     pub a_boots: Vec<Option<SummaryRecord>>,
     pub b_boots: Vec<Option<SummaryRecord>>,
@@ -41,6 +49,10 @@ pub struct ComparisonRecord {
     /// What decided the verdict, for people.
     pub reason: String,
     pub options: OptionsRecord,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,6 +224,8 @@ impl ComparisonRecord {
             direction: c.direction.into(),
             a: (&c.a).into(),
             b: (&c.b).into(),
+            a_repeated: c.a_repeated,
+            b_repeated: c.b_repeated,
             a_boots: boots(&c.a_boots),
             b_boots: boots(&c.b_boots),
             drift_pct: c.drift_pct,

@@ -16,10 +16,16 @@ use crate::model::Direction;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
     pub direction: Direction,
-    /// All A samples, pooled over boots.
+    /// All A samples, pooled over boots, a boot that repeats an earlier
+    /// one value for value counted once (see [`compare`]).
     pub a: Summary,
-    /// All B samples, pooled over boots.
+    /// All B samples, pooled over boots, likewise.
     pub b: Summary,
+    /// A's samples left out of `a` because their boot repeated an earlier
+    /// A boot value for value.
+    pub a_repeated: usize,
+    /// B's, likewise.
+    pub b_repeated: usize,
     /// Each A boot in boot order (A, A′, …); `None` for a boot without
     /// samples of this metric. Each carries its within-boot CV.
     pub a_boots: Vec<Option<Summary>>,
@@ -60,6 +66,14 @@ impl Comparison {
 /// per boot in boot order (A, A′, …). The groups are pooled over boots for
 /// the tests and intervals; per-boot summaries give the drift and CVs.
 ///
+/// A boot whose samples repeat an earlier boot's of the same side value for
+/// value (A′ in a deterministic lane, which runs exactly as A did) adds no
+/// information about the spread: pooling it would count every sample
+/// twice and narrow the interval by about √2 for nothing. It is left out
+/// of the pool (`a_repeated`, `b_repeated`) and still counts for the
+/// drift, which it makes 0. A constant boot pools as before: without a
+/// spread there is nothing to count twice.
+///
 /// Errors when the options are out of range, a sample is not finite, or a
 /// variant has no samples at all. Too few samples are not an error: the
 /// verdict says so.
@@ -70,8 +84,8 @@ pub fn compare<S: AsRef<[f64]>>(
     options: &CompareOptions,
 ) -> Result<Comparison, StatsError> {
     options.validate()?;
-    let a = pooled(a_boots, Side::A)?;
-    let b = pooled(b_boots, Side::B)?;
+    let (a, a_repeated) = pooled(a_boots, Side::A)?;
+    let (b, b_repeated) = pooled(b_boots, Side::B)?;
     let a_summary = Summary::of(&a).expect("pooled() returns finite, non-empty samples");
     let b_summary = Summary::of(&b).expect("pooled() returns finite, non-empty samples");
     let per_boot = |boots: &[S]| -> Vec<Option<Summary>> {
@@ -106,6 +120,8 @@ pub fn compare<S: AsRef<[f64]>>(
         direction,
         a: a_summary,
         b: b_summary,
+        a_repeated,
+        b_repeated,
         drift_pct: drift,
         max_boot_cv_pct,
         mean_change: changes.mean,
@@ -120,12 +136,26 @@ pub fn compare<S: AsRef<[f64]>>(
     })
 }
 
-/// A variant's samples over all its boots; an error when there are none
-/// or one is not finite.
-fn pooled<S: AsRef<[f64]>>(boots: &[S], side: Side) -> Result<Vec<f64>, StatsError> {
+/// A variant's samples over all its boots, with how many samples were left
+/// out because their boot repeated an earlier one value for value; an
+/// error when there are none or one is not finite.
+fn pooled<S: AsRef<[f64]>>(boots: &[S], side: Side) -> Result<(Vec<f64>, usize), StatsError> {
     let mut all = Vec::new();
+    let mut repeated = 0;
     for (boot, samples) in boots.iter().enumerate() {
-        for (index, &value) in samples.as_ref().iter().enumerate() {
+        let samples = samples.as_ref();
+        // A constant boot (8192 pages stored, every sample) says the same
+        // pooled or not: only a spread can be counted twice.
+        let spread = samples.iter().any(|v| *v != samples[0]);
+        if spread
+            && boots[..boot]
+                .iter()
+                .any(|earlier| earlier.as_ref() == samples)
+        {
+            repeated += samples.len();
+            continue;
+        }
+        for (index, &value) in samples.iter().enumerate() {
             if !value.is_finite() {
                 return Err(StatsError::NotFinite {
                     side,
@@ -140,7 +170,7 @@ fn pooled<S: AsRef<[f64]>>(boots: &[S], side: Side) -> Result<Vec<f64>, StatsErr
     if all.is_empty() {
         return Err(StatsError::NoSamples { side });
     }
-    Ok(all)
+    Ok((all, repeated))
 }
 
 /// The geometric mean of B/A over a workload's metrics.

@@ -465,3 +465,49 @@ fn a_side_beyond_the_negligible_level_is_judged_as_usual() {
         c.verdict.reason
     );
 }
+
+/// A′ in a deterministic lane runs exactly as A did: its samples are the
+/// same values again, not a second draw, so they count once. Counting them
+/// twice would narrow the interval by about √2.
+#[test]
+fn a_boot_that_repeats_an_earlier_one_value_for_value_counts_once() {
+    let once = compare(
+        &[&A_BOOT_1[..]],
+        &[&B_BOOT_1[..]],
+        Direction::LowerIsBetter,
+        &options(),
+    )
+    .unwrap();
+    let twice = compare(
+        &[&A_BOOT_1[..], &A_BOOT_1[..]],
+        &[&B_BOOT_1[..]],
+        Direction::LowerIsBetter,
+        &options(),
+    )
+    .unwrap();
+    assert_eq!(twice.a, once.a);
+    assert_eq!(twice.a_repeated, A_BOOT_1.len());
+    assert_eq!(twice.b_repeated, 0);
+    assert_eq!(twice.mean_change, once.mean_change);
+    assert_eq!(twice.drift_pct, Some(0.0));
+    assert_eq!(twice.a_boots.len(), 2);
+    // Boots that differ by one value are two draws, and pool.
+    let mut nudged = A_BOOT_1.to_vec();
+    nudged[0] += 1e-9;
+    let two = compare(
+        &[&A_BOOT_1[..], &nudged[..]],
+        &[&B_BOOT_1[..]],
+        Direction::LowerIsBetter,
+        &options(),
+    )
+    .unwrap();
+    assert_eq!((two.a.n, two.a_repeated), (2 * A_BOOT_1.len(), 0));
+}
+
+#[test]
+fn constant_boots_that_repeat_pool_as_before() {
+    let a = [8192.0; 3];
+    let c = compare(&[&a[..], &a[..]], &[&a[..]], Direction::Neither, &options()).unwrap();
+    assert_eq!((c.a.n, c.a_repeated), (6, 0));
+    assert_eq!(c.verdict.kind, Verdict::NoClearDifference);
+}
