@@ -68,9 +68,8 @@ pub fn metric_rows(results: &Results, rows: &[report::Row]) -> Vec<MetricRow> {
             if let Some(cv) = c.max_boot_cv_pct.filter(|c| *c >= 10.0) {
                 notes.push(format!("within-boot CV up to {cv:.1}%"));
             }
-            if let Some(coverage) = row.coverage() {
-                notes.push(coverage);
-            }
+            notes.extend(row.coverage());
+            notes.extend(row.repeat_note());
             let interval = |i: Option<crate::stats::Interval>| i.map(|i| (i.lo, i.hi));
             MetricRow {
                 condition: row.condition.clone(),

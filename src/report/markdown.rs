@@ -170,6 +170,14 @@ fn condition_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
             );
         }
     }
+    repeats_markdown(out, rows);
+}
+
+/// [`super::rows::repeats_line`] as a paragraph, or nothing.
+fn repeats_markdown(out: &mut String, rows: &[&Row]) {
+    if let Some(line) = super::rows::repeats_line(rows) {
+        let _ = writeln!(out, "\n{line}");
+    }
 }
 
 /// The metrics no sample of one side has, one line each (nothing when
@@ -420,6 +428,7 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
             );
         }
     }
+    repeats_markdown(out, rows);
 }
 
 /// The comparisons a summary covers: the time and rate metrics

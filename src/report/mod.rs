@@ -23,7 +23,8 @@ pub use format::{
 pub use markdown::{markdown, markdown_of};
 pub use profile::{ProfileTable, cost_banner, profile_tables};
 pub use rows::{
-    Row, Uncompared, condition_rows, is_prefix_chain, regressed_metrics, rows, steps, uncompared,
+    Row, Uncompared, condition_rows, is_prefix_chain, regressed_metrics, repeats_line, rows, steps,
+    uncompared,
 };
 pub use terminal::{terminal, terminal_of};
 
@@ -146,13 +147,22 @@ mod tests {
             .find(|r| r.metric == "elapsed_ns")
             .unwrap();
         assert_eq!((row.comparison.a.n, row.comparison.a_repeated), (3, 3));
-        let note = row.coverage().unwrap();
+        assert_eq!(row.coverage(), None);
+        let note = row.repeat_note().unwrap();
         assert!(
-            note.contains("3 A samples repeat an earlier A boot's value for value")
-                && note.contains("stand on 3")
-                && !note.contains("measured in"),
+            note.contains("3 A samples repeat an earlier A boot value for value")
+                && note.contains("stand on 3"),
             "{note}"
         );
+        // The reports say it once for every metric it concerns.
+        let line = repeats_line(&rows_repeated.iter().collect::<Vec<_>>()).unwrap();
+        assert!(
+            line.starts_with("A boots that repeat") && line.contains("elapsed_ns"),
+            "{line}"
+        );
+        let spec = crate::workload::spec_for_kind(&repeated.workload.kind);
+        assert!(markdown(&repeated, spec.as_ref()).contains(&line));
+        assert!(terminal(&repeated, spec.as_ref()).contains(&line));
         let text = markdown(&results, spec.as_ref());
         assert!(
             text.contains("- pageout_cpu_ns: ") && text.contains(&coverage),

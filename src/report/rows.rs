@@ -38,31 +38,34 @@ impl Row {
     /// When some samples lack the metric (a workload leaves out a value it
     /// did not measure, such as a mean over no calls): how many have it on
     /// each side, so the reader knows what the statistics stand on.
-    /// Also when a boot repeated an earlier one value for value, so its
-    /// samples were counted once.
     pub fn coverage(&self) -> Option<String> {
         let c = &self.comparison;
         let (a, b) = (c.a.n + c.a_repeated, c.b.n + c.b_repeated);
-        let mut parts = Vec::new();
-        if a != self.a_samples || b != self.b_samples {
-            parts.push(format!(
-                "measured in {a} of {} {} samples and {b} of {} {} samples (the others have no value: nothing to measure)",
-                self.a_samples, self.baseline, self.b_samples, self.variant
-            ));
+        if a == self.a_samples && b == self.b_samples {
+            return None;
         }
-        for (repeated, n, side) in [
-            (c.a_repeated, c.a.n, &self.baseline),
-            (c.b_repeated, c.b.n, &self.variant),
-        ] {
-            if repeated > 0 {
-                parts.push(format!(
-                    "{repeated} {side} samples repeat an earlier {side} boot's value for value, so they are counted once: the statistics stand on {n}"
-                ));
-            }
-        }
-        (!parts.is_empty()).then(|| parts.join("; "))
+        Some(format!(
+            "measured in {a} of {} {} samples and {b} of {} {} samples (the others have no value: nothing to measure)",
+            self.a_samples, self.baseline, self.b_samples, self.variant
+        ))
     }
 
+    /// When a boot repeated an earlier boot of its variant value for value
+    /// (a deterministic lane), so its samples were counted once.
+    pub fn repeat_note(&self) -> Option<String> {
+        let c = &self.comparison;
+        let parts: Vec<String> = [
+            (c.a_repeated, c.a.n, &self.baseline),
+            (c.b_repeated, c.b.n, &self.variant),
+        ]
+        .into_iter()
+        .filter(|(repeated, ..)| *repeated > 0)
+        .map(|(repeated, n, side)| {
+            format!("{repeated} {side} samples repeat an earlier {side} boot value for value and count once: the statistics stand on {n}")
+        })
+        .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
     /// The metric, with its control's name when it is a control's, and
     /// the variant's when it is not the B of an A/B campaign.
     pub fn label(&self) -> String {
@@ -75,6 +78,29 @@ impl Row {
         }
         label
     }
+}
+
+/// One line for the metrics whose samples a repeated boot left out of the
+/// pool ([`Row::repeat_note`]), so that a deterministic lane, where every
+/// metric repeats, says it once; `None` when no metric did.
+pub fn repeats_line(rows: &[&Row]) -> Option<String> {
+    let repeated: Vec<&&Row> = rows.iter().filter(|r| r.repeat_note().is_some()).collect();
+    let first = repeated.first()?;
+    let names: Vec<String> = repeated.iter().map(|r| r.label()).collect();
+    let sides: Vec<&str> = [
+        (first.comparison.a_repeated > 0).then_some(first.baseline.as_str()),
+        (first.comparison.b_repeated > 0).then_some(first.variant.as_str()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    Some(format!(
+        "{} boots that repeat an earlier boot of the same variant value for value (a deterministic lane) count once, so for {} of {} metrics the statistics stand on one boot's samples: {}.",
+        sides.join(" and "),
+        repeated.len(),
+        rows.len(),
+        names.join(", ")
+    ))
 }
 
 fn values(samples: &[&SampleRecord], metric: &str) -> Vec<f64> {
