@@ -60,6 +60,8 @@ pub enum WorkloadConfig {
         reads: u32,
         #[serde(deserialize_with = "swap", default = "disk")]
         swap: SwapBackend,
+        #[serde(deserialize_with = "dirtying", default)]
+        dirtying: Dirtying,
     },
     ReclaimRefault {
         #[serde(deserialize_with = "cgroups", default = "two_per_cpu")]
@@ -96,6 +98,19 @@ pub enum WorkloadConfig {
     },
 }
 
+/// How rstat-flush's dirtiers run against the read loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dirtying {
+    /// Each loops on its own, `dirty_pause` apart, through the read loop
+    /// (the seed's shape).
+    #[default]
+    Concurrent,
+    /// Each does one round before a sample and none during it: each
+    /// sample's flushes find the same pending updates.
+    Lockstep,
+}
+
 /// Deserializers that put the parameter's name in the error (the YAML
 /// library's own errors give only a line and a column).
 macro_rules! named {
@@ -122,6 +137,7 @@ named! {
     reads: u32 = u32::deserialize;
     file_size: ByteSize = ByteSize::deserialize;
     swap: SwapBackend = SwapBackend::deserialize;
+    dirtying: Dirtying = Dirtying::deserialize;
     memory: RefaultMemory = RefaultMemory::deserialize;
     limit_percent: u8 = u8::deserialize;
     reread: RefaultOrder = RefaultOrder::deserialize;
@@ -362,6 +378,7 @@ impl WorkloadConfig {
                 dirty_pause,
                 reads,
                 swap,
+                dirtying,
             } => {
                 let cgroups = cgroup_count(cgroups)?;
                 // Each dirtier holds its anonymous region and its tmpfs file.
@@ -389,6 +406,7 @@ impl WorkloadConfig {
                     dirty_pause,
                     reads,
                     swap,
+                    lockstep: dirtying == Dirtying::Lockstep,
                 })
             }
             WorkloadConfig::ReclaimRefault {
@@ -628,16 +646,27 @@ impl Prepared {
                 dirty_pause,
                 reads,
                 swap,
-            } => vec![
-                ("cgroups", cgroups.to_string()),
-                ("dirty_size", size_text(ByteSize::kib(*dirty_kib))),
-                (
-                    "dirty_pause",
-                    humantime::format_duration(*dirty_pause).to_string(),
-                ),
-                ("reads", reads.to_string()),
-                ("swap", swap_text(*swap).into()),
-            ],
+                lockstep,
+            } => {
+                let mut params = vec![
+                    ("cgroups", cgroups.to_string()),
+                    ("dirty_size", size_text(ByteSize::kib(*dirty_kib))),
+                    (
+                        "dirty_pause",
+                        humantime::format_duration(*dirty_pause).to_string(),
+                    ),
+                    ("reads", reads.to_string()),
+                ];
+                // Each left out at its default (the only way before it
+                // existed), so earlier results still resume.
+                if *swap == SwapBackend::Zram {
+                    params.push(("swap", swap_text(*swap).into()));
+                }
+                if *lockstep {
+                    params.push(("dirtying", "lockstep".into()));
+                }
+                params
+            }
             Workload::ReclaimRefault {
                 cgroups,
                 file_mib,

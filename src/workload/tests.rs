@@ -384,6 +384,7 @@ fn defaults_scale_with_the_online_cpus() {
             dirty_pause: Duration::ZERO,
             reads: 1000,
             swap: SwapBackend::Disk,
+            lockstep: false,
         })
     );
     assert_eq!(CgroupCount::parse("2 per cpu"), Ok(CgroupCount::PerCpu(2)));

@@ -237,6 +237,12 @@ pub enum Workload {
         /// of the JSON for the disk, the only device before.
         #[serde(default = "disk", skip_serializing_if = "is_disk")]
         swap: SwapBackend,
+        /// Each dirtier does one round when asked, before a sample, and none
+        /// during it, instead of looping on its own (`dirtying: lockstep`):
+        /// each sample's flushes then find the same pending updates. Left
+        /// out of the JSON when off, the only way before.
+        #[serde(default, skip_serializing_if = "is_false")]
+        lockstep: bool,
     },
     /// Seed 003: `cgroups` cgroups, each with `memory.max` at a quarter of
     /// `file_mib`; a worker in each writes a tmpfs file of `file_mib` MiB and
@@ -383,6 +389,10 @@ fn is_disk(swap: &SwapBackend) -> bool {
 
 /// The seed's `memory.max`: a quarter of each worker's file.
 pub const REFAULT_QUARTER: u8 = 25;
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
 
 fn refault_quarter() -> u8 {
     REFAULT_QUARTER

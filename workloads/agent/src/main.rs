@@ -204,12 +204,14 @@ fn run_workload(
             dirty_pause,
             reads,
             swap: _,
+            lockstep,
         } => {
             let params = rstat::Params {
                 cgroups,
                 dirty_kib,
                 dirty_pause,
                 reads,
+                lockstep,
             };
             let profiler = profiler.expect("rstat-flush always profiles");
             rstat::run(&params, warmups, samples, profiler, port).context("rstat-flush")
@@ -327,8 +329,9 @@ fn describe(workload: &Workload) -> String {
             dirty_pause,
             reads,
             swap,
+            lockstep,
         } => format!(
-            "rstat-flush cgroups={cgroups} dirty_kib={dirty_kib} dirty_pause={dirty_pause:?} reads={reads} swap={swap:?}"
+            "rstat-flush cgroups={cgroups} dirty_kib={dirty_kib} dirty_pause={dirty_pause:?} reads={reads} swap={swap:?} lockstep={lockstep}"
         ),
         Workload::ReclaimRefault {
             cgroups,

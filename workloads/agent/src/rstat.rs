@@ -14,6 +14,11 @@
 //! `reads` times (one process, no fork per read; reading it flushes the
 //! subtree's stats once enough updates are pending), stop the profiler. The
 //! loop is the cost model's `read_loop` phase.
+//!
+//! In lockstep (`Params::lockstep`), a dirtier does one round only when the
+//! agent asks, before a sample's read loop, and the agent waits until every
+//! dirtier has finished its round: the read loop then runs alone, and each
+//! sample's first flush finds the same pending updates.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -44,6 +49,8 @@ pub struct Params {
     pub dirty_kib: u64,
     pub dirty_pause: Duration,
     pub reads: u32,
+    /// One round per dirtier before each sample, none during it.
+    pub lockstep: bool,
 }
 
 /// Sets up the cgroups and dirtiers, runs and reports every sample, then
@@ -66,7 +73,7 @@ pub fn run(
         libc::MS_NOSUID | libc::MS_NODEV,
         None,
     )?;
-    let dirtiers = Dirtiers::start(&children, params).context("starting the dirtiers")?;
+    let mut dirtiers = Dirtiers::start(&children, params).context("starting the dirtiers")?;
     console::say(format!(
         "rstat-flush: {} dirtiers in {}/cg*, reading {}/memory.stat",
         params.cgroups,
@@ -80,6 +87,7 @@ pub fn run(
     let outcome = (0..total).try_for_each(|index| {
         let during = || format!("sample {index}");
         dirtiers.check().with_context(during)?;
+        dirtiers.round().with_context(during)?;
         let metrics =
             sample(&stat_file, &stat_path, params.reads, profiler).with_context(during)?;
         emit(port, index, warmups, total, metrics)
@@ -141,6 +149,14 @@ pub fn metrics(flush: Stat, reads: u32, elapsed_ns: u64) -> BTreeMap<String, u64
 /// The running dirtier processes.
 struct Dirtiers {
     pids: Vec<libc::pid_t>,
+    /// In lockstep: one pipe per dirtier to ask for a round, and the pipe
+    /// every dirtier reports a finished round on.
+    lockstep: Option<Lockstep>,
+}
+
+struct Lockstep {
+    go: Vec<File>,
+    done: File,
 }
 
 impl Dirtiers {
@@ -148,14 +164,42 @@ impl Dirtiers {
     /// cgroup (each writes one byte to a shared pipe, then closes its end).
     fn start(children: &[PathBuf], params: &Params) -> Result<Dirtiers> {
         let (ready_read, ready_write) = sys::pipe().context("creating the ready pipe")?;
-        let mut dirtiers = Dirtiers { pids: Vec::new() };
+        let (done_read, done_write) = if params.lockstep {
+            let (r, w) = sys::pipe().context("creating the done pipe")?;
+            (Some(File::from(r)), Some(File::from(w)))
+        } else {
+            (None, None)
+        };
+        let mut go = Vec::new();
+        let mut dirtiers = Dirtiers {
+            pids: Vec::new(),
+            lockstep: None,
+        };
         for (index, dir) in children.iter().enumerate() {
+            let go_pipe = if params.lockstep {
+                let (r, w) = sys::pipe().context("creating a go pipe")?;
+                Some((File::from(r), File::from(w)))
+            } else {
+                None
+            };
             match sys::fork().context("fork") {
                 Ok(Forked::Child) => {
                     drop(ready_read);
-                    dirtier_main(index, dir, params, File::from(ready_write))
+                    // Only this dirtier's own go pipe, read end, stays.
+                    go.clear();
+                    drop(done_read);
+                    let pace = match (go_pipe, done_write) {
+                        (Some((go_read, _)), Some(done)) => Pace::Lockstep { go: go_read, done },
+                        _ => Pace::Pause(params.dirty_pause),
+                    };
+                    dirtier_main(index, dir, params, File::from(ready_write), pace)
                 }
-                Ok(Forked::Parent { pid }) => dirtiers.pids.push(pid),
+                Ok(Forked::Parent { pid }) => {
+                    dirtiers.pids.push(pid);
+                    if let Some((_, go_write)) = go_pipe {
+                        go.push(go_write);
+                    }
+                }
                 Err(e) => {
                     dirtiers.kill_all();
                     return Err(e);
@@ -163,12 +207,30 @@ impl Dirtiers {
             }
         }
         drop(ready_write);
+        drop(done_write);
         let mut bytes = vec![0u8; children.len()];
         if let Err(e) = File::from(ready_read).read_exact(&mut bytes) {
             dirtiers.kill_all();
             return Err(e).context("a dirtier failed before joining its cgroup (see the console)");
         }
+        dirtiers.lockstep = done_read.map(|done| Lockstep { go, done });
         Ok(dirtiers)
+    }
+
+    /// In lockstep: asks every dirtier for one round and waits until all
+    /// have finished it. Otherwise nothing: the dirtiers run on their own.
+    fn round(&mut self) -> Result<()> {
+        let Some(lockstep) = &mut self.lockstep else {
+            return Ok(());
+        };
+        for go in &mut lockstep.go {
+            go.write_all(b"g").context("asking a dirtier for a round")?;
+        }
+        let mut bytes = vec![0u8; lockstep.go.len()];
+        lockstep
+            .done
+            .read_exact(&mut bytes)
+            .context("waiting for the dirtiers' rounds (a dirtier died? see the console)")
     }
 
     /// Fails if any dirtier has ended.
@@ -203,13 +265,47 @@ impl Dirtiers {
     }
 }
 
+/// When a dirtier does its next round.
+enum Pace {
+    /// At once, after sleeping this long (0: not at all).
+    Pause(Duration),
+    /// When a byte arrives on `go`; it writes one to `done` after the round.
+    Lockstep { go: File, done: File },
+}
+
+impl Pace {
+    /// Waits for the next round; false when the agent closed the go pipe.
+    fn wait(&mut self) -> Result<bool> {
+        match self {
+            Pace::Pause(pause) => {
+                if !pause.is_zero() {
+                    std::thread::sleep(*pause);
+                }
+                Ok(true)
+            }
+            Pace::Lockstep { go, .. } => {
+                let mut byte = [0u8];
+                Ok(go.read(&mut byte).context("reading the go pipe")? == 1)
+            }
+        }
+    }
+
+    /// Reports a finished round.
+    fn finished(&mut self) -> Result<()> {
+        match self {
+            Pace::Pause(_) => Ok(()),
+            Pace::Lockstep { done, .. } => done.write_all(b"d").context("writing the done pipe"),
+        }
+    }
+}
+
 /// A dirtier's whole life: never returns. Its errors go to the console.
-fn dirtier_main(index: usize, dir: &Path, params: &Params, mut ready: File) -> ! {
+fn dirtier_main(index: usize, dir: &Path, params: &Params, mut ready: File, pace: Pace) -> ! {
     let outcome = (|| -> Result<()> {
         files::write(dir.join("cgroup.procs"), &sys::getpid().to_string())?;
         ready.write_all(b"r").context("writing the ready pipe")?;
         drop(ready);
-        dirty_forever(index, params)
+        dirty_forever(index, params, pace)
     })();
     if let Err(e) = outcome {
         console::say(format!("dirtier {index}: {e}"));
@@ -217,8 +313,9 @@ fn dirtier_main(index: usize, dir: &Path, params: &Params, mut ready: File) -> !
     sys::exit_now(1)
 }
 
-/// Dirties anon, file and slab counters until killed.
-fn dirty_forever(index: usize, params: &Params) -> Result<()> {
+/// Dirties anon, file and slab counters until killed, a round at the
+/// pace given.
+fn dirty_forever(index: usize, params: &Params, mut pace: Pace) -> Result<()> {
     let page = sys::page_size();
     let len = usize::try_from(params.dirty_kib * 1024)
         .map_err(|_| Error::msg("dirty_kib is too large"))?
@@ -233,6 +330,9 @@ fn dirty_forever(index: usize, params: &Params) -> Result<()> {
         .open(&file_path)
         .with_context(|| format!("creating {}", file_path.display()))?;
     let slab_path = Path::new(TMPFS).join(format!("s{index}"));
+    if matches!(pace, Pace::Lockstep { .. }) && !pace.wait()? {
+        return Ok(());
+    }
     loop {
         let mut map = Mapping::anonymous(len).context("mmap")?;
         for word in map.words_mut().iter_mut().step_by(page / 8) {
@@ -246,8 +346,9 @@ fn dirty_forever(index: usize, params: &Params) -> Result<()> {
         File::create(&slab_path).with_context(|| format!("creating {}", slab_path.display()))?;
         std::fs::remove_file(&slab_path)
             .with_context(|| format!("removing {}", slab_path.display()))?;
-        if !params.dirty_pause.is_zero() {
-            std::thread::sleep(params.dirty_pause);
+        pace.finished()?;
+        if !pace.wait()? {
+            return Ok(());
         }
     }
 }
