@@ -157,8 +157,23 @@ mod tests {
         // The reports say it once for every metric it concerns.
         let line = repeats_line(&rows_repeated.iter().collect::<Vec<_>>()).unwrap();
         assert!(
-            line.starts_with("A boots that repeat") && line.contains("elapsed_ns"),
+            line.starts_with("A boots that repeat")
+                && line.contains(
+                    "for 4 of 6 metrics the statistics stand on one boot's samples: pageout_cpu_ns,"
+                )
+                && line.contains("elapsed_ns. Those")
+                && line.contains("does not cover the layout"),
             "{line}"
+        );
+        // When every metric repeats, it says so rather than naming them all.
+        let only_repeated: Vec<&Row> = rows_repeated
+            .iter()
+            .filter(|r| r.repeat_note().is_some())
+            .collect();
+        let all = repeats_line(&only_repeated).unwrap();
+        assert!(
+            all.contains("for all 4 metrics the statistics") && !all.contains("elapsed_ns"),
+            "{all}"
         );
         let spec = crate::workload::spec_for_kind(&repeated.workload.kind);
         assert!(markdown(&repeated, spec.as_ref()).contains(&line));

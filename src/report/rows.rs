@@ -94,12 +94,17 @@ pub fn repeats_line(rows: &[&Row]) -> Option<String> {
     .into_iter()
     .flatten()
     .collect();
+    let (which, list) = if repeated.len() == rows.len() {
+        (format!("all {} metrics", rows.len()), String::new())
+    } else {
+        (
+            format!("{} of {} metrics", repeated.len(), rows.len()),
+            format!(": {}", names.join(", ")),
+        )
+    };
     Some(format!(
-        "{} boots that repeat an earlier boot of the same variant value for value (a deterministic lane) count once, so for {} of {} metrics the statistics stand on one boot's samples: {}.",
+        "{} boots that repeat an earlier boot of the same variant value for value (a deterministic lane) count once, so for {which} the statistics stand on one boot's samples{list}. Those samples share one memory layout, so the interval does not cover the layout: in the cost lane a change of a few percent can move with it (docs/cost-model.md, \"Layout\").",
         sides.join(" and "),
-        repeated.len(),
-        rows.len(),
-        names.join(", ")
     ))
 }
 
