@@ -301,7 +301,29 @@ fn the_index_lists_runs_newest_first_with_their_verdicts() {
     assert_eq!(page.matches("2 no clear difference").count(), 2);
     assert!(page.contains(r#"<a href="trends/nightly.html">nightly</a>"#));
     assert!(page.contains(r#"<a href="trends/smoke.html">smoke</a>"#));
+    // Plain MTTCG says only TCG; every other lane is named beside it.
+    assert_eq!(
+        page.matches(r#"<span class="accel tcg">TCG</span>"#)
+            .count(),
+        2
+    );
     assert_markup_is_ours("index", &page);
+    let mut icount = fixture();
+    icount.host.icount = true;
+    let cost = cost_lane();
+    let runs = [
+        Run::new(&icount, spec.as_ref(), Path::new("/out")),
+        Run::new(&cost, spec.as_ref(), Path::new("/out")),
+    ];
+    let page = html::render_index(&runs, |i| format!("runs/{i}/index.html")).unwrap();
+    assert!(
+        page.contains(r#"<span class="accel tcg">TCG · icount</span>"#),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"<span class="accel tcg">TCG · cost model</span>"#),
+        "{page}"
+    );
 }
 
 #[test]

@@ -686,7 +686,11 @@ pub fn run_summary(run: &Run, href: String) -> RunSummary {
         date: date(r),
         campaign: r.campaign.clone(),
         series: series_title(r),
-        accel: r.host.accel.to_string().to_uppercase(),
+        // The lane too: every row of the index would say TCG otherwise.
+        accel: match crate::report::lane_short(r) {
+            Some(lane) => format!("{} · {lane}", r.host.accel.to_string().to_uppercase()),
+            None => r.host.accel.to_string().to_uppercase(),
+        },
         tcg: r.host.accel == Accel::Tcg,
         counts: run.verdict_counts(),
     }

@@ -105,6 +105,21 @@ pub fn tcg_mode(results: &crate::results::Results) -> &'static str {
     }
 }
 
+/// The TCG lane in a word or two, for places with room for no more (the
+/// pages' index): `cost model`, `icount`, `one thread`, or `None` for plain
+/// MTTCG and KVM.
+pub fn lane_short(results: &crate::results::Results) -> Option<&'static str> {
+    if results.host.cost_model.is_some() {
+        Some("cost model")
+    } else if results.host.icount {
+        Some("icount")
+    } else if results.host.tcg_threads == Some(crate::model::TcgThreads::Single) {
+        Some("one thread")
+    } else {
+        None
+    }
+}
+
 /// The largest within-boot CV among the metrics a summary covers (times
 /// and rates, [`crate::model::Unit::summarised`]): a count of rare events
 /// (0 in two samples, 1 in the third) has a CV of 173% that says nothing

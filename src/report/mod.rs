@@ -17,8 +17,8 @@ mod terminal;
 pub mod waterfall;
 
 pub use format::{
-    boot_order, code_span, control_title, format_value, max_time_cv, noise_line, noisy_host,
-    signed_pct, tcg_mode,
+    boot_order, code_span, control_title, format_value, lane_short, max_time_cv, noise_line,
+    noisy_host, signed_pct, tcg_mode,
 };
 pub use markdown::{markdown, markdown_of};
 pub use profile::{ProfileTable, cost_banner, profile_tables};
