@@ -241,7 +241,7 @@ pub enum Workload {
         /// during it, instead of looping on its own (`dirtying: lockstep`):
         /// each sample's flushes then find the same pending updates. Left
         /// out of the JSON when off, the only way before.
-        #[serde(default, skip_serializing_if = "is_false")]
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         lockstep: bool,
     },
     /// Seed 003: `cgroups` cgroups, each with `memory.max` at a quarter of
@@ -389,10 +389,6 @@ fn is_disk(swap: &SwapBackend) -> bool {
 
 /// The seed's `memory.max`: a quarter of each worker's file.
 pub const REFAULT_QUARTER: u8 = 25;
-
-fn is_false(value: &bool) -> bool {
-    !*value
-}
 
 fn refault_quarter() -> u8 {
     REFAULT_QUARTER
