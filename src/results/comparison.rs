@@ -135,6 +135,10 @@ pub struct OptionsRecord {
     pub seed: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub negligible: Option<f64>,
+    /// Each boot's mean was one observation (`protocol.layouts: varied`);
+    /// absent when every sample was.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_boot: bool,
 }
 
 impl From<model::Direction> for DirectionRecord {
@@ -260,6 +264,7 @@ impl ComparisonRecord {
                 resamples: c.options.resamples,
                 seed: c.options.seed,
                 negligible: c.options.negligible,
+                by_boot: c.options.by_boot,
             },
         }
     }

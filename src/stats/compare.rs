@@ -2,8 +2,10 @@
 //! [`Comparison`] with every statistic and the verdict out. Also the
 //! geometric-mean summary over a workload's comparisons.
 
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
 use super::bootstrap::{Change, bootstrap_changes};
-use super::describe::{Separation, Summary, drift_pct, separation};
+use super::describe::{Interval, Separation, Summary, drift_pct, separation};
 use super::error::{Side, StatsError};
 use super::hypothesis::{MannWhitney, WelchTest, mann_whitney_u, welch_t_test};
 use super::options::CompareOptions;
@@ -84,18 +86,27 @@ pub fn compare<S: AsRef<[f64]>>(
     options: &CompareOptions,
 ) -> Result<Comparison, StatsError> {
     options.validate()?;
-    let (a, a_repeated) = pooled(a_boots, Side::A)?;
-    let (b, b_repeated) = pooled(b_boots, Side::B)?;
-    let a_summary = Summary::of(&a).expect("pooled() returns finite, non-empty samples");
-    let b_summary = Summary::of(&b).expect("pooled() returns finite, non-empty samples");
+    let (a_pool, a_repeated) = pooled(a_boots, Side::A)?;
+    let (b_pool, b_repeated) = pooled(b_boots, Side::B)?;
     let per_boot = |boots: &[S]| -> Vec<Option<Summary>> {
         boots.iter().map(|s| Summary::of(s.as_ref())).collect()
     };
     let (a_per_boot, b_per_boot) = (per_boot(a_boots), per_boot(b_boots));
-    let drift = match a_per_boot.as_slice() {
-        [Some(first), .., Some(last)] => drift_pct(&[*first, *last]),
-        _ => None,
+    // Judged by boot, each boot's mean is one observation; every boot runs
+    // in a layout of its own, so the first and last A boots differ by
+    // design and their difference is not a drift: the between-boot spread
+    // is in the interval instead.
+    let (a, b, drift) = if options.by_boot {
+        (boot_means(&a_pool), boot_means(&b_pool), None)
+    } else {
+        let drift = match a_per_boot.as_slice() {
+            [Some(first), .., Some(last)] => drift_pct(&[*first, *last]),
+            _ => None,
+        };
+        (a_pool.concat(), b_pool.concat(), drift)
     };
+    let a_summary = Summary::of(&a).expect("pooled() returns finite, non-empty samples");
+    let b_summary = Summary::of(&b).expect("pooled() returns finite, non-empty samples");
     let max_boot_cv_pct = a_per_boot
         .iter()
         .chain(&b_per_boot)
@@ -103,8 +114,16 @@ pub fn compare<S: AsRef<[f64]>>(
         .reduce(f64::max);
     let a_present: Vec<Summary> = a_per_boot.iter().flatten().copied().collect();
     let welch = welch_t_test(&a, &b);
-    let changes = bootstrap_changes(&a, &b, options.resamples, options.seed)
+    let mut changes = bootstrap_changes(&a, &b, options.resamples, options.seed)
         .expect("both groups are non-empty and resamples ≥ MIN_RESAMPLES");
+    if options.by_boot {
+        // A percentile bootstrap over three to five boot means is far too
+        // narrow (it cannot reach past the extreme means); Welch's t
+        // interval has the right width at any n.
+        changes.mean = welch_change(&a, &b, welch.as_ref());
+    }
+    // The separation check is about samples: B's all beyond every A boot.
+    let b_samples = Summary::of(&b_pool.concat()).expect("pooled() returns non-empty samples");
     let verdict = decide(
         &Evidence {
             direction,
@@ -128,7 +147,7 @@ pub fn compare<S: AsRef<[f64]>>(
         median_change: changes.median,
         welch,
         mann_whitney: mann_whitney_u(&a, &b).expect("both groups are non-empty"),
-        separation: separation(&a_present, &b_summary).expect("A has a non-empty boot"),
+        separation: separation(&a_present, &b_samples).expect("A has a non-empty boot"),
         verdict,
         options: *options,
         a_boots: a_per_boot,
@@ -136,10 +155,54 @@ pub fn compare<S: AsRef<[f64]>>(
     })
 }
 
-/// A variant's samples over all its boots, with how many samples were left
-/// out because their boot repeated an earlier one value for value; an
-/// error when there are none or one is not finite.
-fn pooled<S: AsRef<[f64]>>(boots: &[S], side: Side) -> Result<(Vec<f64>, usize), StatsError> {
+/// The mean of each boot's samples.
+fn boot_means(boots: &[Vec<f64>]) -> Vec<f64> {
+    boots.iter().map(|s| super::describe::mean(s)).collect()
+}
+
+/// B's mean against A's in percent, with Welch's 95% t interval of the
+/// difference of the means scaled by A's mean: `(m_B − m_A ± t · se) /
+/// |m_A| · 100`, with Welch-Satterthwaite degrees of freedom. A's mean is
+/// taken as exact in the scaling (its own uncertainty is second order at
+/// the few-percent spreads this is for). `None` when A's mean is 0; no
+/// interval without a Welch test (fewer than two values on a side), unless
+/// both sides are constant, where the change is exact.
+fn welch_change(a: &[f64], b: &[f64], welch: Option<&WelchTest>) -> Option<Change> {
+    use super::describe::mean;
+    let (ma, mb) = (mean(a), mean(b));
+    let pct = super::describe::pct_change(ma, mb)?;
+    let constant = |v: &[f64]| v.len() >= 2 && v.iter().all(|x| *x == v[0]);
+    let ci = match welch {
+        Some(w) => {
+            let q = StudentsT::new(0.0, 1.0, w.df)
+                .ok()?
+                .inverse_cdf(0.5 + super::describe::CONFIDENCE / 2.0);
+            let half = q * welch_se(a, b);
+            let scale = |d: f64| d / ma.abs() * 100.0;
+            Some(Interval {
+                lo: scale(mb - ma - half),
+                hi: scale(mb - ma + half),
+            })
+        }
+        None if constant(a) && constant(b) => Some(Interval { lo: pct, hi: pct }),
+        None => None,
+    };
+    Some(Change { pct, ci })
+}
+
+/// Welch's standard error of the difference of the means.
+fn welch_se(a: &[f64], b: &[f64]) -> f64 {
+    let var = |v: &[f64]| {
+        let m = super::describe::mean(v);
+        v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() as f64 - 1.0)
+    };
+    (var(a) / a.len() as f64 + var(b) / b.len() as f64).sqrt()
+}
+
+/// A variant's samples, one list per boot that has any, with how many
+/// samples were left out because their boot repeated an earlier one value
+/// for value; an error when there are none or one is not finite.
+fn pooled<S: AsRef<[f64]>>(boots: &[S], side: Side) -> Result<(Vec<Vec<f64>>, usize), StatsError> {
     let mut all = Vec::new();
     let mut repeated = 0;
     for (boot, samples) in boots.iter().enumerate() {
@@ -164,7 +227,9 @@ fn pooled<S: AsRef<[f64]>>(boots: &[S], side: Side) -> Result<(Vec<f64>, usize),
                     value,
                 });
             }
-            all.push(value);
+        }
+        if !samples.is_empty() {
+            all.push(samples.to_vec());
         }
     }
     if all.is_empty() {

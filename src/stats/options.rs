@@ -25,6 +25,12 @@ pub struct CompareOptions {
     /// `workloads/*.yaml`): when every A and B sample is within ±this, the
     /// verdict is "no clear difference" (rule 3). Default `None`: no level.
     pub negligible: Option<f64>,
+    /// Judge by boots: each boot's mean is one observation, and the
+    /// interval of the change is Welch's t interval over those means
+    /// (`protocol.layouts: varied`, where every boot runs in a memory
+    /// layout of its own; docs/statistics.md). Default `false`: every
+    /// sample is one.
+    pub by_boot: bool,
 }
 
 impl Default for CompareOptions {
@@ -36,6 +42,7 @@ impl Default for CompareOptions {
             resamples: DEFAULT_RESAMPLES,
             seed: DEFAULT_SEED,
             negligible: None,
+            by_boot: false,
         }
     }
 }

@@ -511,3 +511,72 @@ fn constant_boots_that_repeat_pool_as_before() {
     assert_eq!((c.a.n, c.a_repeated), (6, 0));
     assert_eq!(c.verdict.kind, Verdict::NoClearDifference);
 }
+
+/// Four boots per side, each in a memory layout of its own: boot means
+/// 100.03, 102.13, 98.80, 101.00 (A) and 98.0, 99.5, 96.2, 98.8 (B).
+const LAYOUT_A: [[f64; 3]; 4] = [
+    [100.0, 100.2, 99.9],
+    [102.1, 102.0, 102.3],
+    [98.7, 98.9, 98.8],
+    [101.0, 101.1, 100.9],
+];
+const LAYOUT_B: [[f64; 3]; 4] = [
+    [97.9, 98.0, 98.1],
+    [99.5, 99.6, 99.4],
+    [96.2, 96.1, 96.3],
+    [98.8, 98.7, 98.9],
+];
+
+#[test]
+fn judged_by_boot_each_boot_mean_is_one_observation() {
+    let by_boot = CompareOptions {
+        by_boot: true,
+        ..options()
+    };
+    let c = compare(&LAYOUT_A, &LAYOUT_B, Direction::LowerIsBetter, &by_boot).unwrap();
+    assert_eq!((c.a.n, c.b.n), (4, 4));
+    assert_eq!(c.drift_pct, None, "boots differ by layout, not by drift");
+    // b_means, a_means = the boot means above;
+    // r = scipy.stats.ttest_ind(b_means, a_means, equal_var=False):
+    // statistic -2.357570458435133, df 5.999926856458216,
+    // pvalue 0.05647170982131475; r.confidence_interval(0.95) divided by
+    // np.mean(a_means) · 100: [-4.799429495402158, 0.08925452235296875];
+    // the change -2.3550874865245945.
+    let w = c.welch.unwrap();
+    assert!((w.t - -2.357570458435133).abs() < 1e-12, "{w:?}");
+    assert!((w.df - 5.999926856458216).abs() < 1e-9, "{w:?}");
+    assert!((w.p - 0.05647170982131475).abs() < 1e-9, "{w:?}");
+    let change = c.mean_change.unwrap();
+    let ci = change.ci.unwrap();
+    assert!((change.pct - -2.3550874865245945).abs() < 1e-12);
+    assert!((ci.lo - -4.799429495402158).abs() < 1e-9, "{ci:?}");
+    assert!((ci.hi - 0.08925452235296875).abs() < 1e-9, "{ci:?}");
+    assert_eq!(c.verdict.kind, Verdict::NoClearDifference);
+    assert!(
+        c.verdict.reason.contains("not significant"),
+        "{}",
+        c.verdict.reason
+    );
+    // Pooled by sample, the same data look like twelve draws against
+    // twelve and the layout spread vanishes from the interval: the
+    // sample-level comparison is far more confident (scipy: p =
+    // 0.000177 pooled) than the four layouts allow.
+    let pooled = compare(&LAYOUT_A, &LAYOUT_B, Direction::LowerIsBetter, &options()).unwrap();
+    assert_eq!(pooled.a.n, 12);
+    assert!(pooled.welch.unwrap().p < 0.001);
+}
+
+#[test]
+fn judged_by_boot_constant_boots_change_exactly() {
+    let by_boot = CompareOptions {
+        by_boot: true,
+        ..options()
+    };
+    let a = [[8192.0; 2]; 3];
+    let b = [[0.0; 2]; 3];
+    let c = compare(&a, &b, Direction::Neither, &by_boot).unwrap();
+    let change = c.mean_change.unwrap();
+    assert_eq!(change.pct, -100.0);
+    assert_eq!(change.ci.map(|ci| (ci.lo, ci.hi)), Some((-100.0, -100.0)));
+    assert_eq!(c.verdict.kind, Verdict::Changed);
+}
