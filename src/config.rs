@@ -14,8 +14,9 @@ use serde::Deserialize;
 
 use crate::controls::{Control, ControlError};
 pub use crate::model::CpuShape;
+use crate::model::layout::MIN_LAYOUT_BOOTS;
 use crate::model::order::{DEFAULT_BOOTS_PER_VARIANT, DEFAULT_ORDER_SEED};
-use crate::model::{BootOrder, GuestShape, ParallelBoots, TcgThreads};
+use crate::model::{BootOrder, GuestShape, Layouts, ParallelBoots, TcgThreads};
 use crate::series::SeriesSource;
 use crate::variants::{VariantError, VariantSet};
 use crate::workload::{Planned, WorkloadConfig, WorkloadError};
@@ -230,6 +231,8 @@ pub struct Protocol {
     pub warmups: u32,
     /// Samples measured per boot, at least 1.
     pub samples: u32,
+    /// Whether each boot of a variant runs in a memory layout of its own.
+    pub layouts: Layouts,
 }
 
 /// `protocol:` as written.
@@ -248,6 +251,10 @@ struct ProtocolConfig {
     seed: Option<u64>,
     warmups: u32,
     samples: u32,
+    /// `fixed` (default) or `varied`: the k-th boot of every variant in
+    /// memory layout k, judged by its boots (docs/cost-model.md, "Layout").
+    #[serde(default)]
+    layouts: Layouts,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
@@ -286,10 +293,16 @@ impl TryFrom<ProtocolConfig> for Protocol {
             (OrderName::Aba, None, None) => BootOrder::Aba,
             (OrderName::Abab, _, None) => BootOrder::Abab { boots },
         };
+        if raw.layouts == Layouts::Varied && (order == BootOrder::Aba || boots < MIN_LAYOUT_BOOTS) {
+            return Err(format!(
+                "protocol.layouts: varied judges a variant by its boots, one per layout, and a verdict needs at least {MIN_LAYOUT_BOOTS} of them: set order: ABAB (or random) and boots_per_variant: {MIN_LAYOUT_BOOTS} or more"
+            ));
+        }
         Ok(Protocol {
             order,
             warmups: raw.warmups,
             samples: raw.samples,
+            layouts: raw.layouts,
         })
     }
 }
@@ -398,6 +411,7 @@ pub struct Plan {
     pub order: BootOrder,
     pub warmups: u32,
     pub samples: u32,
+    pub layouts: Layouts,
 }
 
 impl Plan {
@@ -536,6 +550,7 @@ impl Campaign {
             order: self.protocol.order,
             warmups: self.protocol.warmups,
             samples: self.protocol.samples,
+            layouts: self.protocol.layouts,
         })
     }
 }
@@ -623,6 +638,16 @@ mod tests {
             order("  order: ABAB\n  boots_per_variant: 3\n  warmups: 0\n  samples: 1"),
             Ok(BootOrder::Abab { boots: 3 })
         );
+        let varied = with(
+            "  order: ABAB\n  boots_per_variant: 3\n  layouts: varied\n  warmups: 0\n  samples: 1",
+        )
+        .unwrap();
+        assert_eq!(varied.layouts, Layouts::Varied);
+        assert_eq!(varied.order, BootOrder::Abab { boots: 3 });
+        assert_eq!(
+            with("  warmups: 0\n  samples: 1").unwrap().layouts,
+            Layouts::Fixed
+        );
         assert_eq!(
             order("  order: random\n  warmups: 0\n  samples: 1"),
             Ok(BootOrder::Random {
@@ -643,6 +668,18 @@ mod tests {
             (
                 "  order: ABAB\n  boots_per_variant: 0\n  warmups: 0\n  samples: 1",
                 "boots_per_variant must be at least 1",
+            ),
+            (
+                "  layouts: varied\n  warmups: 0\n  samples: 1",
+                "protocol.layouts: varied judges a variant by its boots",
+            ),
+            (
+                "  order: ABAB\n  layouts: varied\n  warmups: 0\n  samples: 1",
+                "boots_per_variant: 3 or more",
+            ),
+            (
+                "  order: ABAB\n  layouts: sometimes\n  warmups: 0\n  samples: 1",
+                "unknown variant `sometimes`",
             ),
         ] {
             let err = order(protocol).unwrap_err();

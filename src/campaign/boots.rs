@@ -17,6 +17,7 @@ use crate::controls::Control;
 use crate::cost;
 use crate::events::{Event, Sink};
 use crate::image;
+use crate::model::layout;
 use crate::results::{self, Boot, Results, SampleRecord, Timing};
 use crate::variants::Variant;
 use crate::vm::{self, BootSpec, accel};
@@ -65,6 +66,10 @@ pub struct BootJob<'a> {
     pub settings: Vec<patchbench_agent::Setting>,
     /// Words added to the kernel command line.
     pub cmdline: Vec<String>,
+    /// The boot's memory layout, `None` for the one its inputs give: the
+    /// agent scatters the free pages by it, and the kernel command line
+    /// names it ([`crate::model::layout`]).
+    pub layout: Option<u32>,
 }
 
 /// Write a boot's job into its initramfs and describe the boot: the
@@ -95,6 +100,7 @@ pub fn prepare_boot(
         workload: job.workload,
         controls: job.controls,
         settings: job.settings,
+        layout: job.layout,
     };
     // Workloads that all swap to zram need no disk (and the cost lane
     // no host-timed disk completions).
@@ -123,7 +129,12 @@ pub fn prepare_boot(
         boot_timeout: plan.vm.boot_timeout,
         run_timeout: plan.vm.run_timeout,
         host_root,
-        extra_cmdline: [plan.cmdline.clone(), job.cmdline].concat(),
+        extra_cmdline: [
+            plan.cmdline.clone(),
+            job.cmdline,
+            job.layout.map(layout::cmdline_word).into_iter().collect(),
+        ]
+        .concat(),
     };
     Ok((spec, initramfs_sha256))
 }
@@ -177,6 +188,7 @@ impl Boots<'_> {
         stages: &mut Stages<'_>,
     ) -> anyhow::Result<()> {
         let order = self.plan.order.boots(self.variants.len());
+        let layouts = self.plan.layouts.of_boots(&order);
         let names: Vec<&str> = order
             .iter()
             .map(|&v| self.variants[v].name.as_str())
@@ -193,7 +205,7 @@ impl Boots<'_> {
             let mut ready = Vec::new();
             for &(index, variant) in wave {
                 let label = crate::model::boot_label(&names, index);
-                ready.push(self.prepare(results, index, variant, &label)?);
+                ready.push(self.prepare(results, index, variant, &label, layouts[index])?);
             }
             self.run_wave(results, stages, ready).await?;
             host_noise(results).await;
@@ -204,13 +216,15 @@ impl Boots<'_> {
     }
 
     /// Write the job of boot number `index` (variant index `variant`),
-    /// labelled `label`, and add its entry to the results.
+    /// labelled `label`, in memory layout `layout`, and add its entry to
+    /// the results.
     fn prepare(
         &self,
         results: &mut Results,
         index: usize,
         variant: usize,
         label: &str,
+        layout: Option<u32>,
     ) -> anyhow::Result<Ready> {
         let boot_dir = self
             .out_dir
@@ -237,6 +251,7 @@ impl Boots<'_> {
                 })
                 .collect(),
             cmdline: this.cmdline.clone(),
+            layout,
         };
         let (spec, initramfs_sha256) = prepare_boot(self.plan, job, self.base_entries)?;
         assert_eq!(results.boots.len(), index, "boots are added in order");
@@ -244,6 +259,7 @@ impl Boots<'_> {
             index,
             label: label.to_string(),
             variant: this.name.to_string(),
+            layout,
             initramfs_sha256,
             console_log: spec.console_log(),
             facts: None,
@@ -542,6 +558,55 @@ fn record(
 mod tests {
     use super::*;
     use patchbench_costmodel::record::{Cost, Line, SymbolCost, WindowRecord};
+
+    #[test]
+    fn a_boot_in_a_layout_names_it_on_the_command_line_and_in_its_job() {
+        use crate::config::{Campaign, DEFAULT_CAMPAIGN, Overrides, default_campaign_dir};
+        let plan = Campaign::parse(DEFAULT_CAMPAIGN, Path::new("smoke.yaml"))
+            .unwrap()
+            .into_plan(
+                Path::new("ci/smoke.yaml"),
+                &default_campaign_dir(),
+                Overrides::default(),
+            )
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let job = |layout| BootJob {
+            label: "A",
+            kernel: Path::new("/k"),
+            dir: dir.path(),
+            accel: accel::Accel::Tcg,
+            workload: patchbench_agent::Workload::Exec {
+                argv: vec!["true".into()],
+            },
+            controls: Vec::new(),
+            host_root: false,
+            settings: Vec::new(),
+            cmdline: vec!["mitigations=off".into()],
+            layout,
+        };
+        let read_job = || {
+            let cpio = std::fs::read(dir.path().join("initramfs.cpio")).unwrap();
+            let text = String::from_utf8_lossy(&cpio).into_owned();
+            text.contains(r#""layout":2"#)
+        };
+        let entries = image::Entries::new();
+        let (spec, with_layout) = prepare_boot(&plan, job(Some(2)), &entries).unwrap();
+        assert!(spec.extra_cmdline.ends_with(&[
+            "mitigations=off".to_string(),
+            "patchbench.layout=2".to_string()
+        ]));
+        assert!(read_job(), "the job carries the layout");
+        let (spec, without) = prepare_boot(&plan, job(None), &entries).unwrap();
+        assert!(
+            !spec
+                .extra_cmdline
+                .iter()
+                .any(|w| w.starts_with("patchbench.layout"))
+        );
+        assert!(!read_job());
+        assert_ne!(with_layout, without);
+    }
 
     fn window(seq: u64, phase: &str, model: &str, cycles: u64) -> String {
         let cost = Cost {

@@ -253,6 +253,7 @@ fn new_results(
             order_seed: plan.order.seed(),
             warmups: plan.warmups,
             samples: plan.samples,
+            layouts: plan.layouts,
         },
         boots: Vec::new(),
         timings: Vec::new(),

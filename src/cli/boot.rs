@@ -57,6 +57,13 @@ pub struct BootArgs {
     /// top of the kernel's build directory, as `patchbench build` keeps it].
     #[arg(long, value_name = "FILE", requires = "cost_model")]
     system_map: Option<PathBuf>,
+    /// Boot in memory layout N, as the N-th boot of each variant of a
+    /// `protocol.layouts: varied` campaign does: the agent scatters the
+    /// free pages by a permutation drawn from N before the command, and
+    /// `patchbench.layout=N` goes on the kernel command line. Reproduces
+    /// one boot of such a campaign (docs/cost-model.md, "Layout").
+    #[arg(long, value_name = "N")]
+    layout: Option<u32>,
 }
 
 /// The median of some durations (the mean of the middle two for an even count).
@@ -132,6 +139,7 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
             host_root: args.host_root,
             settings: Vec::new(),
             cmdline: Vec::new(),
+            layout: args.layout,
         };
         let (spec, _) = campaign::prepare_boot(&plan, job, &base_entries)?;
         sink.emit(Event::Started {

@@ -6,12 +6,14 @@
 
 pub mod draw;
 pub mod guest;
+pub mod layout;
 pub mod metric;
 pub mod order;
 pub mod variant;
 pub mod verdict;
 
 pub use guest::{CpuShape, GuestShape, Limit, ParallelBoots, TcgThreads};
+pub use layout::Layouts;
 pub use metric::{Direction, Unit};
 pub use order::BootOrder;
 pub use variant::{NameError, VariantName, boot_label, valid_name};

@@ -175,7 +175,11 @@ fn condition_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
 
 /// [`super::rows::repeats_line`] as a paragraph, or nothing.
 fn repeats_markdown(out: &mut String, rows: &[&Row]) {
-    if let Some(line) = super::rows::repeats_line(rows) {
+    let lines = [
+        super::rows::repeats_line(rows),
+        super::rows::layouts_line(rows),
+    ];
+    for line in lines.into_iter().flatten() {
         let _ = writeln!(out, "\n{line}");
     }
 }

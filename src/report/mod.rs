@@ -23,8 +23,8 @@ pub use format::{
 pub use markdown::{markdown, markdown_of};
 pub use profile::{ProfileTable, cost_banner, profile_tables};
 pub use rows::{
-    Row, Uncompared, condition_rows, is_prefix_chain, regressed_metrics, repeats_line, rows, steps,
-    uncompared,
+    Row, Uncompared, condition_rows, is_prefix_chain, layouts_line, regressed_metrics,
+    repeats_line, rows, steps, uncompared,
 };
 pub use terminal::{terminal, terminal_of};
 
@@ -95,6 +95,40 @@ mod tests {
             "{terminal}"
         );
         assert_eq!(terminal.matches("pageout_cpu_ns").count(), 2, "{terminal}");
+    }
+
+    #[test]
+    fn boots_in_layouts_of_their_own_are_judged_by_boot_and_every_report_says_so() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/smoke-results.json");
+        let mut results = Results::load(&path).unwrap();
+        // Boots A, B, A′: layouts 1, 1, 2.
+        for (boot, layout) in results.boots.iter_mut().zip([1, 1, 2]) {
+            boot.layout = Some(layout);
+        }
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        let all = rows(&results, spec.as_ref());
+        let row = all.iter().find(|r| r.metric == "pageout_cpu_ns").unwrap();
+        assert!(row.comparison.options.by_boot);
+        assert_eq!((row.comparison.a.n, row.comparison.b.n), (2, 1));
+        assert_eq!((row.a_samples, row.b_samples), (6, 3));
+        // One B boot is one observation: too few for a verdict.
+        assert_eq!(
+            row.comparison.verdict.kind,
+            crate::model::Verdict::Inconclusive
+        );
+        assert_eq!(row.coverage(), None, "every sample has the metric");
+        let note = row.layout_note().unwrap();
+        assert!(note.contains("(2 A boots, 1 B boots)"), "{note}");
+        let line = layouts_line(&all.iter().collect::<Vec<_>>()).unwrap();
+        assert!(line.starts_with("Judged by boot: each boot ran in a memory layout of its own"));
+        assert!(markdown(&results, spec.as_ref()).contains(&line));
+        assert!(terminal(&results, spec.as_ref()).contains(&line));
+        // Without layouts, none of it.
+        let plain = Results::load(&path).unwrap();
+        let plain_rows = rows(&plain, spec.as_ref());
+        assert!(layouts_line(&plain_rows.iter().collect::<Vec<_>>()).is_none());
+        assert!(!markdown(&plain, spec.as_ref()).contains("Judged by boot"));
     }
 
     #[test]

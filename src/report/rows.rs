@@ -40,7 +40,11 @@ impl Row {
     /// each side, so the reader knows what the statistics stand on.
     pub fn coverage(&self) -> Option<String> {
         let c = &self.comparison;
-        let (a, b) = (c.a.n + c.a_repeated, c.b.n + c.b_repeated);
+        // Samples, whether the statistics counted samples or boots.
+        let samples = |boots: &[Option<stats::Summary>]| -> usize {
+            boots.iter().flatten().map(|s| s.n).sum()
+        };
+        let (a, b) = (samples(&c.a_boots), samples(&c.b_boots));
         if a == self.a_samples && b == self.b_samples {
             return None;
         }
@@ -66,6 +70,18 @@ impl Row {
         .collect();
         (!parts.is_empty()).then(|| parts.join("; "))
     }
+    /// When the comparison was judged by boot (`protocol.layouts:
+    /// varied`): what one observation is, and how many each side has.
+    pub fn layout_note(&self) -> Option<String> {
+        let c = &self.comparison;
+        c.options.by_boot.then(|| {
+            format!(
+                "judged by boot: each boot ran in a memory layout of its own, and its mean is one observation ({} {} boots, {} {} boots)",
+                c.a.n, self.baseline, c.b.n, self.variant
+            )
+        })
+    }
+
     /// The metric, with its control's name when it is a control's, and
     /// the variant's when it is not the B of an A/B campaign.
     pub fn label(&self) -> String {
@@ -105,6 +121,18 @@ pub fn repeats_line(rows: &[&Row]) -> Option<String> {
     Some(format!(
         "{} boots that repeat an earlier boot of the same variant value for value (a deterministic lane) count once, so for {which} the statistics stand on one boot's samples{list}. Those samples share one memory layout, so the interval does not cover the layout: in the cost lane a change of a few percent can move with it (docs/cost-model.md, \"Layout\").",
         sides.join(" and "),
+    ))
+}
+
+/// One line when the comparisons were judged by boot ([`Row::layout_note`]):
+/// the interval then covers the memory layouts' spread, which the samples
+/// of one boot all share. `None` otherwise.
+pub fn layouts_line(rows: &[&Row]) -> Option<String> {
+    let first = rows.iter().find(|r| r.comparison.options.by_boot)?;
+    let c = &first.comparison;
+    Some(format!(
+        "Judged by boot: each boot ran in a memory layout of its own (protocol.layouts: varied), so each boot's mean is one observation ({} {} boots, {} {} boots) and the intervals are Welch's t over those means: they cover the spread between layouts, which every sample of one boot shares (docs/cost-model.md, \"Layout\").",
+        c.a.n, first.baseline, c.b.n, first.variant
     ))
 }
 
@@ -186,6 +214,12 @@ pub fn condition_rows(
             }
         }
     }
+    // Boots in layouts of their own (`protocol.layouts: varied`) are the
+    // observations; otherwise the samples are.
+    let by_boot = a_boots
+        .iter()
+        .chain(&b_boots)
+        .any(|(boot, _)| boot.layout.is_some());
     names
         .into_iter()
         .filter_map(|(metric, metric_spec)| {
@@ -200,6 +234,7 @@ pub fn condition_rows(
             };
             let options = CompareOptions {
                 negligible,
+                by_boot,
                 ..CompareOptions::default()
             };
             let comparison = stats::compare(

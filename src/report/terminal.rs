@@ -2,7 +2,7 @@
 //! text.
 
 use super::format::{control_title, format_value, noise_line, p_cell, signed_pct, unit_label};
-use super::rows::{Row, by_condition, repeats_line, rows};
+use super::rows::{Row, by_condition, layouts_line, repeats_line, rows};
 use crate::results::{Accel, Results};
 use crate::workload::WorkloadSpec;
 
@@ -47,7 +47,11 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
             row.coverage().unwrap_or_default()
         ));
     }
-    if let Some(line) = repeats_line(&rows.iter().collect::<Vec<_>>()) {
+    let all: Vec<&Row> = rows.iter().collect();
+    for line in [repeats_line(&all), layouts_line(&all)]
+        .into_iter()
+        .flatten()
+    {
         out.push_str(&format!("{line}\n"));
     }
     for missing in super::rows::uncompared(results) {

@@ -329,6 +329,29 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn resuming_never_mixes_fixed_and_varied_layouts() {
+        let fixed = fixture();
+        let mut varied = fixed.clone();
+        varied.protocol.layouts = crate::model::Layouts::Varied;
+        for (boot, layout) in varied.boots.iter_mut().zip(1..) {
+            boot.layout = Some(layout);
+        }
+        assert!(varied.can_resume_from(&varied));
+        assert!(!varied.can_resume_from(&fixed));
+        assert!(!fixed.can_resume_from(&varied));
+        // Both round-trip; a fixed document writes neither field.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.json");
+        varied.save(&path).unwrap();
+        let back = Results::load(&path).unwrap();
+        assert_eq!(back.protocol.layouts, crate::model::Layouts::Varied);
+        assert_eq!(back.boots[1].layout, Some(2));
+        fixed.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("layout"), "{text}");
+    }
+
+    #[test]
     fn resuming_never_mixes_the_cost_lane_with_another() {
         let cost = cost_lane();
         let plain = fixture();

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::build::KernelArtifact;
-use crate::model::TcgThreads;
+use crate::model::{Layouts, TcgThreads};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -270,6 +270,10 @@ pub struct Protocol {
     pub order_seed: Option<u64>,
     pub warmups: u32,
     pub samples: u32,
+    /// `varied` when each boot of a variant ran in a memory layout of its
+    /// own (each boot's `layout`); absent for `fixed`.
+    #[serde(default, skip_serializing_if = "Layouts::is_fixed")]
+    pub layouts: Layouts,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -281,6 +285,10 @@ pub struct Boot {
     pub label: String,
     /// The variant's name.
     pub variant: String,
+    /// The boot's memory layout under `protocol.layouts: varied` (the k-th
+    /// boot of each variant runs layout k); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<u32>,
     pub initramfs_sha256: String,
     pub console_log: PathBuf,
     pub facts: Option<Facts>,

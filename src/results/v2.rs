@@ -213,6 +213,7 @@ impl From<ResultsV2> for Results {
                 order_seed: old.protocol.order_seed,
                 warmups: old.protocol.warmups,
                 samples: old.protocol.samples,
+                layouts: Default::default(),
             },
             boots: old
                 .boots
@@ -221,6 +222,7 @@ impl From<ResultsV2> for Results {
                     index: b.index,
                     label: b.label,
                     variant: b.variant,
+                    layout: None,
                     initramfs_sha256: b.initramfs_sha256,
                     console_log: b.console_log,
                     facts: b.facts,

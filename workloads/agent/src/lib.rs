@@ -74,6 +74,13 @@ pub struct Job {
     /// workload; each must read back ([`reads_back`]). Absent: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub settings: Vec<Setting>,
+    /// The boot's memory layout (`protocol.layouts: varied`): before the
+    /// workload, the agent scatters the free page lists by a permutation
+    /// drawn from this number (`layout::scatter`), so that this boot's
+    /// allocations land on other physical pages than another layout's.
+    /// Absent: the layout the boot's inputs give.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<u32>,
 }
 
 /// A runtime setting: a file under `/sys` or `/proc/sys` (the host checks

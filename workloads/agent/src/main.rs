@@ -22,6 +22,7 @@ mod files;
 mod gate;
 mod hostroot;
 mod kbuild;
+mod layout;
 mod mark;
 mod pageout;
 mod parse;
@@ -125,6 +126,10 @@ fn run(port: &mut Port) -> Result<()> {
     .context("setting up swap")?;
     setup::zswap(&job.zswap).context("setting up zswap")?;
     setup::thp(job.thp).context("setting up THP")?;
+    if let Some(n) = job.layout {
+        console::say(format!("memory layout {n}"));
+        layout::scatter(n).with_context(|| format!("setting up memory layout {n}"))?;
+    }
     let settings = setup::settings(&job.settings).context("writing the variant's settings")?;
     let candidates = job.workload.profile_candidates();
     let profiler = if candidates.is_empty() {

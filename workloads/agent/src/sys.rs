@@ -273,6 +273,17 @@ impl Mapping {
         check(unsafe { libc::madvise(self.ptr, self.len, advice) }).map(drop)
     }
 
+    /// `madvise(2)` over `pages` pages from page `first`.
+    pub fn advise_pages(&self, first: usize, pages: usize, advice: libc::c_int) -> io::Result<()> {
+        let page = page_size();
+        assert!(
+            (first + pages) * page <= self.len,
+            "pages {first}+{pages} are past the mapping"
+        );
+        // SAFETY: the range lies inside our own mapping (checked above).
+        check(unsafe { libc::madvise(self.ptr.add(first * page), pages * page, advice) }).map(drop)
+    }
+
     /// The mapping as machine words, for writing.
     pub fn words_mut(&mut self) -> &mut [u64] {
         // SAFETY: mmap returns page-aligned memory we own for `len` bytes, and
