@@ -47,11 +47,15 @@ fn smoke_kernel(dir: &Path) -> PathBuf {
     )
 }
 
-/// One boot in the cost lane running the marked loop: its windows.
-fn marked_loop(kernel: &Path, out: &Path) -> Vec<WindowRecord> {
-    let output = patchbench()
-        .args(["boot", "--cost-model", "--out"])
-        .arg(out)
+/// One boot in the cost lane running the marked loop, in memory layout
+/// `layout` if given: its windows.
+fn marked_loop(kernel: &Path, out: &Path, layout: Option<u32>) -> Vec<WindowRecord> {
+    let mut command = patchbench();
+    command.args(["boot", "--cost-model", "--out"]).arg(out);
+    if let Some(n) = layout {
+        command.args(["--layout", &n.to_string()]);
+    }
+    let output = command
         .arg(kernel)
         .args(["--", "/init", "marked-loop", &ITERATIONS.to_string()])
         .output()
@@ -66,20 +70,34 @@ fn marked_loop(kernel: &Path, out: &Path) -> Vec<WindowRecord> {
         stdout.contains("window 1 probe (skylake-client)"),
         "{stdout}"
     );
+    if let Some(n) = layout {
+        // The agent scattered the free pages before the command, and the
+        // kernel was told the layout.
+        let console = std::fs::read_to_string(out.join("boot1").join("console.log")).unwrap();
+        assert!(
+            console.contains(&format!("memory layout {n}"))
+                && console.contains(&format!("patchbench.layout={n}")),
+            "{console}"
+        );
+    }
     let path = out.join("boot1").join(cost::WINDOWS_FILE);
     let text = std::fs::read_to_string(&path).unwrap();
     cost::parse_windows(&text, &path).unwrap()
 }
 
 /// The loop's window holds exactly its user instructions, 2 per iteration
-/// plus the end marker, on every boot.
+/// plus the end marker, on every boot, and in any memory layout (the
+/// second boot runs layout 3: a layout moves pages, not instructions).
 #[test]
 fn the_cost_model_counts_a_marked_loop_exactly_on_every_boot() {
     require_host_tools();
     let dir = tempfile::tempdir().unwrap();
     let kernel = smoke_kernel(dir.path());
     let boots: Vec<Vec<WindowRecord>> = (0..2)
-        .map(|i| marked_loop(&kernel, &dir.path().join(format!("run{i}"))))
+        .map(|i| {
+            let layout = (i == 1).then_some(3);
+            marked_loop(&kernel, &dir.path().join(format!("run{i}")), layout)
+        })
         .collect();
     let user_insns: Vec<u64> = boots
         .iter()
