@@ -20,10 +20,10 @@ use crate::model::guest::size_text;
 pub use crate::model::{Direction, Unit};
 use crate::model::{GuestShape, Limit};
 
-const ZSWAP_PAGEOUT: &str = include_str!("../../workloads/zswap-pageout.yaml");
-const RSTAT_FLUSH: &str = include_str!("../../workloads/rstat-flush.yaml");
-const RECLAIM_REFAULT: &str = include_str!("../../workloads/reclaim-refault.yaml");
-const KERNEL_BUILD: &str = include_str!("../../workloads/kernel-build.yaml");
+mod spec;
+#[cfg(test)]
+use spec::{KERNEL_BUILD, RECLAIM_REFAULT, RSTAT_FLUSH, ZSWAP_PAGEOUT};
+pub use spec::{MetricLane, MetricSpec, ParamSpec, WorkloadSpec, spec_for_kind};
 
 /// The campaign's `workload:` section. Every parameter is documented, with
 /// its default and unit, in the workload's spec (`workloads/<kind>.yaml`).
@@ -765,64 +765,6 @@ fn check_targets(targets: &[String]) -> Result<(), WorkloadError> {
         }
     }
     Ok(())
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkloadSpec {
-    pub name: String,
-    pub description: String,
-    pub params: Vec<ParamSpec>,
-    pub metrics: Vec<MetricSpec>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ParamSpec {
-    pub name: String,
-    pub unit: String,
-    pub default: yaml_serde::Value,
-    pub description: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MetricSpec {
-    pub name: String,
-    pub unit: Unit,
-    pub better: Direction,
-    /// Values within ±this (in the metric's unit) are negligible: when every
-    /// A and B sample is, the verdict is "no clear difference" (rule 3 of
-    /// docs/statistics.md). Absent: no such level.
-    #[serde(default)]
-    pub negligible: Option<f64>,
-    /// `cost`: made by the cost lane (docs/cost-model.md) from the phase
-    /// windows the agent marks, not by the agent. Absent: every lane.
-    #[serde(default)]
-    pub lane: Option<MetricLane>,
-    pub description: String,
-}
-
-/// The lane that alone produces a metric. A metric of another lane is
-/// absent from a run's samples, and so from its reports: it is not missing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MetricLane {
-    /// `vm.cost_model: cache`.
-    Cost,
-}
-
-/// The spec of a workload kind (`zswap-pageout`...); `None` for a kind
-/// that measures nothing.
-pub fn spec_for_kind(kind: &str) -> Option<WorkloadSpec> {
-    let text = match kind {
-        "zswap-pageout" => ZSWAP_PAGEOUT,
-        "rstat-flush" => RSTAT_FLUSH,
-        "reclaim-refault" => RECLAIM_REFAULT,
-        "kernel-build" => KERNEL_BUILD,
-        _ => return None,
-    };
-    Some(yaml_serde::from_str(text).expect("workloads/*.yaml are valid (tested)"))
 }
 
 #[cfg(test)]
