@@ -100,7 +100,10 @@ impl Row {
 /// pool ([`Row::repeat_note`]), so that a deterministic lane, where every
 /// metric repeats, says it once; `None` when no metric did.
 pub fn repeats_line(rows: &[&Row]) -> Option<String> {
-    let repeated: Vec<&&Row> = rows.iter().filter(|r| r.repeat_note().is_some()).collect();
+    let repeated: Vec<&&Row> = rows
+        .iter()
+        .filter(|r| r.comparison.a_repeated + r.comparison.b_repeated > 0)
+        .collect();
     let first = repeated.first()?;
     let names: Vec<String> = repeated.iter().map(|r| r.label()).collect();
     let sides: Vec<&str> = [
