@@ -126,6 +126,19 @@ fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
         ),
         "{page}"
     );
+    // Boots in memory layouts of their own: one note under the tables.
+    assert!(!page.contains("judged-by-boot"));
+    let mut layouts = results.clone();
+    for (boot, layout) in layouts.boots.iter_mut().zip([1, 1, 2]) {
+        boot.layout = Some(layout);
+    }
+    let page = html::render_run(&Run::new(&layouts, spec.as_ref(), Path::new("/out"))).unwrap();
+    assert_eq!(
+        page.matches(r#"<p class="note" id="judged-by-boot">Judged by boot: each boot ran in a memory layout of its own"#)
+            .count(),
+        1,
+        "{page}"
+    );
     let page = html::render_run(&run).unwrap();
 
     assert_eq!(

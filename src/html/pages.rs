@@ -51,6 +51,9 @@ pub struct RunPage<'a> {
     /// Metrics no sample of one side has (`report::uncompared`), one line
     /// each.
     pub uncompared: Vec<String>,
+    /// Under the tables when the boots ran in memory layouts of their own
+    /// (`report::layouts_line`): what one observation is.
+    pub judged_by_boot: Option<String>,
     pub plots: Vec<PlotView>,
     /// A per-patch campaign's waterfalls, one per metric; empty otherwise.
     pub waterfalls: Vec<PlotView>,
@@ -590,6 +593,7 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
             .iter()
             .map(crate::report::Uncompared::sentence)
             .collect(),
+        judged_by_boot: crate::report::layouts_line(&run.report_rows.iter().collect::<Vec<_>>()),
         profiles: profiles(r)?,
         multi: run.multi(),
         baseline: r.baseline().to_string(),

@@ -70,7 +70,6 @@ pub fn metric_rows(results: &Results, rows: &[report::Row]) -> Vec<MetricRow> {
             }
             notes.extend(row.coverage());
             notes.extend(row.repeat_note());
-            notes.extend(row.layout_note());
             let interval = |i: Option<crate::stats::Interval>| i.map(|i| (i.lo, i.hi));
             MetricRow {
                 condition: row.condition.clone(),

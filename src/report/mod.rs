@@ -118,10 +118,9 @@ mod tests {
             crate::model::Verdict::Inconclusive
         );
         assert_eq!(row.coverage(), None, "every sample has the metric");
-        let note = row.layout_note().unwrap();
-        assert!(note.contains("(2 A boots, 1 B boots)"), "{note}");
         let line = layouts_line(&all.iter().collect::<Vec<_>>()).unwrap();
         assert!(line.starts_with("Judged by boot: each boot ran in a memory layout of its own"));
+        assert!(line.contains("(2 A boots, 1 B boots)"), "{line}");
         assert!(markdown(&results, spec.as_ref()).contains(&line));
         assert!(terminal(&results, spec.as_ref()).contains(&line));
         // Without layouts, none of it.

@@ -70,18 +70,6 @@ impl Row {
         .collect();
         (!parts.is_empty()).then(|| parts.join("; "))
     }
-    /// When the comparison was judged by boot (`protocol.layouts:
-    /// varied`): what one observation is, and how many each side has.
-    pub fn layout_note(&self) -> Option<String> {
-        let c = &self.comparison;
-        c.options.by_boot.then(|| {
-            format!(
-                "judged by boot: each boot ran in a memory layout of its own, and its mean is one observation ({} {} boots, {} {} boots)",
-                c.a.n, self.baseline, c.b.n, self.variant
-            )
-        })
-    }
-
     /// The metric, with its control's name when it is a control's, and
     /// the variant's when it is not the B of an A/B campaign.
     pub fn label(&self) -> String {
@@ -127,7 +115,7 @@ pub fn repeats_line(rows: &[&Row]) -> Option<String> {
     ))
 }
 
-/// One line when the comparisons were judged by boot ([`Row::layout_note`]):
+/// One line when the comparisons were judged by boot (`options.by_boot`):
 /// the interval then covers the memory layouts' spread, which the samples
 /// of one boot all share. `None` otherwise.
 pub fn layouts_line(rows: &[&Row]) -> Option<String> {
