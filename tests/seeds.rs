@@ -264,6 +264,46 @@ fn seed_002_runs_in_the_cost_lane_on_the_icount_campaigns_workload() {
 }
 
 #[test]
+fn the_layout_campaigns_vary_only_the_protocol() {
+    // 002 across layouts is the lockstep campaign, booted eight times a
+    // variant in layouts of their own.
+    let lockstep = plan_of(&seeds_dir().join("002-dfl-rstat-cost-lockstep.yaml"));
+    let layouts = plan_of(&seeds_dir().join("002-dfl-rstat-cost-layouts.yaml"));
+    assert_eq!(plan_params(&layouts), plan_params(&lockstep));
+    assert_eq!(layouts.fragments, lockstep.fragments);
+    assert_eq!(layouts.vm.cost_model, patchbench::config::CostModel::Cache);
+    assert_eq!(layouts.layouts, patchbench::model::Layouts::Varied);
+    assert_eq!(
+        layouts.order,
+        patchbench::model::BootOrder::Abab { boots: 8 }
+    );
+    // The counter across layouts is ci/workloads/counter-cost.yaml's.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let counter = plan_of(&root.join("ci/workloads/counter-cost.yaml"));
+    let counter_layouts = plan_of(&root.join("ci/workloads/counter-cost-layouts.yaml"));
+    assert_eq!(plan_params(&counter_layouts), plan_params(&counter));
+    assert_eq!(counter_layouts.fragments, counter.fragments);
+    assert_eq!(counter_layouts.layouts, patchbench::model::Layouts::Varied);
+}
+
+/// Every campaign in ci/workloads/ loads and validates too: they are the
+/// README's and docs' examples, run by hand.
+#[test]
+fn every_ci_workloads_campaign_loads_and_validates() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/workloads");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "yaml") {
+            let plan = plan_of(&path);
+            assert!(plan.samples > 0, "{}: no samples", path.display());
+            seen += 1;
+        }
+    }
+    assert!(seen >= 8, "only {seen} campaigns in {}", dir.display());
+}
+
+#[test]
 fn seed_campaigns_stay_out_of_ci() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for script in ["ci/smoke.sh", "ci/test.sh"] {
