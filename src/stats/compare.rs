@@ -86,8 +86,12 @@ pub fn compare<S: AsRef<[f64]>>(
     options: &CompareOptions,
 ) -> Result<Comparison, StatsError> {
     options.validate()?;
-    let (a_pool, a_repeated) = pooled(a_boots, Side::A)?;
-    let (b_pool, b_repeated) = pooled(b_boots, Side::B)?;
+    // Judged by boot, every boot ran in a layout of its own: two that agree
+    // value for value (a count of 0, 0, 1 flushes) are two layouts that
+    // happened to agree, not one run counted twice.
+    let skip_repeats = !options.by_boot;
+    let (a_pool, a_repeated) = pooled(a_boots, Side::A, skip_repeats)?;
+    let (b_pool, b_repeated) = pooled(b_boots, Side::B, skip_repeats)?;
     let per_boot = |boots: &[S]| -> Vec<Option<Summary>> {
         boots.iter().map(|s| Summary::of(s.as_ref())).collect()
     };
@@ -201,8 +205,13 @@ fn welch_se(a: &[f64], b: &[f64]) -> f64 {
 
 /// A variant's samples, one list per boot that has any, with how many
 /// samples were left out because their boot repeated an earlier one value
-/// for value; an error when there are none or one is not finite.
-fn pooled<S: AsRef<[f64]>>(boots: &[S], side: Side) -> Result<(Vec<Vec<f64>>, usize), StatsError> {
+/// for value (only with `skip_repeats`); an error when there are none or
+/// one is not finite.
+fn pooled<S: AsRef<[f64]>>(
+    boots: &[S],
+    side: Side,
+    skip_repeats: bool,
+) -> Result<(Vec<Vec<f64>>, usize), StatsError> {
     let mut all = Vec::new();
     let mut repeated = 0;
     for (boot, samples) in boots.iter().enumerate() {
@@ -210,7 +219,8 @@ fn pooled<S: AsRef<[f64]>>(boots: &[S], side: Side) -> Result<(Vec<Vec<f64>>, us
         // A constant boot (8192 pages stored, every sample) says the same
         // pooled or not: only a spread can be counted twice.
         let spread = samples.iter().any(|v| *v != samples[0]);
-        if spread
+        if skip_repeats
+            && spread
             && boots[..boot]
                 .iter()
                 .any(|earlier| earlier.as_ref() == samples)

@@ -580,3 +580,20 @@ fn judged_by_boot_constant_boots_change_exactly() {
     assert_eq!(change.ci.map(|ci| (ci.lo, ci.hi)), Some((-100.0, -100.0)));
     assert_eq!(c.verdict.kind, Verdict::Changed);
 }
+
+#[test]
+fn judged_by_boot_boots_that_agree_are_two_layouts_not_one_run_twice() {
+    // Flush counts of 0, 0, 1 in two layouts: a coincidence of counts,
+    // each boot its own observation.
+    let by_boot = CompareOptions {
+        by_boot: true,
+        ..options()
+    };
+    let a = [[8192.0, 8193.0, 8192.0]; 3];
+    let b = [[0.0, 0.0, 1.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]];
+    let c = compare(&a, &b, Direction::LowerIsBetter, &by_boot).unwrap();
+    assert_eq!((c.a.n, c.b.n, c.a_repeated, c.b_repeated), (3, 3, 0, 0));
+    // Judged by sample, the repeated boots count once as before.
+    let c = compare(&a, &b, Direction::LowerIsBetter, &options()).unwrap();
+    assert_eq!((c.a_repeated, c.b_repeated), (6, 3));
+}
