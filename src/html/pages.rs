@@ -353,8 +353,11 @@ fn percent_encode(segment: &str) -> String {
 
 fn method(results: &Results) -> String {
     let order = crate::report::boot_order(results);
-    let stats =
-        "Intervals, p-values and verdicts come from the statistics over the pooled samples.";
+    let stats = if crate::report::judged_by_boot(results) {
+        "Each boot ran in a memory layout of its own, and intervals, p-values and verdicts come from the statistics over the boots' means (Welch's t)."
+    } else {
+        "Intervals, p-values and verdicts come from the statistics over the pooled samples."
+    };
     if results.candidates().len() > 1 {
         return format!(
             "Fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; \

@@ -85,16 +85,26 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
     }
     let _ = writeln!(
         out,
-        "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; A pools every A boot. \
-         Drift is the last A boot's mean against the first's; max CV is the largest within-boot coefficient of variation. \
-         B vs A is the change of the mean with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}); p is Welch's t-test. \
+        "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; {} \
          A change is called only when p < {} and the whole interval lies outside \u{b1}{}% (widened to the A drift when that is larger); \
          see docs/statistics.md.{} Accelerator: {}. Base {} ({}), chosen from {}; B adds {} patch(es), series sha256 {}.",
         boot_order(results),
         results.protocol.warmups,
         results.protocol.samples,
-        CompareOptions::default().resamples,
-        CompareOptions::default().seed,
+        if super::judged_by_boot(results) {
+            "each boot ran in a memory layout of its own and its mean is one observation (no drift: the boots differ by layout on purpose); \
+             max CV is the largest within-boot coefficient of variation. \
+             B vs A is the change of the mean of the boots' means with Welch's 95% t interval; p is Welch's t-test over the boots' means."
+                .to_string()
+        } else {
+            format!(
+                "A pools every A boot. \
+                 Drift is the last A boot's mean against the first's; max CV is the largest within-boot coefficient of variation. \
+                 B vs A is the change of the mean with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}); p is Welch's t-test.",
+                CompareOptions::default().resamples,
+                CompareOptions::default().seed,
+            )
+        },
         CompareOptions::default().alpha,
         CompareOptions::default().noise_pct,
         if results.controls.is_empty() {

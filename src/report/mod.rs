@@ -28,6 +28,12 @@ pub use rows::{
 };
 pub use terminal::{terminal, terminal_of};
 
+/// Whether the run's boots ran in memory layouts of their own
+/// (`protocol.layouts: varied`), so its comparisons are judged by boot.
+pub fn judged_by_boot(results: &crate::results::Results) -> bool {
+    results.boots.iter().any(|b| b.layout.is_some())
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -121,8 +127,16 @@ mod tests {
         let line = layouts_line(&all.iter().collect::<Vec<_>>()).unwrap();
         assert!(line.starts_with("Judged by boot: each boot ran in a memory layout of its own"));
         assert!(line.contains("(2 A boots, 1 B boots)"), "{line}");
-        assert!(markdown(&results, spec.as_ref()).contains(&line));
+        let text = markdown(&results, spec.as_ref());
+        assert!(text.contains(&line));
         assert!(terminal(&results, spec.as_ref()).contains(&line));
+        // The method paragraph says what an observation was, not the
+        // bootstrap's pooled samples.
+        assert!(
+            text.contains("its mean is one observation (no drift")
+                && !text.contains("percentile-bootstrap"),
+            "{text}"
+        );
         // Without layouts, none of it.
         let plain = Results::load(&path).unwrap();
         let plain_rows = rows(&plain, spec.as_ref());
