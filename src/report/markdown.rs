@@ -330,16 +330,25 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
     }
     let _ = writeln!(
         out,
-        "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; each variant pools its boots. \
-         Each column is that variant's mean and its change against {}'s with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}). \
+        "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; {} \
          A change is called only when Welch's p < {} and the whole interval lies outside \u{b1}{}% (widened to the baseline's drift when that is larger); \
          see docs/statistics.md.{} Accelerator: {}. Base {} ({}), chosen from {}; the series has {} patch(es), sha256 {}.",
         boot_order(results),
         results.protocol.warmups,
         results.protocol.samples,
-        baseline,
-        CompareOptions::default().resamples,
-        CompareOptions::default().seed,
+        if super::judged_by_boot(results) {
+            format!(
+                "each boot ran in a memory layout of its own and its mean is one observation. \
+                 Each column is that variant's mean of its boots' means and its change against {baseline}'s with Welch's 95% t interval."
+            )
+        } else {
+            format!(
+                "each variant pools its boots. \
+                 Each column is that variant's mean and its change against {baseline}'s with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}).",
+                CompareOptions::default().resamples,
+                CompareOptions::default().seed,
+            )
+        },
         CompareOptions::default().alpha,
         CompareOptions::default().noise_pct,
         if results.controls.is_empty() {

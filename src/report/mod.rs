@@ -137,6 +137,16 @@ mod tests {
                 && !text.contains("percentile-bootstrap"),
             "{text}"
         );
+        // A campaign of several variants says it too.
+        let mut several = crate::results::tests::per_patch();
+        for (boot, layout) in several.boots.iter_mut().zip([1, 1, 1, 1, 2]) {
+            boot.layout = Some(layout);
+        }
+        let text = markdown(&several, spec.as_ref());
+        assert!(
+            text.contains("mean of its boots' means") && !text.contains("percentile-bootstrap"),
+            "{text}"
+        );
         // Without layouts, none of it.
         let plain = Results::load(&path).unwrap();
         let plain_rows = rows(&plain, spec.as_ref());
