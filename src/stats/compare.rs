@@ -124,7 +124,7 @@ pub fn compare<S: AsRef<[f64]>>(
         // A percentile bootstrap over three to five boot means is far too
         // narrow (it cannot reach past the extreme means); Welch's t
         // interval has the right width at any n.
-        changes.mean = welch_change(&a, &b, welch.as_ref());
+        changes.mean = welch_change(&a_summary, &b_summary, welch.as_ref());
     }
     // The separation check is about samples: B's all beyond every A boot.
     let b_samples = Summary::of(&b_pool.concat()).expect("pooled() returns non-empty samples");
@@ -166,41 +166,33 @@ fn boot_means(boots: &[Vec<f64>]) -> Vec<f64> {
 
 /// B's mean against A's in percent, with Welch's 95% t interval of the
 /// difference of the means scaled by A's mean: `(m_B − m_A ± t · se) /
-/// |m_A| · 100`, with Welch-Satterthwaite degrees of freedom. A's mean is
+/// |m_A| · 100`, with `se = √(s²_A/n_A + s²_B/n_B)` from the summaries and
+/// the Welch test's Welch-Satterthwaite degrees of freedom. A's mean is
 /// taken as exact in the scaling (its own uncertainty is second order at
 /// the few-percent spreads this is for). `None` when A's mean is 0; no
 /// interval without a Welch test (fewer than two values on a side), unless
 /// both sides are constant, where the change is exact.
-fn welch_change(a: &[f64], b: &[f64], welch: Option<&WelchTest>) -> Option<Change> {
-    use super::describe::mean;
-    let (ma, mb) = (mean(a), mean(b));
-    let pct = super::describe::pct_change(ma, mb)?;
-    let constant = |v: &[f64]| v.len() >= 2 && v.iter().all(|x| *x == v[0]);
+fn welch_change(a: &Summary, b: &Summary, welch: Option<&WelchTest>) -> Option<Change> {
+    let pct = super::describe::pct_change(a.mean, b.mean)?;
     let ci = match welch {
         Some(w) => {
             let q = StudentsT::new(0.0, 1.0, w.df)
                 .ok()?
                 .inverse_cdf(0.5 + super::describe::CONFIDENCE / 2.0);
-            let half = q * welch_se(a, b);
-            let scale = |d: f64| d / ma.abs() * 100.0;
+            let se = (a.sd * a.sd / a.n as f64 + b.sd * b.sd / b.n as f64).sqrt();
+            let scale = |d: f64| d / a.mean.abs() * 100.0;
+            let diff = b.mean - a.mean;
             Some(Interval {
-                lo: scale(mb - ma - half),
-                hi: scale(mb - ma + half),
+                lo: scale(diff - q * se),
+                hi: scale(diff + q * se),
             })
         }
-        None if constant(a) && constant(b) => Some(Interval { lo: pct, hi: pct }),
+        // No Welch test: both sides constant (the change is exact), or a
+        // side with a single value (no interval).
+        None if a.n >= 2 && b.n >= 2 => Some(Interval { lo: pct, hi: pct }),
         None => None,
     };
     Some(Change { pct, ci })
-}
-
-/// Welch's standard error of the difference of the means.
-fn welch_se(a: &[f64], b: &[f64]) -> f64 {
-    let var = |v: &[f64]| {
-        let m = super::describe::mean(v);
-        v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() as f64 - 1.0)
-    };
-    (var(a) / a.len() as f64 + var(b) / b.len() as f64).sqrt()
 }
 
 /// A variant's samples, one list per boot that has any, with how many
