@@ -46,12 +46,10 @@ impl Layouts {
     /// variant came before it, plus one. So with A, B, A, B the layouts
     /// are 1, 1, 2, 2: each layout number is run by every variant.
     pub fn of_boots(self, order: &[usize]) -> Vec<Option<u32>> {
-        order
-            .iter()
-            .enumerate()
-            .map(|(i, v)| match self {
+        (0..order.len())
+            .map(|i| match self {
                 Layouts::Fixed => None,
-                Layouts::Varied => Some(order[..i].iter().filter(|w| *w == v).count() as u32 + 1),
+                Layouts::Varied => Some(super::variant::earlier_boots(order, i) as u32 + 1),
             })
             .collect()
     }

@@ -63,9 +63,21 @@ impl fmt::Display for VariantName {
 /// The label of the boot at `index` in `order`: a variant's second boot is
 /// primed (`A'`), its third double-primed, and so on.
 pub fn boot_label<T: PartialEq + fmt::Display>(order: &[T], index: usize) -> String {
-    let variant = &order[index];
-    let earlier = order[..index].iter().filter(|v| *v == variant).count();
-    format!("{variant}{}", "'".repeat(earlier))
+    format!(
+        "{}{}",
+        order[index],
+        "'".repeat(earlier_boots(order, index))
+    )
+}
+
+/// How many boots of boot `index`'s variant come before it in `order`: 0
+/// for its first boot (the label's primes, and the memory layout's number
+/// minus one).
+pub fn earlier_boots<T: PartialEq>(order: &[T], index: usize) -> usize {
+    order[..index]
+        .iter()
+        .filter(|v| **v == order[index])
+        .count()
 }
 
 #[cfg(test)]

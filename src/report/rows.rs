@@ -207,10 +207,7 @@ pub fn condition_rows(
     }
     // Boots in layouts of their own (`protocol.layouts: varied`) are the
     // observations; otherwise the samples are.
-    let by_boot = a_boots
-        .iter()
-        .chain(&b_boots)
-        .any(|(boot, _)| boot.layout.is_some());
+    let by_boot = super::judged_by_boot(results);
     names
         .into_iter()
         .filter_map(|(metric, metric_spec)| {
