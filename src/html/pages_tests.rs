@@ -1,0 +1,44 @@
+//! Tests of the page views (`pages.rs`).
+
+use super::*;
+
+#[test]
+fn log_links_stay_below_the_run_directory_and_are_encoded() {
+    let run = Path::new("/out");
+    assert_eq!(
+        log_href(run, Path::new("/out/boots/2-Ap/console.log")).as_deref(),
+        Some("boots/2-Ap/console.log")
+    );
+    assert_eq!(
+        log_href(run, Path::new("/out/javascript:alert(1)/a b#c")).as_deref(),
+        Some("javascript%3Aalert%281%29/a%20b%23c")
+    );
+    assert_eq!(log_href(run, Path::new("/elsewhere/console.log")), None);
+    assert_eq!(log_href(run, Path::new("/out/../etc/passwd")), None);
+    assert_eq!(log_href(run, Path::new("/out")), None);
+}
+
+#[test]
+fn a_per_patch_run_has_a_variant_column_a_plot_per_metric_and_waterfalls() {
+    let results = crate::results::tests::per_patch();
+    let spec = crate::workload::spec_for_kind(&results.workload.kind);
+    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let page = crate::html::render_run(&run).unwrap();
+    assert!(page.contains("p1, p2, p3 against base"), "{page}");
+    assert!(page.contains("<th>variant</th>"));
+    // 2 metrics x 3 variants in the table, one samples plot per metric,
+    // and a waterfall per metric.
+    assert_eq!(page.matches(r#"<tr class="metric-row">"#).count(), 6);
+    assert_eq!(page.matches(r#"<figure id="m-"#).count(), 2);
+    assert_eq!(page.matches(r#"<figure id="w-"#).count(), 2);
+    assert!(
+        page.contains(r#"<span class="dot v2"></span><code>p2</code>"#),
+        "{page}"
+    );
+}
+
+#[test]
+fn percentages_are_signed_with_a_true_minus() {
+    assert_eq!(signed_pct(-44.694), "\u{2212}44.69%");
+    assert_eq!(signed_pct(0.8), "+0.80%");
+}
