@@ -328,6 +328,17 @@ pub(crate) mod tests {
         assert!(!with.can_resume_from(&renamed));
     }
 
+    /// `results` saved to a file and loaded back, with the file's text.
+    fn saved_and_loaded(results: &Results) -> (Results, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.json");
+        results.save(&path).unwrap();
+        (
+            Results::load(&path).unwrap(),
+            std::fs::read_to_string(&path).unwrap(),
+        )
+    }
+
     #[test]
     fn resuming_never_mixes_fixed_and_varied_layouts() {
         let fixed = fixture();
@@ -340,14 +351,10 @@ pub(crate) mod tests {
         assert!(!varied.can_resume_from(&fixed));
         assert!(!fixed.can_resume_from(&varied));
         // Both round-trip; a fixed document writes neither field.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.json");
-        varied.save(&path).unwrap();
-        let back = Results::load(&path).unwrap();
+        let (back, _) = saved_and_loaded(&varied);
         assert_eq!(back.protocol.layouts, crate::model::Layouts::Varied);
         assert_eq!(back.boots[1].layout, Some(2));
-        fixed.save(&path).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
+        let (_, text) = saved_and_loaded(&fixed);
         assert!(!text.contains("layout"), "{text}");
     }
 
@@ -360,14 +367,10 @@ pub(crate) mod tests {
         assert!(!plain.can_resume_from(&cost));
         // Profiles and the model survive a round trip; a plain document
         // writes neither.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.json");
-        cost.save(&path).unwrap();
-        let back = Results::load(&path).unwrap();
+        let (back, _) = saved_and_loaded(&cost);
         assert_eq!(back.host.cost_model.as_deref(), Some("skylake-client"));
         assert_eq!(back.boots[0].samples, cost.boots[0].samples);
-        plain.save(&path).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
+        let (_, text) = saved_and_loaded(&plain);
         assert!(!text.contains(r#""cost_model""#) && !text.contains(r#""profile""#));
     }
 
