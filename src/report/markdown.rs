@@ -91,7 +91,7 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
         boot_order(results),
         results.protocol.warmups,
         results.protocol.samples,
-        if super::judged_by_boot(results) {
+        if super::rows::judged_by_boot(results) {
             "each boot ran in a memory layout of its own and its mean is one observation (no drift: the boots differ by layout on purpose); \
              max CV is the largest within-boot coefficient of variation. \
              B vs A is the change of the mean of the boots' means with Welch's 95% t interval; p is Welch's t-test over the boots' means."
@@ -336,7 +336,7 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
         boot_order(results),
         results.protocol.warmups,
         results.protocol.samples,
-        if super::judged_by_boot(results) {
+        if super::rows::judged_by_boot(results) {
             format!(
                 "each boot ran in a memory layout of its own and its mean is one observation. \
                  Each column is that variant's mean of its boots' means and its change against {baseline}'s with Welch's 95% t interval."

@@ -23,16 +23,10 @@ pub use format::{
 pub use markdown::{markdown, markdown_of};
 pub use profile::{ProfileTable, cost_banner, profile_tables};
 pub use rows::{
-    Row, Uncompared, condition_rows, is_prefix_chain, layouts_line, regressed_metrics,
-    repeats_line, rows, steps, uncompared,
+    Row, Uncompared, condition_rows, is_prefix_chain, judged_by_boot, layouts_line,
+    regressed_metrics, repeats_line, rows, steps, uncompared,
 };
 pub use terminal::{terminal, terminal_of};
-
-/// Whether the run's boots ran in memory layouts of their own
-/// (`protocol.layouts: varied`), so its comparisons are judged by boot.
-pub fn judged_by_boot(results: &crate::results::Results) -> bool {
-    results.boots.iter().any(|b| b.layout.is_some())
-}
 
 #[cfg(test)]
 mod tests {

@@ -115,6 +115,12 @@ pub fn repeats_line(rows: &[&Row]) -> Option<String> {
     ))
 }
 
+/// Whether the run's boots ran in memory layouts of their own
+/// (`protocol.layouts: varied`), so its comparisons are judged by boot.
+pub fn judged_by_boot(results: &Results) -> bool {
+    results.boots.iter().any(|b| b.layout.is_some())
+}
+
 /// One line when the comparisons were judged by boot (`options.by_boot`):
 /// the interval then covers the memory layouts' spread, which the samples
 /// of one boot all share. `None` otherwise.
@@ -207,7 +213,7 @@ pub fn condition_rows(
     }
     // Boots in layouts of their own (`protocol.layouts: varied`) are the
     // observations; otherwise the samples are.
-    let by_boot = super::judged_by_boot(results);
+    let by_boot = judged_by_boot(results);
     names
         .into_iter()
         .filter_map(|(metric, metric_spec)| {
