@@ -48,6 +48,8 @@ pub enum WorkloadConfig {
         count_flushes: bool,
         #[serde(deserialize_with = "swap", default = "disk")]
         swap: SwapBackend,
+        #[serde(deserialize_with = "compact", default)]
+        compact: bool,
     },
     RstatFlush {
         #[serde(deserialize_with = "cgroups", default = "eight_per_cpu")]
@@ -131,6 +133,7 @@ named! {
     memory_max: Limit = limit;
     swap_max: Limit = limit;
     count_flushes: bool = bool::deserialize;
+    compact: bool = bool::deserialize;
     cgroups: CgroupCount = CgroupCount::deserialize;
     dirty_size: ByteSize = ByteSize::deserialize;
     dirty_pause: Duration = humantime_serde::deserialize;
@@ -331,6 +334,7 @@ impl WorkloadConfig {
                 swap_max,
                 count_flushes,
                 swap,
+                compact,
             } => {
                 if workers == 0 || workers > online {
                     return Err(WorkloadError {
@@ -370,6 +374,7 @@ impl WorkloadConfig {
                     swap_max: wire_limit(swap_max),
                     count_flushes,
                     swap,
+                    compact,
                 })
             }
             WorkloadConfig::RstatFlush {
@@ -630,6 +635,7 @@ impl Prepared {
                 swap_max,
                 count_flushes,
                 swap,
+                compact,
             } => vec![
                 ("workers", workers.to_string()),
                 ("mib_per_worker", mib_per_worker.to_string()),
@@ -639,6 +645,7 @@ impl Prepared {
                 ("swap_max", limit(swap_max)),
                 ("count_flushes", count_flushes.to_string()),
                 ("swap", swap_text(*swap).into()),
+                ("compact", compact.to_string()),
             ],
             Workload::RstatFlush {
                 cgroups,

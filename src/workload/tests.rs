@@ -410,6 +410,34 @@ fn zswap_pageout_counts_flushes_unless_told_not_to() {
 }
 
 #[test]
+fn zswap_pageout_compacts_only_when_told_to() {
+    let vm = vm("1 GiB", 2);
+    let prepared = |extra: &str| match parse(&format!(
+        "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: 64 MiB{extra}"
+    ))
+    .unwrap()
+    .into_workload(&vm)
+    .unwrap()
+    {
+        Planned::Ready(p) => p,
+        Planned::KernelBuild(plan) => panic!("{plan:?}"),
+    };
+    let compact = |p: &Prepared| match p.wire() {
+        Workload::ZswapPageout { compact, .. } => *compact,
+        other => panic!("{other:?}"),
+    };
+    let off = prepared("");
+    assert!(!compact(&off));
+    assert_eq!(off.params()["compact"], "false");
+    let on = prepared("\ncompact: true");
+    assert!(compact(&on));
+    assert_eq!(on.params()["compact"], "true");
+    let err = parse("kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: 64 MiB\ncompact: 1")
+        .unwrap_err();
+    assert!(err.contains("workload.compact"), "{err}");
+}
+
+#[test]
 fn kernel_build_parameters_are_checked_before_boot() {
     let vm = vm("1 GiB", 2);
     for (workload, param) in [

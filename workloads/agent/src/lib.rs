@@ -223,6 +223,12 @@ pub enum Workload {
         /// only device before.
         #[serde(default = "disk", skip_serializing_if = "is_disk")]
         swap: SwapBackend,
+        /// Compact memory (`/proc/sys/vm/compact_memory`) before each
+        /// sample's timed pass, outside every clock and window, so that
+        /// every sample allocates from compacted free memory. Left out of
+        /// the JSON when off, the only behaviour before.
+        #[serde(default, skip_serializing_if = "is_false")]
+        compact: bool,
     },
     /// Seed 002: `cgroups` cgroups each hold a process that keeps dirtying
     /// anon, file (tmpfs) and slab counters, while the agent reads their
@@ -336,6 +342,10 @@ pub enum BuildDriver {
 /// The makefile the host writes into a prepared build directory for
 /// [`BuildDriver::Recorded`].
 pub const RECORDED_MAKEFILE: &str = "patchbench-targets.mk";
+
+fn is_false(value: &bool) -> bool {
+    !value
+}
 
 fn is_zero(value: &u8) -> bool {
     *value == 0
@@ -588,6 +598,7 @@ mod tests {
             swap_max: Limit::Max,
             count_flushes: true,
             swap: SwapBackend::Disk,
+            compact: false,
         };
         let json = serde_json::json!({
             "protocol": PROTOCOL_VERSION, "boot_label": "A",
@@ -596,8 +607,10 @@ mod tests {
             "thp": "never", "warmups": 1, "samples": 5,
             "workload": serde_json::to_value(pageout(Limit::Bytes(64 << 20))).unwrap(),
         });
-        // The disk, the only device before, stays out of the JSON.
+        // The disk, the only device before, and compaction off, the only
+        // behaviour before, stay out of the JSON.
         assert!(json["workload"].get("swap").is_none(), "{json}");
+        assert!(json["workload"].get("compact").is_none(), "{json}");
         let mut job: Job = serde_json::from_value(json).unwrap();
         assert_eq!(job.conditions(), [(None, &job.workload)]);
         job.controls.push(Control {
@@ -636,6 +649,7 @@ mod tests {
             swap_max: Limit::Max,
             count_flushes,
             swap: SwapBackend::Disk,
+            compact: false,
         };
         assert_eq!(pageout(true).profile_candidates()[0], "do_flush_stats");
         assert!(pageout(false).profile_candidates().is_empty());

@@ -192,6 +192,7 @@ fn run_workload(
             swap_max,
             count_flushes: _,
             swap: _,
+            compact,
         } => {
             let params = pageout::Params {
                 workers,
@@ -200,6 +201,7 @@ fn run_workload(
                 zswap_max,
                 memory_max,
                 swap_max,
+                compact,
             };
             pageout::run(&params, warmups, samples, profiler, port).context("zswap-pageout")
         }
@@ -321,8 +323,9 @@ fn describe(workload: &Workload) -> String {
             swap_max,
             count_flushes,
             swap,
+            compact,
         } => format!(
-            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} random_percent={random_percent} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes} swap={swap:?}",
+            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} random_percent={random_percent} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes} swap={swap:?} compact={compact}",
             zswap_max.cgroup_value(),
             memory_max.cgroup_value(),
             swap_max.cgroup_value()

@@ -10,7 +10,7 @@
 //! flushes of the PAGEOUTs only (all workers' together), not of the fill or
 //! the re-reads. Every other metric comes from the timed pass, and only the
 //! timed pass marks its phases (`total`, `pageout`, `verify`) for the cost
-//! model.
+//! model. With `compact`, memory is compacted before every timed pass.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -40,6 +40,21 @@ pub struct Params {
     pub zswap_max: Limit,
     pub memory_max: Limit,
     pub swap_max: Limit,
+    /// Compact memory before each sample's timed pass ([`compact_memory`]).
+    pub compact: bool,
+}
+
+/// The sysctl that compacts every zone's free memory when written.
+const COMPACT_MEMORY: &str = "/proc/sys/vm/compact_memory";
+
+/// Ask the kernel to compact all memory, and wait for it: the write
+/// returns when compaction has run. Outside every clock and cost-model
+/// window, so it changes where the next allocations land, not what they
+/// are charged.
+fn compact_memory() -> Result<()> {
+    files::write(COMPACT_MEMORY, "1").with_context(|| {
+        format!("compacting memory ({COMPACT_MEMORY}; the kernel needs CONFIG_COMPACTION)")
+    })
 }
 
 /// Sets up the cgroup once, then runs and reports every sample. With a
@@ -77,6 +92,9 @@ pub fn run(
     let total = warmups + samples;
     for index in 0..total {
         let during = || format!("sample {index}");
+        if params.compact {
+            compact_memory().with_context(during)?;
+        }
         // The timed pass runs without the profiler's hook on the flush path,
         // so the CPU times are the kernel's own; a second pass of the same
         // sample, with the profiler on, counts the flushes.
