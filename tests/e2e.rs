@@ -390,6 +390,29 @@ fn a_workload_killed_by_the_oom_killer_fails_the_boot() {
         stderr.contains(&out.join("boots/0-A/console.log").display().to_string()),
         "{stderr}"
     );
+    // results.json keeps the failure with its boot, and the report of what
+    // was measured names it.
+    let results = patchbench::results::Results::load(&out.join("results.json")).unwrap();
+    let failure = results.boots[0]
+        .failure
+        .as_ref()
+        .expect("the failure is kept");
+    assert!(failure.what.starts_with("OOM kill"), "{failure:?}");
+    assert!(
+        failure.excerpt.contains("Memory cgroup out of memory"),
+        "{failure:?}"
+    );
+    assert!(!results.boots[0].complete);
+    let compare = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .arg("compare")
+        .arg(out.join("results.json"))
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&compare.stdout);
+    assert!(
+        report.contains("stopped: Boot A (A) stopped after 0 of 3 samples: OOM kill"),
+        "{report}"
+    );
 }
 
 #[test]

@@ -268,6 +268,7 @@ impl Boots<'_> {
             hello_seconds: None,
             total_seconds: None,
             complete: false,
+            failure: None,
         });
         results.save(self.results_path)?;
         let windows = self.lane.cost.as_ref().map(|c| CostWindows {
@@ -384,8 +385,15 @@ impl Boots<'_> {
             )
         };
         let outcome = match &ready.cost_lane {
-            Some(lane) => vm::boot_cost(&ready.spec, lane, on_message).await?,
-            None => vm::boot(&ready.spec, on_message).await?,
+            Some(lane) => vm::boot_cost(&ready.spec, lane, on_message).await,
+            None => vm::boot(&ready.spec, on_message).await,
+        };
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                record_failure(&mut shared.borrow_mut(), path, ready.pos, &e, sink);
+                return Err(e.into());
+            }
         };
         let timing = Timing {
             stage: format!("boot {}", ready.label),
@@ -401,6 +409,32 @@ impl Boots<'_> {
             .save(path)
             .with_context(|| format!("cannot write {}", path.display()))?;
         Ok(timing)
+    }
+}
+
+/// Keep a guest failure with its boot in results.json, so that the report
+/// of what was measured (`patchbench compare`) says which boot stopped and
+/// why. Other errors are the host's, and say nothing about the kernel. A
+/// failure to save is a warning: the error the user sees is the guest's.
+fn record_failure(
+    results: &mut Results,
+    path: &Path,
+    pos: usize,
+    error: &vm::VmError,
+    sink: &dyn Sink,
+) {
+    let vm::VmError::Guest { what, excerpt, .. } = error else {
+        return;
+    };
+    results.boots[pos].failure = Some(results::BootFailure {
+        what: what.clone(),
+        excerpt: excerpt.clone(),
+    });
+    if let Err(e) = results.save(path) {
+        sink.emit(Event::Note(format!(
+            "warning: cannot record the failure in {}: {e:#}",
+            path.display()
+        )));
     }
 }
 

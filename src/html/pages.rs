@@ -48,6 +48,9 @@ pub struct RunPage<'a> {
     pub variant_keys: Vec<VariantKey>,
     /// The main workload's table, then each control's.
     pub tables: Vec<TableView>,
+    /// Boots a guest failure stopped (`report::failed_boots`), one line
+    /// each; the guest's words in them are escaped like all text.
+    pub stopped: Vec<String>,
     /// Metrics no sample of one side has (`report::uncompared`), one line
     /// each.
     pub uncompared: Vec<String>,
@@ -592,6 +595,10 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         tcg_mode: crate::report::tcg_mode(r),
         accel_reason: &r.host.accel_reason,
         cost_banner: crate::report::cost_banner(r),
+        stopped: crate::report::failed_boots(r)
+            .iter()
+            .map(|f| f.sentence(str::to_string))
+            .collect(),
         uncompared: crate::report::uncompared(r)
             .iter()
             .map(crate::report::Uncompared::sentence)

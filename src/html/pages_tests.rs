@@ -42,3 +42,27 @@ fn percentages_are_signed_with_a_true_minus() {
     assert_eq!(signed_pct(-44.694), "\u{2212}44.69%");
     assert_eq!(signed_pct(0.8), "+0.80%");
 }
+
+#[test]
+fn a_stopped_boot_is_a_warning_whose_guest_text_is_escaped() {
+    let mut results = crate::results::tests::fixture();
+    let boot = &mut results.boots[1];
+    boot.samples.truncate(1);
+    boot.failure = Some(crate::results::BootFailure {
+        what: "OOM kill <script>alert(1)</script>".into(),
+        excerpt: String::new(),
+    });
+    let spec = crate::workload::spec_for_kind(&results.workload.kind);
+    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let page = crate::html::render_run(&run).unwrap();
+    assert_eq!(
+        page.matches(r#"<p class="warn stopped">"#).count(),
+        1,
+        "{page}"
+    );
+    assert!(
+        page.contains("Boot B (B) stopped after 1 of 3 samples: OOM kill &#60;script&#62;"),
+        "{page}"
+    );
+    assert!(!page.contains("<script>"), "{page}");
+}

@@ -46,6 +46,13 @@ fn accelerator(out: &mut String, results: &Results) {
     }
 }
 
+/// The boots a guest failure stopped, as a warning above the tables.
+fn stopped_markdown(out: &mut String, results: &Results) {
+    for failed in super::failures::failed_boots(results) {
+        let _ = writeln!(out, "> **Stopped:** {}\n", failed.sentence(code_span));
+    }
+}
+
 fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -> String {
     let mut out = String::new();
     let workload = spec.map_or("workload", |s| s.name.as_str());
@@ -69,6 +76,7 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
         );
     }
     accelerator(&mut out, results);
+    stopped_markdown(&mut out, results);
     for (control, rows) in by_condition(results, rows) {
         if let Some(control) = control {
             let _ = writeln!(out, "\n#### {}\n", control_title(control));
@@ -288,6 +296,7 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
         ),
     };
     accelerator(&mut out, results);
+    stopped_markdown(&mut out, results);
     let _ = writeln!(out, "| variant | what it is | kernel |\n|---|---|---|");
     for (i, v) in results.variants.iter().enumerate() {
         let shared = results.variants[..i]

@@ -7,8 +7,10 @@
 //! - `waterfall`: what each patch of a series did;
 //! - `profile`: the cost lane's top symbols by Δ modeled cycles, and its
 //!   banner;
+//! - `failures`: the boots a guest failure stopped;
 //! - `format`: values, percentages and untrusted text.
 
+mod failures;
 mod format;
 mod markdown;
 pub mod profile;
@@ -16,6 +18,7 @@ mod rows;
 mod terminal;
 pub mod waterfall;
 
+pub use failures::{FailedBoot, failed_boots};
 pub use format::{
     boot_order, code_span, control_title, format_value, lane_short, max_time_cv, noise_line,
     noisy_host, signed_pct, tcg_mode,

@@ -19,6 +19,12 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
     } else if results.host.accel == Accel::Tcg {
         out.push_str("accelerator: TCG (emulated CPU time; compare A with B only)\n");
     }
+    for failed in super::failures::failed_boots(results) {
+        out.push_str(&format!(
+            "stopped: {}\n",
+            failed.sentence(super::failures::plain)
+        ));
+    }
     let names: Vec<&str> = results.variants.iter().map(|v| v.name.as_str()).collect();
     let many = names != ["A", "B"];
     for (control, rows) in by_condition(results, rows) {

@@ -300,6 +300,23 @@ pub struct Boot {
     /// Seconds from QEMU's start to its exit.
     pub total_seconds: Option<f64>,
     pub complete: bool,
+    /// Why the guest stopped this boot before its last sample (a kernel
+    /// panic, an OOM kill, a workload error), as the run reported it; the
+    /// samples before it stay, out of the statistics like every incomplete
+    /// boot's. Absent for a boot that ran to its end or has not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<BootFailure>,
+}
+
+/// A guest failure that stopped a boot (`Boot::failure`). Both fields are
+/// the guest's own text: untrusted, escaped wherever they are shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BootFailure {
+    /// What went wrong, in a few words (`OOM kill (the workload failed: ...)`).
+    pub what: String,
+    /// The console lines around it.
+    pub excerpt: String,
 }
 
 impl Boot {

@@ -230,6 +230,7 @@ impl From<ResultsV2> for Results {
                     samples: b.samples.into_iter().map(Into::into).collect(),
                     hello_seconds: b.hello_seconds,
                     total_seconds: b.total_seconds,
+                    failure: None,
                     complete: b.complete,
                 })
                 .collect(),
