@@ -410,7 +410,11 @@ fn a_workload_killed_by_the_oom_killer_fails_the_boot() {
         .unwrap();
     let report = String::from_utf8_lossy(&compare.stdout);
     assert!(
-        report.contains("stopped: Boot A (A) stopped after 0 of 3 samples: OOM kill"),
+        report.contains("stopped: Boot A stopped after 0 of 3 samples: OOM kill"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Not compared: no complete boot of A"),
         "{report}"
     );
 }

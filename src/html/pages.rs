@@ -49,7 +49,9 @@ pub struct RunPage<'a> {
     /// The main workload's table, then each control's.
     pub tables: Vec<TableView>,
     /// Boots a guest failure stopped (`report::failed_boots`), one line
-    /// each; the guest's words in them are escaped like all text.
+    /// each, then the variants left without a complete boot
+    /// (`report::nothing_compared`); the guest's words in them are escaped
+    /// like all text.
     pub stopped: Vec<String>,
     /// Metrics no sample of one side has (`report::uncompared`), one line
     /// each.
@@ -251,6 +253,9 @@ pub struct RunSummary {
     pub accel: String,
     pub tcg: bool,
     pub counts: Vec<(Verdict, usize)>,
+    /// The labels of the boots a guest failure stopped
+    /// (`report::failed_boots`): a "stopped" badge each.
+    pub stopped: Vec<String>,
 }
 
 #[derive(Template)]
@@ -598,6 +603,7 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         stopped: crate::report::failed_boots(r)
             .iter()
             .map(|f| f.sentence(str::to_string))
+            .chain(crate::report::nothing_compared(r))
             .collect(),
         uncompared: crate::report::uncompared(r)
             .iter()
@@ -707,6 +713,10 @@ pub fn run_summary(run: &Run, href: String) -> RunSummary {
         },
         tcg: r.host.accel == Accel::Tcg,
         counts: run.verdict_counts(),
+        stopped: crate::report::failed_boots(r)
+            .into_iter()
+            .map(|f| f.label)
+            .collect(),
     }
 }
 

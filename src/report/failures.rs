@@ -21,10 +21,13 @@ impl FailedBoot {
     /// One line for the reports, with `what` rendered by `quote` (a code
     /// span for Markdown, control characters removed for a terminal).
     pub fn sentence(&self, quote: impl Fn(&str) -> String) -> String {
+        let boot = if self.label == self.variant {
+            format!("Boot {}", self.label)
+        } else {
+            format!("Boot {} (variant {})", self.label, self.variant)
+        };
         format!(
-            "Boot {} ({}) stopped after {} of {} samples: {} (console log: {}). A stopped boot's samples are left out of the comparison.",
-            self.label,
-            self.variant,
+            "{boot} stopped after {} of {} samples: {} (console log: {}). A stopped boot's samples are left out of the comparison.",
             self.measured,
             self.planned,
             quote(&self.what),
@@ -51,6 +54,25 @@ pub fn failed_boots(results: &Results) -> Vec<FailedBoot> {
             })
         })
         .collect()
+}
+
+/// The variants not compared because they have no complete boot (a guest
+/// failure stopped them all, or none has run yet), in one sentence.
+/// `None` when every variant has one.
+pub fn nothing_compared(results: &Results) -> Option<String> {
+    let missing: Vec<&str> = results
+        .variants
+        .iter()
+        .map(|v| v.name.as_str())
+        .filter(|name| results.samples_by_boot(name, None).is_empty())
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Not compared: no complete boot of {}.",
+        missing.join(", ")
+    ))
 }
 
 /// Text from a guest for a terminal: control characters (escape sequences
@@ -82,11 +104,17 @@ mod tests {
         let line = failed[0].sentence(plain);
         assert!(
             line.starts_with(&format!(
-                "Boot B (B) stopped after 1 of {planned} samples: OOM kill"
+                "Boot B stopped after 1 of {planned} samples: OOM kill"
             )),
             "{line}"
         );
         assert!(!line.contains('\u{1b}'), "{line}");
+        assert_eq!(nothing_compared(&results), None);
+        results.boots[1].complete = false;
+        assert_eq!(
+            nothing_compared(&results).as_deref(),
+            Some("Not compared: no complete boot of B.")
+        );
         let md = failed[0].sentence(crate::report::code_span);
         assert!(
             md.contains("`OOM kill (worker 0 was killed by SIGKILL) [31m 'x'`"),

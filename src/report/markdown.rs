@@ -51,6 +51,9 @@ fn stopped_markdown(out: &mut String, results: &Results) {
     for failed in super::failures::failed_boots(results) {
         let _ = writeln!(out, "> **Stopped:** {}\n", failed.sentence(code_span));
     }
+    if let Some(line) = super::failures::nothing_compared(results) {
+        let _ = writeln!(out, "{line}\n");
+    }
 }
 
 fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -> String {
@@ -77,7 +80,13 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
     }
     accelerator(&mut out, results);
     stopped_markdown(&mut out, results);
-    for (control, rows) in by_condition(results, rows) {
+    // With nothing compared (stopped_markdown says why), no empty table.
+    let conditions = if rows.is_empty() {
+        Vec::new()
+    } else {
+        by_condition(results, rows)
+    };
+    for (control, rows) in conditions {
         if let Some(control) = control {
             let _ = writeln!(out, "\n#### {}\n", control_title(control));
         }
@@ -322,7 +331,12 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
             code_span(&v.description)
         );
     }
-    for (control, rows) in by_condition(results, rows) {
+    let conditions = if rows.is_empty() {
+        Vec::new()
+    } else {
+        by_condition(results, rows)
+    };
+    for (control, rows) in conditions {
         if let Some(control) = control {
             let _ = writeln!(out, "\n#### {}", control_title(control));
         }

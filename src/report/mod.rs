@@ -18,7 +18,7 @@ mod rows;
 mod terminal;
 pub mod waterfall;
 
-pub use failures::{FailedBoot, failed_boots};
+pub use failures::{FailedBoot, failed_boots, nothing_compared};
 pub use format::{
     boot_order, code_span, control_title, format_value, lane_short, max_time_cv, noise_line,
     noisy_host, signed_pct, tcg_mode,

@@ -25,9 +25,18 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
             failed.sentence(super::failures::plain)
         ));
     }
+    if let Some(line) = super::failures::nothing_compared(results) {
+        out.push_str(&format!("{line}\n"));
+    }
     let names: Vec<&str> = results.variants.iter().map(|v| v.name.as_str()).collect();
     let many = names != ["A", "B"];
-    for (control, rows) in by_condition(results, rows) {
+    // With nothing compared (the line above says why), no empty table.
+    let conditions = if rows.is_empty() {
+        Vec::new()
+    } else {
+        by_condition(results, rows)
+    };
+    for (control, rows) in conditions {
         if let Some(control) = control {
             out.push_str(&format!("\n{}\n", control_title(control).replace('`', "")));
         }
