@@ -55,7 +55,7 @@ pub fn metric_rows(results: &Results, rows: &[report::Row]) -> Vec<MetricRow> {
             let c = &row.comparison;
             let mut notes = vec![c.verdict.reason.clone()];
             if let Some(noisy) = report::noisy_host(results, c.verdict.kind) {
-                notes.push(noisy.trim().to_string());
+                notes.push(noisy);
             }
             if let Some(drift) = c.drift_pct.filter(|d| d.abs() >= 5.0) {
                 // U+2212 MINUS SIGN, as the tables write it.

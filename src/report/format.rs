@@ -159,7 +159,7 @@ pub fn noise_line(results: &crate::results::Results, max_boot_cv: Option<f64>) -
 }
 
 /// For an inconclusive verdict under plain TCG on a host whose own CPU
-/// loop varied beyond the noise band: the words that say so.
+/// loop varied beyond the noise band: the sentence that says so.
 pub fn noisy_host(
     results: &crate::results::Results,
     verdict: crate::model::Verdict,
@@ -169,7 +169,7 @@ pub fn noisy_host(
     }
     let cv = results.host.noise.as_ref()?.cv_pct()?;
     (cv > crate::stats::CompareOptions::default().noise_pct).then(|| {
-        format!(" The host was noisy: its own fixed CPU loop varied by {cv:.1}% (CV) in this run.")
+        format!("The host was noisy: its own fixed CPU loop varied by {cv:.1}% (CV) in this run.")
     })
 }
 

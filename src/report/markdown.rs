@@ -192,7 +192,7 @@ fn condition_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
                 r.metric,
                 r.comparison.verdict.kind.marked(),
                 r.comparison.verdict.reason,
-                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default(),
+                noisy_note(results, r),
                 coverage_note(r)
             );
         }
@@ -228,6 +228,12 @@ fn uncompared_markdown(out: &mut String, results: &Results) {
 }
 
 /// A row's [`Row::coverage`] as a sentence to append, or nothing.
+/// [`noisy_host`] as a sentence to append to a verdict's reason, or
+/// nothing.
+fn noisy_note(results: &Results, row: &Row) -> String {
+    noisy_host(results, row.comparison.verdict.kind).map_or(String::new(), |n| format!(". {n}"))
+}
+
 fn coverage_note(row: &Row) -> String {
     row.coverage()
         .map_or(String::new(), |c| format!(". Samples: {c}"))
@@ -469,7 +475,7 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
                 r.baseline,
                 r.comparison.verdict.kind.marked(),
                 r.comparison.verdict.reason,
-                noisy_host(results, r.comparison.verdict.kind).unwrap_or_default(),
+                noisy_note(results, r),
                 coverage_note(r)
             );
         }

@@ -417,7 +417,8 @@ mod tests {
             "{text}"
         );
         // The stored run's inconclusive rows say the host was noisy.
-        let noisy = "The host was noisy: its own fixed CPU loop varied by 10.0% (CV) in this run.";
+        let noisy =
+            ". The host was noisy: its own fixed CPU loop varied by 10.0% (CV) in this run.";
         assert_eq!(text.matches(noisy).count(), 4, "{text}");
         assert!(terminal(&results, spec.as_ref()).contains("Host noise floor"));
         // Under icount the host's noise does not reach guest times.
