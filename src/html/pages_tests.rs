@@ -53,13 +53,15 @@ fn a_stopped_boot_is_a_warning_whose_guest_text_is_escaped() {
         excerpt: String::new(),
     });
     let spec = crate::workload::spec_for_kind(&results.workload.kind);
-    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
-    let page = crate::html::render_run(&run).unwrap();
-    assert_eq!(
-        page.matches(r#"<p class="warn stopped">"#).count(),
-        1,
-        "{page}"
-    );
+    // The page, and how many stopped-boot warnings it has.
+    let render = |results: &crate::results::Results| {
+        let run = Run::new(results, spec.as_ref(), Path::new("/out"));
+        let page = crate::html::render_run(&run).unwrap();
+        let warnings = page.matches(r#"<p class="warn stopped">"#).count();
+        (page, warnings)
+    };
+    let (page, warnings) = render(&results);
+    assert_eq!(warnings, 1, "{page}");
     assert!(
         page.contains("Boot B stopped after 1 of 3 samples: OOM kill &#60;script&#62;"),
         "{page}"
@@ -69,19 +71,15 @@ fn a_stopped_boot_is_a_warning_whose_guest_text_is_escaped() {
     // With B's only boot stopped, nothing is compared: a line says so, and
     // the comparison table is not drawn empty.
     results.boots[1].complete = false;
-    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
-    let page = crate::html::render_run(&run).unwrap();
-    assert_eq!(
-        page.matches(r#"<p class="warn stopped">"#).count(),
-        2,
-        "{page}"
-    );
+    let (page, warnings) = render(&results);
+    assert_eq!(warnings, 2, "{page}");
     assert!(
         page.contains("Not compared: no complete boot of B."),
         "{page}"
     );
     assert_eq!(page.matches("<table").count(), tables - 1, "{page}");
     // The index shows the stopped boot beside the run's verdicts.
+    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
     let index = crate::html::render_index(&[run], |_| "r/".into()).unwrap();
     assert!(
         index.contains(r#"<span class="badge v-regression stopped">boot B stopped</span>"#),
