@@ -80,13 +80,7 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
     }
     accelerator(&mut out, results);
     stopped_markdown(&mut out, results);
-    // With nothing compared (stopped_markdown says why), no empty table.
-    let conditions = if rows.is_empty() {
-        Vec::new()
-    } else {
-        by_condition(results, rows)
-    };
-    for (control, rows) in conditions {
+    for (control, rows) in by_condition(results, rows) {
         if let Some(control) = control {
             let _ = writeln!(out, "\n#### {}\n", control_title(control));
         }
@@ -337,12 +331,7 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
             code_span(&v.description)
         );
     }
-    let conditions = if rows.is_empty() {
-        Vec::new()
-    } else {
-        by_condition(results, rows)
-    };
-    for (control, rows) in conditions {
+    for (control, rows) in by_condition(results, rows) {
         if let Some(control) = control {
             let _ = writeln!(out, "\n#### {}", control_title(control));
         }

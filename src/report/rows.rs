@@ -354,11 +354,16 @@ pub fn regressed_metrics(rows: &[Row]) -> Vec<String> {
 }
 
 /// The rows of each condition, in the document's order: the main
-/// workload's first (`None`), then each control's.
+/// workload's first (`None`), then each control's. Nothing at all when
+/// there are no rows: nothing was compared (a variant has no complete
+/// boot, and the reports say so), so no table is drawn empty.
 pub fn by_condition<'r>(
     results: &'r Results,
     rows: &'r [Row],
 ) -> Vec<(Option<&'r ControlRecord>, Vec<&'r Row>)> {
+    if rows.is_empty() {
+        return Vec::new();
+    }
     results
         .conditions()
         .into_iter()

@@ -30,13 +30,7 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
     }
     let names: Vec<&str> = results.variants.iter().map(|v| v.name.as_str()).collect();
     let many = names != ["A", "B"];
-    // With nothing compared (the line above says why), no empty table.
-    let conditions = if rows.is_empty() {
-        Vec::new()
-    } else {
-        by_condition(results, rows)
-    };
-    for (control, rows) in conditions {
+    for (control, rows) in by_condition(results, rows) {
         if let Some(control) = control {
             out.push_str(&format!("\n{}\n", control_title(control).replace('`', "")));
         }
