@@ -310,9 +310,7 @@ fn smoke_series_line() -> String {
 
 /// Two variants that differ only in a runtime setting: one kernel (the
 /// smoke campaign's base, already built), the setting written and read
-/// back in every boot and recorded in the guest facts. The workers are
-/// reused (`reuse_workers`): the same processes run both samples' timed
-/// and counting passes, in a real guest, at no extra boot.
+/// back in every boot and recorded in the guest facts.
 #[test]
 fn knob_variants_share_a_kernel_and_read_their_setting_back() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -325,11 +323,7 @@ fn knob_variants_share_a_kernel_and_read_their_setting_back() {
         &[
             (&smoke_series_line(), ""),
             ("protocol:", &variants),
-            ("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 2"),
-            (
-                "count_flushes: true\n",
-                "count_flushes: true\n  reuse_workers: true\n",
-            ),
+            ("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 1"),
         ],
     );
     assert_eq!(code, Some(0), "{stderr}");
@@ -350,14 +344,6 @@ fn knob_variants_share_a_kernel_and_read_their_setting_back() {
         let read = boot.facts.as_ref().unwrap().settings.get(knob).cloned();
         let want = if boot.variant == "off" { "N" } else { "Y" };
         assert_eq!(read.as_deref(), Some(want), "boot {}", boot.label);
-        // Both samples measured by the reused workers, flushes counted.
-        assert_eq!(boot.samples.len(), 2, "boot {}", boot.label);
-        let console = std::fs::read_to_string(&boot.console_log).unwrap();
-        assert!(console.contains("reuse_workers=true"), "{console}");
-        for sample in &boot.samples {
-            assert!(sample.metrics["zswpout_pages"] > 0, "{sample:?}");
-            assert!(sample.metrics.contains_key("pageout_flushes"), "{sample:?}");
-        }
     }
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("`on` against `off`"), "{report}");

@@ -50,8 +50,6 @@ pub enum WorkloadConfig {
         swap: SwapBackend,
         #[serde(deserialize_with = "compact", default)]
         compact: bool,
-        #[serde(deserialize_with = "reuse_workers", default)]
-        reuse_workers: bool,
     },
     RstatFlush {
         #[serde(deserialize_with = "cgroups", default = "eight_per_cpu")]
@@ -136,7 +134,6 @@ named! {
     swap_max: Limit = limit;
     count_flushes: bool = bool::deserialize;
     compact: bool = bool::deserialize;
-    reuse_workers: bool = bool::deserialize;
     cgroups: CgroupCount = CgroupCount::deserialize;
     dirty_size: ByteSize = ByteSize::deserialize;
     dirty_pause: Duration = humantime_serde::deserialize;
@@ -338,7 +335,6 @@ impl WorkloadConfig {
                 count_flushes,
                 swap,
                 compact,
-                reuse_workers,
             } => {
                 if workers == 0 || workers > online {
                     return Err(WorkloadError {
@@ -379,7 +375,6 @@ impl WorkloadConfig {
                     count_flushes,
                     swap,
                     compact,
-                    reuse_workers,
                 })
             }
             WorkloadConfig::RstatFlush {
@@ -641,7 +636,6 @@ impl Prepared {
                 count_flushes,
                 swap,
                 compact,
-                reuse_workers,
             } => vec![
                 ("workers", workers.to_string()),
                 ("mib_per_worker", mib_per_worker.to_string()),
@@ -652,7 +646,6 @@ impl Prepared {
                 ("count_flushes", count_flushes.to_string()),
                 ("swap", swap_text(*swap).into()),
                 ("compact", compact.to_string()),
-                ("reuse_workers", reuse_workers.to_string()),
             ],
             Workload::RstatFlush {
                 cgroups,

@@ -54,22 +54,6 @@ impl Gate {
         }
     }
 
-    /// Gate 0 of the next run: says `ready` and blocks until the agent
-    /// opens it with the number of the body to run (`Some`), or lets the
-    /// worker go by closing the control pipe (`None`).
-    pub fn start(&mut self) -> Result<Option<u8>> {
-        self.send(&Line::Ready)?;
-        let mut byte = [0u8; 1];
-        loop {
-            match self.control.read(&mut byte) {
-                Ok(1) => return Ok(Some(byte[0])),
-                Ok(_) => return Ok(None),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e).context("waiting to start"),
-            }
-        }
-    }
-
     pub fn send(&mut self, line: &Line) -> Result<()> {
         self.report
             .write_all(line.encode().as_bytes())
@@ -79,6 +63,5 @@ impl Gate {
 
 /// A worker's body, run in the forked child after gate 0; it calls
 /// [`Gate::wait`] at each further gate and returns its numbers. Every worker
-/// of a run must pass the same number of gates. A worker of a
-/// [`crate::spawn::Crew`] may run it many times in one process.
+/// of a run must pass the same number of gates.
 pub type Body<'a> = &'a dyn Fn(usize, &mut Gate) -> Result<Fields>;

@@ -229,13 +229,6 @@ pub enum Workload {
         /// the JSON when off, the only behaviour before.
         #[serde(default, skip_serializing_if = "is_false")]
         compact: bool,
-        /// The same worker processes (one per worker, forked once) run
-        /// every sample of the condition, instead of a fresh fork per pass:
-        /// no sample's window sees a new process's kernel objects (mm, page
-        /// tables, per-CPU RSS counters) placed anew. Left out of the JSON
-        /// when off, the only behaviour before.
-        #[serde(default, skip_serializing_if = "is_false")]
-        reuse_workers: bool,
     },
     /// Seed 002: `cgroups` cgroups each hold a process that keeps dirtying
     /// anon, file (tmpfs) and slab counters, while the agent reads their
@@ -606,7 +599,6 @@ mod tests {
             count_flushes: true,
             swap: SwapBackend::Disk,
             compact: false,
-            reuse_workers: false,
         };
         let json = serde_json::json!({
             "protocol": PROTOCOL_VERSION, "boot_label": "A",
@@ -658,7 +650,6 @@ mod tests {
             count_flushes,
             swap: SwapBackend::Disk,
             compact: false,
-            reuse_workers: false,
         };
         assert_eq!(pageout(true).profile_candidates()[0], "do_flush_stats");
         assert!(pageout(false).profile_candidates().is_empty());

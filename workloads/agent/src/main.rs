@@ -193,7 +193,6 @@ fn run_workload(
             count_flushes: _,
             swap: _,
             compact,
-            reuse_workers,
         } => {
             let params = pageout::Params {
                 workers,
@@ -203,7 +202,6 @@ fn run_workload(
                 memory_max,
                 swap_max,
                 compact,
-                reuse_workers,
             };
             pageout::run(&params, warmups, samples, profiler, port).context("zswap-pageout")
         }
@@ -326,9 +324,8 @@ fn describe(workload: &Workload) -> String {
             count_flushes,
             swap,
             compact,
-            reuse_workers,
         } => format!(
-            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} random_percent={random_percent} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes} swap={swap:?} compact={compact} reuse_workers={reuse_workers}",
+            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} random_percent={random_percent} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes} swap={swap:?} compact={compact}",
             zswap_max.cgroup_value(),
             memory_max.cgroup_value(),
             swap_max.cgroup_value()

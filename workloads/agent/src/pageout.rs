@@ -10,10 +10,7 @@
 //! flushes of the PAGEOUTs only (all workers' together), not of the fill or
 //! the re-reads. Every other metric comes from the timed pass, and only the
 //! timed pass marks its phases (`total`, `pageout`, `verify`) for the cost
-//! model. With `compact`, memory is compacted before every timed pass. With
-//! `reuse_workers`, the same worker processes run every sample of the run
-//! (a [`Crew`]), so no sample pays for, or lands its data beside, a fresh
-//! process's kernel objects (its mm, page tables, per-CPU RSS counters).
+//! model. With `compact`, memory is compacted before every timed pass.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,7 +26,7 @@ use crate::port::Port;
 use crate::profiler::{Profiler, Stat};
 use crate::report::{Fields, WorkerResult};
 use crate::setup;
-use crate::spawn::{self, Body, Crew, Gate, Slot};
+use crate::spawn::{self, Gate, Slot};
 use crate::worker;
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
@@ -45,9 +42,6 @@ pub struct Params {
     pub swap_max: Limit,
     /// Compact memory before each sample's timed pass ([`compact_memory`]).
     pub compact: bool,
-    /// The same worker processes for every sample ([`Crew`]), not a fresh
-    /// fork per pass.
-    pub reuse_workers: bool,
 }
 
 /// The sysctl that compacts every zone's free memory when written.
@@ -95,8 +89,6 @@ pub fn run(
         worker::measure(mib, random_percent, false, &mut || gate.wait())
             .map(WorkerResult::to_fields)
     };
-    let bodies: [Body; 2] = [&timed, &counting];
-    let mut workers = Workers::new(&slots, &bodies, params.reuse_workers)?;
     let total = warmups + samples;
     for index in 0..total {
         let during = || format!("sample {index}");
@@ -106,11 +98,10 @@ pub fn run(
         // The timed pass runs without the profiler's hook on the flush path,
         // so the CPU times are the kernel's own; a second pass of the same
         // sample, with the profiler on, counts the flushes.
-        let (results, before, after, _) =
-            pass(&mut workers, TIMED, &stat, None).with_context(during)?;
+        let (results, before, after, _) = pass(&slots, &timed, &stat, None).with_context(during)?;
         let flushes = match profiler {
             Some(p) => {
-                pass(&mut workers, COUNTING, &stat, Some(p))
+                pass(&slots, &counting, &stat, Some(p))
                     .with_context(during)?
                     .3
             }
@@ -119,49 +110,7 @@ pub fn run(
         let metrics = sample_metrics(&results, &before, &after, flushes).with_context(during)?;
         emit(port, index, warmups, total, metrics)?;
     }
-    workers.finish()
-}
-
-/// The bodies a pass runs, by index.
-const TIMED: usize = 0;
-const COUNTING: usize = 1;
-
-/// The workers of the run's passes: forked afresh for every pass, or one
-/// [`Crew`] for them all (`reuse_workers`).
-enum Workers<'a> {
-    PerPass {
-        slots: &'a [Slot<'a>],
-        bodies: &'a [Body<'a>],
-    },
-    Reused(Crew),
-}
-
-impl<'a> Workers<'a> {
-    fn new(slots: &'a [Slot<'a>], bodies: &'a [Body<'a>], reuse: bool) -> Result<Self> {
-        Ok(if reuse {
-            Workers::Reused(Crew::start(slots, bodies).context("starting the workers")?)
-        } else {
-            Workers::PerPass { slots, bodies }
-        })
-    }
-
-    fn run(
-        &mut self,
-        body: usize,
-        on_gate: &mut dyn FnMut(usize) -> Result<()>,
-    ) -> Result<Vec<Fields>> {
-        match self {
-            Workers::PerPass { slots, bodies } => spawn::run_workers(slots, bodies[body], on_gate),
-            Workers::Reused(crew) => crew.run(body, on_gate),
-        }
-    }
-
-    fn finish(self) -> Result<()> {
-        match self {
-            Workers::PerPass { .. } => Ok(()),
-            Workers::Reused(crew) => crew.finish().context("letting the workers go"),
-        }
-    }
+    Ok(())
 }
 
 type Counters = BTreeMap<String, u64>;
@@ -169,24 +118,23 @@ type Counters = BTreeMap<String, u64>;
 /// One run of every worker: their results, the cgroup's memory.stat before
 /// and after, and, with a profiler, the flushes counted during PAGEOUT.
 fn pass(
-    workers: &mut Workers,
-    body: usize,
+    slots: &[Slot],
+    body: spawn::Body,
     stat: &Path,
     profiler: Option<&Profiler>,
 ) -> Result<(Vec<WorkerResult>, Counters, Counters, Option<Stat>)> {
     let before = read_stat(stat)?;
-    let results = workers
-        .run(body, &mut |gate| match (gate, profiler) {
-            (1, Some(p)) => p.start().context("starting the function profiler"),
-            (2, Some(p)) => p.stop().context("stopping the function profiler"),
-            _ => Ok(()),
-        })
-        .and_then(|fields| {
-            fields
-                .iter()
-                .map(|f| WorkerResult::from_fields(f).map_err(Error::msg))
-                .collect::<Result<Vec<_>>>()
-        })?;
+    let results = spawn::run_workers(slots, body, &mut |gate| match (gate, profiler) {
+        (1, Some(p)) => p.start().context("starting the function profiler"),
+        (2, Some(p)) => p.stop().context("stopping the function profiler"),
+        _ => Ok(()),
+    })
+    .and_then(|fields| {
+        fields
+            .iter()
+            .map(|f| WorkerResult::from_fields(f).map_err(Error::msg))
+            .collect::<Result<Vec<_>>>()
+    })?;
     let after = read_stat(stat)?;
     let flushes = profiler
         .map(|p| p.read().context("reading the function profiler"))

@@ -2,10 +2,9 @@
 //! timed body of a ZswapPageout worker.
 //!
 //! The child pins itself to its CPU (if it has one) and joins its cgroup,
-//! then, run after run, waits at gate 0 for the agent's start, runs the body
-//! the agent names and reports its numbers (see [`crate::report`] and
-//! [`crate::spawn`]), until the agent lets it go. It leaves through `_exit`,
-//! so nothing of the parent (PID 1) runs in it.
+//! waits at gate 0 for the agent's start, runs the body and reports its
+//! numbers (see [`crate::report`] and [`crate::spawn`]). It leaves through
+//! `_exit`, so nothing of the parent (PID 1) runs in it.
 
 use std::fs::File;
 use std::os::fd::OwnedFd;
@@ -21,13 +20,7 @@ use crate::report::{Line, WorkerResult};
 use crate::sys::{self, Mapping};
 
 /// The forked child's whole life: never returns.
-pub fn child_main(
-    index: usize,
-    slot: &Slot,
-    bodies: &[Body],
-    report: OwnedFd,
-    control: OwnedFd,
-) -> ! {
+pub fn child_main(index: usize, slot: &Slot, body: Body, report: OwnedFd, control: OwnedFd) -> ! {
     let report = File::from(report);
     let mut error_pipe = match report.try_clone() {
         Ok(file) => file,
@@ -35,7 +28,7 @@ pub fn child_main(
     };
     let mut gate = Gate::new(report, File::from(control));
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        child_body(index, slot, bodies, &mut gate)
+        child_body(index, slot, body, &mut gate)
     }));
     let (code, error) = match outcome {
         Ok(Ok(())) => (0, None),
@@ -50,23 +43,16 @@ pub fn child_main(
     sys::exit_now(code)
 }
 
-/// Pins and joins once, then runs the body each run's gate 0 names, until
-/// the agent lets the worker go (end-of-file at gate 0).
-fn child_body(index: usize, slot: &Slot, bodies: &[Body], gate: &mut Gate) -> Result<()> {
+fn child_body(index: usize, slot: &Slot, body: Body, gate: &mut Gate) -> Result<()> {
     if let Some(cpu) = slot.cpu {
         sys::pin_to_cpu(cpu).with_context(|| format!("pinning to CPU {cpu}"))?;
     }
     if let Some(procs) = slot.cgroup_procs {
         crate::files::write(procs, &sys::getpid().to_string())?;
     }
-    while let Some(which) = gate.start()? {
-        let body = bodies
-            .get(usize::from(which))
-            .ok_or_else(|| Error::msg(format!("the agent asked for body {which}")))?;
-        let fields = body(index, gate)?;
-        gate.send(&Line::Done(fields))?;
-    }
-    Ok(())
+    gate.wait()?;
+    let fields = body(index, gate)?;
+    gate.send(&Line::Done(fields))
 }
 
 fn cpu_now() -> Result<u64> {
