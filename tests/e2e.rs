@@ -310,7 +310,10 @@ fn smoke_series_line() -> String {
 
 /// Two variants that differ only in a runtime setting: one kernel (the
 /// smoke campaign's base, already built), the setting written and read
-/// back in every boot and recorded in the guest facts.
+/// back in every boot and recorded in the guest facts. The workload
+/// settles before each pass (`settle`: the agent hops onto the worker
+/// CPUs, and writes /proc/sys/vm/stat_refresh), in a real guest, two
+/// samples a boot, at no extra boot.
 #[test]
 fn knob_variants_share_a_kernel_and_read_their_setting_back() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -323,7 +326,11 @@ fn knob_variants_share_a_kernel_and_read_their_setting_back() {
         &[
             (&smoke_series_line(), ""),
             ("protocol:", &variants),
-            ("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 1"),
+            ("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 2"),
+            (
+                "count_flushes: true\n",
+                "count_flushes: true\n  settle: true\n",
+            ),
         ],
     );
     assert_eq!(code, Some(0), "{stderr}");
@@ -344,6 +351,14 @@ fn knob_variants_share_a_kernel_and_read_their_setting_back() {
         let read = boot.facts.as_ref().unwrap().settings.get(knob).cloned();
         let want = if boot.variant == "off" { "N" } else { "Y" };
         assert_eq!(read.as_deref(), Some(want), "boot {}", boot.label);
+        // Both samples measured after settling, flushes counted.
+        assert_eq!(boot.samples.len(), 2, "boot {}", boot.label);
+        for sample in &boot.samples {
+            assert!(sample.metrics["zswpout_pages"] > 0, "{sample:?}");
+            assert!(sample.metrics.contains_key("pageout_flushes"), "{sample:?}");
+        }
+        let console = std::fs::read_to_string(&boot.console_log).unwrap();
+        assert!(console.contains("settle=true"), "{console}");
     }
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("`on` against `off`"), "{report}");

@@ -50,6 +50,8 @@ pub enum WorkloadConfig {
         swap: SwapBackend,
         #[serde(deserialize_with = "compact", default)]
         compact: bool,
+        #[serde(deserialize_with = "settle", default)]
+        settle: bool,
     },
     RstatFlush {
         #[serde(deserialize_with = "cgroups", default = "eight_per_cpu")]
@@ -134,6 +136,7 @@ named! {
     swap_max: Limit = limit;
     count_flushes: bool = bool::deserialize;
     compact: bool = bool::deserialize;
+    settle: bool = bool::deserialize;
     cgroups: CgroupCount = CgroupCount::deserialize;
     dirty_size: ByteSize = ByteSize::deserialize;
     dirty_pause: Duration = humantime_serde::deserialize;
@@ -335,6 +338,7 @@ impl WorkloadConfig {
                 count_flushes,
                 swap,
                 compact,
+                settle,
             } => {
                 if workers == 0 || workers > online {
                     return Err(WorkloadError {
@@ -375,6 +379,7 @@ impl WorkloadConfig {
                     count_flushes,
                     swap,
                     compact,
+                    settle,
                 })
             }
             WorkloadConfig::RstatFlush {
@@ -636,6 +641,7 @@ impl Prepared {
                 count_flushes,
                 swap,
                 compact,
+                settle,
             } => vec![
                 ("workers", workers.to_string()),
                 ("mib_per_worker", mib_per_worker.to_string()),
@@ -646,6 +652,7 @@ impl Prepared {
                 ("count_flushes", count_flushes.to_string()),
                 ("swap", swap_text(*swap).into()),
                 ("compact", compact.to_string()),
+                ("settle", settle.to_string()),
             ],
             Workload::RstatFlush {
                 cgroups,

@@ -410,7 +410,7 @@ fn zswap_pageout_counts_flushes_unless_told_not_to() {
 }
 
 #[test]
-fn zswap_pageout_compacts_only_when_told_to() {
+fn zswap_pageout_compacts_and_settles_only_when_told_to() {
     let vm = vm("1 GiB", 2);
     let prepared = |extra: &str| match parse(&format!(
         "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: 64 MiB{extra}"
@@ -422,19 +422,29 @@ fn zswap_pageout_compacts_only_when_told_to() {
         Planned::Ready(p) => p,
         Planned::KernelBuild(plan) => panic!("{plan:?}"),
     };
-    let compact = |p: &Prepared| match p.wire() {
-        Workload::ZswapPageout { compact, .. } => *compact,
+    let flags = |p: &Prepared| match p.wire() {
+        Workload::ZswapPageout {
+            compact, settle, ..
+        } => (*compact, *settle),
         other => panic!("{other:?}"),
     };
     let off = prepared("");
-    assert!(!compact(&off));
+    assert_eq!(flags(&off), (false, false));
     assert_eq!(off.params()["compact"], "false");
-    let on = prepared("\ncompact: true");
-    assert!(compact(&on));
-    assert_eq!(on.params()["compact"], "true");
-    let err = parse("kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: 64 MiB\ncompact: 1")
+    assert_eq!(off.params()["settle"], "false");
+    let compacted = prepared("\ncompact: true");
+    assert_eq!(flags(&compacted), (true, false));
+    assert_eq!(compacted.params()["compact"], "true");
+    let settled = prepared("\nsettle: true");
+    assert_eq!(flags(&settled), (false, true));
+    assert_eq!(settled.params()["settle"], "true");
+    for param in ["compact", "settle"] {
+        let err = parse(&format!(
+            "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: 64 MiB\n{param}: 1"
+        ))
         .unwrap_err();
-    assert!(err.contains("workload.compact"), "{err}");
+        assert!(err.contains(&format!("workload.{param}")), "{err}");
+    }
 }
 
 #[test]

@@ -229,6 +229,13 @@ pub enum Workload {
         /// the JSON when off, the only behaviour before.
         #[serde(default, skip_serializing_if = "is_false")]
         compact: bool,
+        /// Before each pass, outside every clock and window, free the last
+        /// pass's workers' mms (the agent runs once on each worker CPU), and
+        /// before each timed pass refresh the VM statistics
+        /// (`/proc/sys/vm/stat_refresh`). Left out of the JSON when off,
+        /// the only behaviour before.
+        #[serde(default, skip_serializing_if = "is_false")]
+        settle: bool,
     },
     /// Seed 002: `cgroups` cgroups each hold a process that keeps dirtying
     /// anon, file (tmpfs) and slab counters, while the agent reads their
@@ -599,6 +606,7 @@ mod tests {
             count_flushes: true,
             swap: SwapBackend::Disk,
             compact: false,
+            settle: false,
         };
         let json = serde_json::json!({
             "protocol": PROTOCOL_VERSION, "boot_label": "A",
@@ -650,6 +658,7 @@ mod tests {
             count_flushes,
             swap: SwapBackend::Disk,
             compact: false,
+            settle: false,
         };
         assert_eq!(pageout(true).profile_candidates()[0], "do_flush_stats");
         assert!(pageout(false).profile_candidates().is_empty());

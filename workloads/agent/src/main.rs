@@ -193,6 +193,7 @@ fn run_workload(
             count_flushes: _,
             swap: _,
             compact,
+            settle,
         } => {
             let params = pageout::Params {
                 workers,
@@ -202,6 +203,7 @@ fn run_workload(
                 memory_max,
                 swap_max,
                 compact,
+                settle,
             };
             pageout::run(&params, warmups, samples, profiler, port).context("zswap-pageout")
         }
@@ -324,8 +326,9 @@ fn describe(workload: &Workload) -> String {
             count_flushes,
             swap,
             compact,
+            settle,
         } => format!(
-            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} random_percent={random_percent} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes} swap={swap:?} compact={compact}",
+            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} random_percent={random_percent} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes} swap={swap:?} compact={compact} settle={settle}",
             zswap_max.cgroup_value(),
             memory_max.cgroup_value(),
             swap_max.cgroup_value()

@@ -10,7 +10,9 @@
 //! flushes of the PAGEOUTs only (all workers' together), not of the fill or
 //! the re-reads. Every other metric comes from the timed pass, and only the
 //! timed pass marks its phases (`total`, `pageout`, `verify`) for the cost
-//! model. With `compact`, memory is compacted before every timed pass.
+//! model. With `compact`, memory is compacted before every timed pass. With
+//! `settle`, the workers of the pass before are let go before every fork
+//! and the VM statistics refreshed before every timed pass ([`settle`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -27,6 +29,7 @@ use crate::profiler::{Profiler, Stat};
 use crate::report::{Fields, WorkerResult};
 use crate::setup;
 use crate::spawn::{self, Gate, Slot};
+use crate::sys;
 use crate::worker;
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
@@ -42,6 +45,9 @@ pub struct Params {
     pub swap_max: Limit,
     /// Compact memory before each sample's timed pass ([`compact_memory`]).
     pub compact: bool,
+    /// Settle the kernel's per-process and per-CPU state before each pass
+    /// ([`settle`]).
+    pub settle: bool,
 }
 
 /// The sysctl that compacts every zone's free memory when written.
@@ -55,6 +61,31 @@ fn compact_memory() -> Result<()> {
     files::write(COMPACT_MEMORY, "1").with_context(|| {
         format!("compacting memory ({COMPACT_MEMORY}; the kernel needs CONFIG_COMPACTION)")
     })
+}
+
+/// The sysctl whose every write runs, on every CPU and before it returns,
+/// what `vmstat_update` runs every `vm.stat_interval`: fold the CPU's VM
+/// counters and trim its per-CPU page lists (`decay_pcp_high`).
+const STAT_REFRESH: &str = "/proc/sys/vm/stat_refresh";
+
+/// Before a pass forks its workers, outside every clock and window:
+/// - each CPU the workers ran on switches once to the agent's mm
+///   ([`sys::run_on_each`]), so the last pass's workers' mms, which those
+///   CPUs kept as their lazy-TLB mm, are freed now, and this pass's new mm
+///   and per-CPU RSS counters take the slots they leave. Otherwise each
+///   fork allocates while the last mm still lives, and samples alternate
+///   between placements;
+/// - before a timed pass (`refresh`), the VM statistics are refreshed
+///   ([`STAT_REFRESH`]), so the per-CPU page lists are trimmed here, once
+///   a sample, instead of wherever the periodic work falls (with a long
+///   `vm.stat_interval`, never inside a window).
+fn settle(cpus: &[u32], refresh: bool) -> Result<()> {
+    sys::run_on_each(cpus).context("running the agent on each worker CPU")?;
+    if refresh {
+        files::write(STAT_REFRESH, "1")
+            .with_context(|| format!("refreshing the VM statistics ({STAT_REFRESH})"))?;
+    }
+    Ok(())
 }
 
 /// Sets up the cgroup once, then runs and reports every sample. With a
@@ -95,12 +126,18 @@ pub fn run(
         if params.compact {
             compact_memory().with_context(during)?;
         }
+        if params.settle {
+            settle(cpus, true).with_context(during)?;
+        }
         // The timed pass runs without the profiler's hook on the flush path,
         // so the CPU times are the kernel's own; a second pass of the same
         // sample, with the profiler on, counts the flushes.
         let (results, before, after, _) = pass(&slots, &timed, &stat, None).with_context(during)?;
         let flushes = match profiler {
             Some(p) => {
+                if params.settle {
+                    settle(cpus, false).with_context(during)?;
+                }
                 pass(&slots, &counting, &stat, Some(p))
                     .with_context(during)?
                     .3

@@ -233,6 +233,23 @@ pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
     check(unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) }).map(drop)
 }
 
+/// Runs the calling thread on each of `cpus` in turn, then gives it back
+/// the CPUs it had. Each hop is a context switch on that CPU into this
+/// process's mm: a CPU that has been idle since a process exited there
+/// still holds the dead process's mm as its lazy-TLB mm, and lets it go
+/// (the kernel frees it) only when it switches to another mm.
+pub fn run_on_each(cpus: &[u32]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data.
+    let mut saved: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a cpu_set_t of the given size.
+    check(unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&saved), &mut saved) })?;
+    let hops = cpus.iter().try_for_each(|&cpu| pin_to_cpu(cpu));
+    // SAFETY: a valid pointer to a cpu_set_t of the given size.
+    let restored =
+        check(unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&saved), &saved) });
+    hops.and(restored.map(drop))
+}
+
 /// The system page size.
 pub fn page_size() -> usize {
     // SAFETY: sysconf has no pointer arguments.
@@ -391,6 +408,31 @@ mod tests {
         assert_eq!(signal_name(libc::SIGKILL), "SIGKILL");
         assert_eq!(signal_name(libc::SIGSEGV), "SIGSEGV");
         assert_eq!(signal_name(64), "signal 64");
+    }
+
+    fn affinity() -> Vec<usize> {
+        // SAFETY: cpu_set_t is plain data; a valid pointer and size.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        check(unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) })
+            .unwrap();
+        let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: every index is in range of the set.
+        (0..max)
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
+    }
+
+    /// The thread visits the CPUs and gets its own CPUs back, even when a
+    /// hop fails.
+    #[test]
+    fn run_on_each_gives_the_cpus_back() {
+        let before = affinity();
+        let cpus: Vec<u32> = before.iter().take(2).map(|&c| c as u32).collect();
+        run_on_each(&cpus).unwrap();
+        assert_eq!(affinity(), before);
+        let err = run_on_each(&[cpus[0], 100_000]).unwrap_err();
+        assert!(err.to_string().contains("CPU 100000"), "{err}");
+        assert_eq!(affinity(), before);
     }
 
     #[test]
