@@ -231,7 +231,8 @@ pub enum Workload {
         compact: bool,
         /// Before each pass, outside every clock and window, free the last
         /// pass's workers' mms (the agent runs once on each worker CPU), and
-        /// before each timed pass refresh the VM statistics
+        /// before each timed pass run every pending RCU callback
+        /// (`rcutree.do_rcu_barrier`) and refresh the VM statistics
         /// (`/proc/sys/vm/stat_refresh`). Left out of the JSON when off,
         /// the only behaviour before.
         #[serde(default, skip_serializing_if = "is_false")]

@@ -11,8 +11,9 @@
 //! the re-reads. Every other metric comes from the timed pass, and only the
 //! timed pass marks its phases (`total`, `pageout`, `verify`) for the cost
 //! model. With `compact`, memory is compacted before every timed pass. With
-//! `settle`, the workers of the pass before are let go before every fork
-//! and the VM statistics refreshed before every timed pass ([`settle`]).
+//! `settle`, the workers of the pass before are let go before every fork,
+//! and pending RCU callbacks run and the VM statistics are refreshed before
+//! every timed pass ([`settle`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -68,6 +69,11 @@ fn compact_memory() -> Result<()> {
 /// counters and trim its per-CPU page lists (`decay_pcp_high`).
 const STAT_REFRESH: &str = "/proc/sys/vm/stat_refresh";
 
+/// The module parameter whose write of `1` runs `rcu_barrier()`: it
+/// returns once every RCU callback queued before it has run. Made for
+/// user-space tests (kernel-parameters.txt, `rcutree.do_rcu_barrier`).
+const RCU_BARRIER: &str = "/sys/module/rcutree/parameters/do_rcu_barrier";
+
 /// Before a pass forks its workers, outside every clock and window:
 /// - each CPU the workers ran on switches once to the agent's mm
 ///   ([`sys::run_on_each`]), so the last pass's workers' mms, which those
@@ -75,13 +81,18 @@ const STAT_REFRESH: &str = "/proc/sys/vm/stat_refresh";
 ///   and per-CPU RSS counters take the slots they leave. Otherwise each
 ///   fork allocates while the last mm still lives, and samples alternate
 ///   between placements;
-/// - before a timed pass (`refresh`), the VM statistics are refreshed
+/// - before a timed pass (`refresh`), every RCU callback the samples
+///   before queued runs ([`RCU_BARRIER`]: the swap cache's xarray nodes,
+///   the dead workers' task structs), instead of in whichever window its
+///   grace period ends; then the VM statistics are refreshed
 ///   ([`STAT_REFRESH`]), so the per-CPU page lists are trimmed here, once
 ///   a sample, instead of wherever the periodic work falls (with a long
 ///   `vm.stat_interval`, never inside a window).
 fn settle(cpus: &[u32], refresh: bool) -> Result<()> {
     sys::run_on_each(cpus).context("running the agent on each worker CPU")?;
     if refresh {
+        files::write(RCU_BARRIER, "1")
+            .with_context(|| format!("waiting for RCU callbacks ({RCU_BARRIER})"))?;
         files::write(STAT_REFRESH, "1")
             .with_context(|| format!("refreshing the VM statistics ({STAT_REFRESH})"))?;
     }
