@@ -229,8 +229,22 @@ pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
     }
     // SAFETY: cpu is in range of the set.
     unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    set_affinity(&set)
+}
+
+/// The CPUs the calling thread may run on.
+fn affinity() -> io::Result<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain data.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: a valid pointer to a cpu_set_t of the given size.
-    check(unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) }).map(drop)
+    check(unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) })?;
+    Ok(set)
+}
+
+/// Lets the calling thread run on the CPUs of `set` only.
+fn set_affinity(set: &libc::cpu_set_t) -> io::Result<()> {
+    // SAFETY: a valid pointer to a cpu_set_t of the given size.
+    check(unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(set), set) }).map(drop)
 }
 
 /// Runs the calling thread on each of `cpus` in turn, then gives it back
@@ -239,15 +253,10 @@ pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
 /// still holds the dead process's mm as its lazy-TLB mm, and lets it go
 /// (the kernel frees it) only when it switches to another mm.
 pub fn run_on_each(cpus: &[u32]) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data.
-    let mut saved: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid pointer to a cpu_set_t of the given size.
-    check(unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&saved), &mut saved) })?;
+    let saved = affinity()?;
     let hops = cpus.iter().try_for_each(|&cpu| pin_to_cpu(cpu));
-    // SAFETY: a valid pointer to a cpu_set_t of the given size.
-    let restored =
-        check(unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&saved), &saved) });
-    hops.and(restored.map(drop))
+    let restored = set_affinity(&saved);
+    hops.and(restored)
 }
 
 /// The system page size.
@@ -410,11 +419,8 @@ mod tests {
         assert_eq!(signal_name(64), "signal 64");
     }
 
-    fn affinity() -> Vec<usize> {
-        // SAFETY: cpu_set_t is plain data; a valid pointer and size.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        check(unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) })
-            .unwrap();
+    fn cpus_allowed() -> Vec<usize> {
+        let set = affinity().unwrap();
         let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
         // SAFETY: every index is in range of the set.
         (0..max)
@@ -426,13 +432,13 @@ mod tests {
     /// hop fails.
     #[test]
     fn run_on_each_gives_the_cpus_back() {
-        let before = affinity();
+        let before = cpus_allowed();
         let cpus: Vec<u32> = before.iter().take(2).map(|&c| c as u32).collect();
         run_on_each(&cpus).unwrap();
-        assert_eq!(affinity(), before);
+        assert_eq!(cpus_allowed(), before);
         let err = run_on_each(&[cpus[0], 100_000]).unwrap_err();
         assert!(err.to_string().contains("CPU 100000"), "{err}");
-        assert_eq!(affinity(), before);
+        assert_eq!(cpus_allowed(), before);
     }
 
     #[test]
