@@ -13,7 +13,7 @@
 //! model. With `compact`, memory is compacted before every timed pass. With
 //! `settle`, the workers of the pass before are let go before every fork,
 //! and pending RCU callbacks run and the VM statistics are refreshed before
-//! every timed pass ([`settle`]).
+//! every timed pass ([`before_pass`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -47,7 +47,7 @@ pub struct Params {
     /// Compact memory before each sample's timed pass ([`compact_memory`]).
     pub compact: bool,
     /// Settle the kernel's per-process and per-CPU state before each pass
-    /// ([`settle`]).
+    /// ([`before_pass`]).
     pub settle: bool,
 }
 
@@ -74,27 +74,67 @@ const STAT_REFRESH: &str = "/proc/sys/vm/stat_refresh";
 /// user-space tests (kernel-parameters.txt, `rcutree.do_rcu_barrier`).
 const RCU_BARRIER: &str = "/sys/module/rcutree/parameters/do_rcu_barrier";
 
-/// Before a pass forks its workers, outside every clock and window:
-/// - each CPU the workers ran on switches once to the agent's mm
-///   ([`sys::run_on_each`]), so the last pass's workers' mms, which those
-///   CPUs kept as their lazy-TLB mm, are freed now, and this pass's new mm
-///   and per-CPU RSS counters take the slots they leave. Otherwise each
-///   fork allocates while the last mm still lives, and samples alternate
-///   between placements;
-/// - before a timed pass (`refresh`), every RCU callback the samples
-///   before queued runs ([`RCU_BARRIER`]: the swap cache's xarray nodes,
-///   the dead workers' task structs), instead of in whichever window its
-///   grace period ends; then the VM statistics are refreshed
-///   ([`STAT_REFRESH`]), so the per-CPU page lists are trimmed here, once
-///   a sample, instead of wherever the periodic work falls (with a long
-///   `vm.stat_interval`, never inside a window).
-fn settle(cpus: &[u32], refresh: bool) -> Result<()> {
-    sys::run_on_each(cpus).context("running the agent on each worker CPU")?;
-    if refresh {
-        files::write(RCU_BARRIER, "1")
-            .with_context(|| format!("waiting for RCU callbacks ({RCU_BARRIER})"))?;
-        files::write(STAT_REFRESH, "1")
-            .with_context(|| format!("refreshing the VM statistics ({STAT_REFRESH})"))?;
+/// One thing done before a pass forks its workers, outside every clock
+/// and window ([`before_pass`] gives their order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Each CPU the workers ran on switches once to the agent's mm
+    /// ([`sys::run_on_each`]), so the last pass's workers' mms, which
+    /// those CPUs kept as their lazy-TLB mm, are freed now, and this
+    /// pass's new mm and per-CPU RSS counters take the slots they leave.
+    /// Otherwise each fork allocates while the last mm still lives, and
+    /// samples alternate between placements.
+    LetGo,
+    /// Every RCU callback the samples before queued runs ([`RCU_BARRIER`]:
+    /// the swap cache's xarray nodes, the dead workers' task structs),
+    /// instead of in whichever window its grace period ends.
+    RcuBarrier,
+    /// Memory is compacted ([`compact_memory`]).
+    Compact,
+    /// The VM statistics are refreshed ([`STAT_REFRESH`]), so the per-CPU
+    /// page lists are trimmed here, once a sample, instead of wherever the
+    /// periodic work falls (with a long `vm.stat_interval`, never inside a
+    /// window).
+    Refresh,
+}
+
+/// What runs before a pass, in order. `settle` lets the last pass's
+/// workers go before every pass, and before a timed pass also runs the
+/// pending RCU callbacks and refreshes the VM statistics; `compact`
+/// compacts before a timed pass. With both, everything the samples before
+/// left to free is freed first, so compaction moves memory in the shape
+/// every sample leaves, and the refresh comes last, so the per-CPU page
+/// lists are trimmed after compaction has used them.
+fn before_pass(params: &Params, timed: bool) -> Vec<Step> {
+    let mut steps = Vec::new();
+    if params.settle {
+        steps.push(Step::LetGo);
+        if timed {
+            steps.push(Step::RcuBarrier);
+        }
+    }
+    if params.compact && timed {
+        steps.push(Step::Compact);
+    }
+    if params.settle && timed {
+        steps.push(Step::Refresh);
+    }
+    steps
+}
+
+/// Runs [`before_pass`]'s steps.
+fn prepare(params: &Params, cpus: &[u32], timed: bool) -> Result<()> {
+    for step in before_pass(params, timed) {
+        match step {
+            Step::LetGo => {
+                sys::run_on_each(cpus).context("running the agent on each worker CPU")?
+            }
+            Step::RcuBarrier => files::write(RCU_BARRIER, "1")
+                .with_context(|| format!("waiting for RCU callbacks ({RCU_BARRIER})"))?,
+            Step::Compact => compact_memory()?,
+            Step::Refresh => files::write(STAT_REFRESH, "1")
+                .with_context(|| format!("refreshing the VM statistics ({STAT_REFRESH})"))?,
+        }
     }
     Ok(())
 }
@@ -134,21 +174,14 @@ pub fn run(
     let total = warmups + samples;
     for index in 0..total {
         let during = || format!("sample {index}");
-        if params.compact {
-            compact_memory().with_context(during)?;
-        }
-        if params.settle {
-            settle(cpus, true).with_context(during)?;
-        }
+        prepare(params, cpus, true).with_context(during)?;
         // The timed pass runs without the profiler's hook on the flush path,
         // so the CPU times are the kernel's own; a second pass of the same
         // sample, with the profiler on, counts the flushes.
         let (results, before, after, _) = pass(&slots, &timed, &stat, None).with_context(during)?;
         let flushes = match profiler {
             Some(p) => {
-                if params.settle {
-                    settle(cpus, false).with_context(during)?;
-                }
+                prepare(params, cpus, false).with_context(during)?;
                 pass(&slots, &counting, &stat, Some(p))
                     .with_context(during)?
                     .3
@@ -358,6 +391,37 @@ mod tests {
             ("zswpout".to_string(), zswpout),
             ("zswpin".to_string(), zswpin),
         ])
+    }
+
+    fn params(compact: bool, settle: bool) -> Params {
+        Params {
+            workers: 1,
+            mib_per_worker: 32,
+            random_percent: 0,
+            zswap_max: Limit::Max,
+            memory_max: Limit::Max,
+            swap_max: Limit::Max,
+            compact,
+            settle,
+        }
+    }
+
+    #[test]
+    fn before_a_pass_everything_is_freed_before_compaction_and_refreshed_after() {
+        use Step::*;
+        assert_eq!(before_pass(&params(false, false), true), []);
+        assert_eq!(before_pass(&params(true, false), true), [Compact]);
+        assert_eq!(before_pass(&params(true, false), false), []);
+        assert_eq!(
+            before_pass(&params(false, true), true),
+            [LetGo, RcuBarrier, Refresh]
+        );
+        assert_eq!(
+            before_pass(&params(true, true), true),
+            [LetGo, RcuBarrier, Compact, Refresh]
+        );
+        // The counting pass only needs its fork to find the last mm gone.
+        assert_eq!(before_pass(&params(true, true), false), [LetGo]);
     }
 
     #[test]
