@@ -45,6 +45,15 @@ pub struct Regressed {
     pub metrics: Vec<String>,
 }
 
+/// Stored results in which a guest failure stopped boots (`patchbench
+/// compare`): what was measured is shown, and the exit code is the
+/// guest's, as the run's was.
+#[derive(Debug, thiserror::Error)]
+#[error("a guest failure stopped {}; their samples are left out of the comparison", .boots.join(", "))]
+pub struct Stopped {
+    pub boots: Vec<String>,
+}
+
 /// The exit code for an error, from the outermost cause in its chain that
 /// is a stage's error: each stage (tree, series, build, kbuild, vm) returns
 /// its own enum, so the stage that failed decides whose fault it was.
@@ -53,6 +62,9 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
         if cause.is::<Regressed>() {
             return REGRESSION;
+        }
+        if cause.is::<Stopped>() {
+            return GUEST;
         }
         if cause.is::<ConfigError>() || cause.is::<crate::campaign::ResumeError>() {
             return USAGE;
@@ -185,6 +197,14 @@ mod tests {
             excerpt: String::new(),
         });
         assert_eq!(code_for(&guest), GUEST);
+        let stopped = anyhow::Error::new(Stopped {
+            boots: vec!["boot B in out/results.json".into()],
+        });
+        assert_eq!(code_for(&stopped), GUEST);
+        assert_eq!(
+            stopped.to_string(),
+            "a guest failure stopped boot B in out/results.json; their samples are left out of the comparison"
+        );
         let regressed = anyhow::Error::new(Regressed {
             metrics: vec!["pageout_cpu_ns".into()],
         });

@@ -432,6 +432,13 @@ fn a_workload_killed_by_the_oom_killer_fails_the_boot() {
         report.contains("Not compared: no complete boot of A"),
         "{report}"
     );
+    // And it exits as the run did: a guest failure.
+    assert_eq!(
+        compare.status.code(),
+        Some(patchbench::exit::GUEST),
+        "{}",
+        String::from_utf8_lossy(&compare.stderr)
+    );
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! Every exit code of `patchbench`, through the real binary: what a CI job
 //! branches on. 0 and 1 come from `compare` on stored results, 2 from bad
 //! usage and from a damaged results.json met by resume, 3 from a missing
-//! piece of the host, 4 from a series that does not apply. 5 (a guest failure) needs a booted kernel: tests/e2e.rs pins it
-//! with a panicking guest, a hang and a failing workload.
+//! piece of the host, 4 from a series that does not apply, 5 from `compare`
+//! on stored results a guest failure stopped. A guest failing in a run
+//! needs a booted kernel: tests/e2e.rs pins that with a panicking guest, a
+//! hang and a failing workload.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -59,6 +61,35 @@ fn a_regressed_metric_exits_1_and_is_named_once() {
     );
     assert_eq!(err.matches("regressed").count(), 1, "{err}");
     assert!(String::from_utf8_lossy(&output.stdout).contains("regression"));
+}
+
+#[test]
+fn stored_results_with_a_stopped_boot_exit_5_and_name_it() {
+    let mut results = Results::load(&fixture()).unwrap();
+    let b = results.boots.iter_mut().find(|b| b.variant == "B").unwrap();
+    b.samples.truncate(1);
+    b.complete = false;
+    b.failure = Some(patchbench::results::BootFailure {
+        what: "OOM kill".into(),
+        excerpt: "Memory cgroup out of memory".into(),
+    });
+    let label = b.label.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.json");
+    results.save(&path).unwrap();
+    let output = patchbench(&["compare", path.to_str().unwrap()]);
+    let err = stderr(&output);
+    assert_eq!(code(&output), Some(exit::GUEST), "{err}");
+    assert!(
+        err.contains(&format!(
+            "a guest failure stopped boot {label} in {}",
+            path.display()
+        )),
+        "{err}"
+    );
+    // What was measured is still shown.
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(out.contains("stopped after 1 of"), "{out}");
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::events::{Event, Sink};
-use crate::exit::Regressed;
+use crate::exit::{Regressed, Stopped};
 use crate::report;
 use crate::results::Results;
 use crate::workload;
@@ -67,6 +67,7 @@ pub fn fail_on_regression(rows: &[report::Row]) -> anyhow::Result<()> {
 pub(super) fn compare(args: CompareArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let baseline = args.against.as_deref().map(load).transpose()?;
     let mut regressed = Vec::new();
+    let mut stopped = Vec::new();
     for path in &args.results {
         let mut results = load(path)?;
         if let Some(old) = &baseline {
@@ -87,11 +88,26 @@ pub(super) fn compare(args: CompareArgs, sink: &dyn Sink) -> anyhow::Result<()> 
                 .into_iter()
                 .map(|m| format!("{m} in {}", path.display())),
         );
+        stopped.extend(
+            report::failed_boots(&results)
+                .into_iter()
+                .map(|b| format!("boot {} in {}", b.label, path.display())),
+        );
     }
-    if regressed.is_empty() {
-        Ok(())
-    } else {
+    verdict(regressed, stopped)
+}
+
+/// How `compare` exits: a stopped boot is a guest failure (exit 5) even
+/// when something else regressed, since the comparison is missing that
+/// boot's samples, and the run itself ended with 5; otherwise a regression
+/// exits 1.
+fn verdict(regressed: Vec<String>, stopped: Vec<String>) -> anyhow::Result<()> {
+    if !stopped.is_empty() {
+        Err(Stopped { boots: stopped }.into())
+    } else if !regressed.is_empty() {
         Err(Regressed { metrics: regressed }.into())
+    } else {
+        Ok(())
     }
 }
 
@@ -100,6 +116,19 @@ mod tests {
     use super::*;
 
     use crate::results::tests::fixture;
+
+    #[test]
+    fn a_stopped_boot_exits_as_a_guest_failure_before_a_regression() {
+        use crate::exit::{GUEST, OK, REGRESSION, code_for};
+        let code = |r: Vec<&str>, s: Vec<&str>| {
+            let owned = |v: Vec<&str>| v.into_iter().map(String::from).collect();
+            verdict(owned(r), owned(s)).map_or_else(|e| code_for(&e), |()| OK)
+        };
+        assert_eq!(code(vec![], vec![]), OK);
+        assert_eq!(code(vec!["pageout_cpu_ns"], vec![]), REGRESSION);
+        assert_eq!(code(vec!["pageout_cpu_ns"], vec!["boot B"]), GUEST);
+        assert_eq!(code(vec![], vec!["boot B"]), GUEST);
+    }
 
     #[test]
     fn a_run_against_itself_has_only_b_boots_on_both_sides() {
