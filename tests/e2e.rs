@@ -432,6 +432,19 @@ fn a_workload_killed_by_the_oom_killer_fails_the_boot() {
         report.contains("Not compared: no complete boot of A"),
         "{report}"
     );
+    // The run wrote the same report as report.md, and said where.
+    let written = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        written.contains("Boot A stopped after 0 of 3 samples: `OOM kill"),
+        "{written}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "what was measured before the failure: {}",
+            out.join("report.md").display()
+        )),
+        "{stderr}"
+    );
     // And it exits as the run did: a guest failure.
     assert_eq!(
         compare.status.code(),

@@ -105,8 +105,51 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         out_dir: &opts.out_dir,
         results_path: &results_path,
     };
-    boots.run_all(&mut results, &mut stages).await?;
+    if let Err(e) = boots.run_all(&mut results, &mut stages).await {
+        report_stopped(&results, &e, &opts.out_dir, sink);
+        return Err(e);
+    }
     finish(results, results_path, &opts.out_dir)
+}
+
+/// A guest failure stopped the run: report.md still shows what was
+/// measured, and names the boot that stopped and why, as `patchbench
+/// compare` would. Any other failure is the host's, and says nothing of
+/// the kernels. A report that cannot be written is a warning: the error
+/// the user sees is the guest's.
+fn report_stopped(results: &Results, error: &anyhow::Error, out_dir: &Path, sink: &dyn Sink) {
+    let guest = error.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<crate::vm::VmError>(),
+            Some(crate::vm::VmError::Guest { .. })
+        )
+    });
+    if !guest {
+        return;
+    }
+    let spec = crate::workload::spec_for_kind(&results.workload.kind);
+    let rows = crate::report::rows(results, spec.as_ref());
+    match write_markdown(results, spec.as_ref(), &rows, out_dir) {
+        Ok((_, path)) => sink.emit(Event::Note(format!(
+            "what was measured before the failure: {}",
+            path.display()
+        ))),
+        Err(e) => sink.emit(Event::Note(format!("warning: {e:#}"))),
+    }
+}
+
+/// Write report.md into `out_dir`: the Markdown and where it went.
+fn write_markdown(
+    results: &Results,
+    spec: Option<&crate::workload::WorkloadSpec>,
+    rows: &[crate::report::Row],
+    out_dir: &Path,
+) -> anyhow::Result<(String, PathBuf)> {
+    let markdown = crate::report::markdown_of(results, spec, rows);
+    let path = out_dir.join("report.md");
+    crate::fsutil::write_atomic(&path, markdown.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok((markdown, path))
 }
 
 /// Make every workload ready: a kernel build's tree is prepared on the
@@ -324,10 +367,7 @@ fn finish(mut results: Results, results_path: PathBuf, out_dir: &Path) -> anyhow
         })
         .collect();
     results.save(&results_path)?;
-    let markdown = crate::report::markdown_of(&results, spec.as_ref(), &rows);
-    let markdown_path = out_dir.join("report.md");
-    crate::fsutil::write_atomic(&markdown_path, markdown.as_bytes())
-        .with_context(|| format!("cannot write {}", markdown_path.display()))?;
+    let (markdown, markdown_path) = write_markdown(&results, spec.as_ref(), &rows, out_dir)?;
     Ok(Outcome {
         results,
         results_path,
