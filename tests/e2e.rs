@@ -311,9 +311,10 @@ fn smoke_series_line() -> String {
 /// Two variants that differ only in a runtime setting: one kernel (the
 /// smoke campaign's base, already built), the setting written and read
 /// back in every boot and recorded in the guest facts. The workload
-/// settles before each pass (`settle`: the agent hops onto the worker
-/// CPUs, and writes /proc/sys/vm/stat_refresh), in a real guest, two
-/// samples a boot, at no extra boot.
+/// settles and compacts before each pass, as the counter's cost campaign
+/// does (the agent hops onto the worker CPUs, runs rcu_barrier(),
+/// compacts memory, then writes /proc/sys/vm/stat_refresh), in a real
+/// guest, two samples a boot, at no extra boot.
 #[test]
 fn knob_variants_share_a_kernel_and_read_their_setting_back() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -329,7 +330,7 @@ fn knob_variants_share_a_kernel_and_read_their_setting_back() {
             ("warmups: 1\n  samples: 3", "warmups: 0\n  samples: 2"),
             (
                 "count_flushes: true\n",
-                "count_flushes: true\n  settle: true\n",
+                "count_flushes: true\n  settle: true\n  compact: true\n",
             ),
         ],
     );
@@ -358,7 +359,7 @@ fn knob_variants_share_a_kernel_and_read_their_setting_back() {
             assert!(sample.metrics.contains_key("pageout_flushes"), "{sample:?}");
         }
         let console = std::fs::read_to_string(&boot.console_log).unwrap();
-        assert!(console.contains("settle=true"), "{console}");
+        assert!(console.contains("compact=true settle=true"), "{console}");
     }
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("`on` against `off`"), "{report}");
