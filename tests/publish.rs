@@ -224,6 +224,41 @@ async fn a_dry_run_prints_the_marked_comment_and_the_status_and_sends_nothing() 
     assert!(pages.join("index.html").is_file());
 }
 
+/// A' stopped by a guest failure after one sample: A and B are still
+/// compared, but the status is an error naming the boot, as `run` and
+/// `compare` exit 5 for it.
+#[tokio::test]
+async fn a_stopped_boot_makes_the_status_an_error() {
+    let server = MockServer::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-results.json");
+    let mut results = patchbench::results::Results::load(&fixture).unwrap();
+    let last = results.boots.last_mut().unwrap();
+    last.samples.truncate(1);
+    last.complete = false;
+    last.failure = Some(patchbench::results::BootFailure {
+        what: "kernel panic".into(),
+        excerpt: "Kernel panic - not syncing".into(),
+    });
+    let run = tmp.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    results.save(&run.join("results.json")).unwrap();
+    let uri = server.uri();
+    let mut args = publish_args(run.to_str().unwrap(), &uri);
+    args.push("--dry-run");
+    let out = patchbench(&args, &[]).await;
+    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
+    let text = &out.stdout;
+    assert!(
+        text.contains("state: error\ndescription: a guest failure stopped boot A'; "),
+        "{text}"
+    );
+    assert!(
+        text.contains("**Stopped:** Boot A' (variant A) stopped after 1 of"),
+        "{text}"
+    );
+}
+
 #[tokio::test]
 async fn a_missing_token_is_named_by_its_variable() {
     let tmp = tempfile::tempdir().unwrap();

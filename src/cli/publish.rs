@@ -69,8 +69,9 @@ Examples:
       --report-url \"$RUN_URL\"
 
 Each campaign gets one comment, opened by the marker <!-- patchbench:CAMPAIGN -->,
-and one commit status with context patchbench/CAMPAIGN: failure when any metric
-regressed, error when nothing was measured, success otherwise. When
+and one commit status with context patchbench/CAMPAIGN: error when a guest
+failure stopped a boot or nothing was measured, failure when any metric
+regressed, success otherwise. When
 $GITHUB_STEP_SUMMARY is set, each report is appended to it.";
 
 /// One campaign's renderings.
@@ -246,10 +247,30 @@ fn check_sha(sha: &str) -> Result<(), GithubError> {
     }
 }
 
-/// The commit status for a run, from its rows' verdicts: failure when any
-/// metric regressed, error when no metric was measured, success otherwise.
+/// The commit status for a run, from its rows' verdicts: error when a
+/// guest failure stopped a boot (what was compared lacks it; `run` and
+/// `compare` exit 5) or when no metric was measured, failure when any
+/// metric regressed, success otherwise.
 fn status_for(run: &Run) -> (StatusState, String) {
-    status_from_counts(&run.verdict_counts())
+    let stopped: Vec<String> = crate::report::failed_boots(run.results)
+        .into_iter()
+        .map(|b| b.label)
+        .collect();
+    status_with_stopped(&stopped, &run.verdict_counts())
+}
+
+fn status_with_stopped(stopped: &[String], counts: &[(Verdict, usize)]) -> (StatusState, String) {
+    let (state, text) = status_from_counts(counts);
+    if stopped.is_empty() {
+        return (state, text);
+    }
+    (
+        StatusState::Error,
+        format!(
+            "a guest failure stopped boot {}; {text}",
+            stopped.join(", ")
+        ),
+    )
 }
 
 fn status_from_counts(counts: &[(Verdict, usize)]) -> (StatusState, String) {
@@ -343,6 +364,19 @@ mod tests {
             text,
             "3 metric(s) compared: 1 improvement, 1 changed, 1 inconclusive"
         );
+    }
+
+    #[test]
+    fn a_stopped_boot_is_an_error_status_even_beside_a_regression() {
+        let stopped = ["A'".to_string()];
+        let (state, text) = status_with_stopped(&stopped, &[(Verdict::Regression, 1)]);
+        assert_eq!(state, StatusState::Error);
+        assert_eq!(
+            text,
+            "a guest failure stopped boot A'; 1 metric(s) compared: 1 regression"
+        );
+        let (state, _) = status_with_stopped(&[], &[(Verdict::Improvement, 1)]);
+        assert_eq!(state, StatusState::Success);
     }
 
     #[test]
