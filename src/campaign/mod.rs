@@ -118,13 +118,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
 /// the kernels. A report that cannot be written is a warning: the error
 /// the user sees is the guest's.
 fn report_stopped(results: &Results, error: &anyhow::Error, out_dir: &Path, sink: &dyn Sink) {
-    let guest = error.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<crate::vm::VmError>(),
-            Some(crate::vm::VmError::Guest { .. })
-        )
-    });
-    if !guest {
+    if crate::exit::code_for(error) != crate::exit::GUEST {
         return;
     }
     let spec = crate::workload::spec_for_kind(&results.workload.kind);
