@@ -66,14 +66,17 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         if cause.is::<Stopped>() {
             return GUEST;
         }
-        if cause.is::<ConfigError>() || cause.is::<crate::campaign::ResumeError>() {
+        if cause.is::<ConfigError>() {
             return USAGE;
         }
         // A results document that is not one (truncated, hand-edited, of a
-        // future schema) is bad input; one that cannot be read is the host's.
+        // future schema, of another experiment) is bad input; one that
+        // cannot be read is the host's.
         if let Some(results) = cause.downcast_ref::<ResultsError>() {
             return match results {
-                ResultsError::Parse { .. } | ResultsError::Schema { .. } => USAGE,
+                ResultsError::Parse { .. }
+                | ResultsError::Schema { .. }
+                | ResultsError::Foreign { .. } => USAGE,
                 ResultsError::Read { .. } => INFRASTRUCTURE,
             };
         }
@@ -230,6 +233,12 @@ mod tests {
             found: 9,
         });
         assert_eq!(code_for(&truncated), USAGE);
+        // So is one of another experiment, in the --out given.
+        let foreign = anyhow::Error::new(ResultsError::Foreign {
+            path: "out/results.json".into(),
+        })
+        .context("resume");
+        assert_eq!(code_for(&foreign), USAGE);
         for infra in infrastructure_errors() {
             assert_eq!(code_for(&infra), INFRASTRUCTURE, "{infra:#}");
         }

@@ -307,7 +307,7 @@ fn resume(
     stages: &mut Stages<'_>,
 ) -> anyhow::Result<()> {
     if !results.can_resume_from(&earlier) {
-        return Err(ResumeError {
+        return Err(crate::results::ResultsError::Foreign {
             path: path.to_owned(),
         }
         .into());
@@ -369,12 +369,4 @@ fn finish(mut results: Results, results_path: PathBuf, out_dir: &Path) -> anyhow
         markdown_path,
         rows,
     })
-}
-
-/// The output directory holds results of another campaign, or of other
-/// kernels: resuming into it would mix two experiments.
-#[derive(Debug, thiserror::Error)]
-#[error("{} holds results of a different campaign, protocol or kernels; resume only with the same campaign and series, or choose another --out", path.display())]
-pub struct ResumeError {
-    pub path: PathBuf,
 }

@@ -41,6 +41,10 @@ pub enum ResultsError {
     },
     #[error("{} has results schema {found}; this patchbench reads schemas 1 to {SCHEMA_VERSION}", path.display())]
     Schema { path: PathBuf, found: u64 },
+    /// The output directory holds results of another campaign, or of
+    /// other kernels: resuming into it would mix two experiments.
+    #[error("{} holds results of a different campaign, protocol or kernels; resume only with the same campaign and series, or choose another --out", path.display())]
+    Foreign { path: PathBuf },
 }
 
 impl Results {
