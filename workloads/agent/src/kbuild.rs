@@ -3,12 +3,15 @@
 //! host's `make` and compiler on a kernel tree the host prepared, through
 //! the host root ([`crate::hostroot`]).
 //!
-//! Setup, untimed, per sample: a fresh child cgroup
-//! `/sys/fs/cgroup/patchbench-kbuild/sample<N>` with `memory.max` and
-//! `memory.zswap.max`, and a fresh tmpfs overlay over the prepared build
-//! directory, mounted at the build directory's own path in the host root
-//! (kbuild records absolute paths, so the path must not change). Every
-//! sample therefore starts from the same state, whatever its targets.
+//! Setup, untimed, per sample: the clean page cache and slab caches are
+//! dropped ([`drop_caches`]), then a fresh child cgroup
+//! `/sys/fs/cgroup/patchbench-kbuild/sample<N>` gets `memory.max` and
+//! `memory.zswap.max`, and a fresh tmpfs overlay goes over the prepared
+//! build directory, mounted at the build directory's own path in the host
+//! root (kbuild records absolute paths, so the path must not change).
+//! Every sample therefore starts from the same state, whatever its
+//! targets: each build reads the compiler, the sources and the headers
+//! into its own cgroup, as a build in a memcg does.
 //!
 //! Timed: `make O=<build> -j<jobs> <targets>` in the source tree, from
 //! spawn to exit: `real` on CLOCK_MONOTONIC, `user` and `sys` from
@@ -124,8 +127,27 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
     Ok(())
 }
 
+/// The sysctl that frees clean page cache (1), reclaimable slab such as
+/// dentries and inodes (2), or both (3) when written.
+const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
+
+/// Free the clean page cache and the reclaimable slab caches. A page is
+/// charged to the cgroup that first reads it, and stays charged there
+/// after that cgroup is removed. Without this, the files the first sample
+/// read (the compiler, the sources, the headers) stay cached and charged
+/// to its dead cgroup, every later sample's cgroup holds only its anonymous
+/// memory and tmpfs, and only the first sample of a boot came near its
+/// `memory.max` and swapped (seeds 001 and 004, 2026-12-02: `pswpin` 0 and
+/// `pgmajfault` 15 in every second sample, thousands in every first).
+fn drop_caches() -> Result<()> {
+    sys::sync();
+    files::write(DROP_CACHES, "3")
+        .with_context(|| format!("dropping the page and slab caches ({DROP_CACHES})"))
+}
+
 /// One build from the prepared state, in its own cgroup and overlay.
 fn sample(params: &Params, prepared: &Path, cg: &Path) -> Result<BTreeMap<String, u64>> {
+    drop_caches()?;
     cgroup::create(cg)?;
     cgroup::set_limit(cg, "memory.max", params.memory_max)?;
     cgroup::set_limit(cg, "memory.zswap.max", params.zswap_max)?;
