@@ -597,3 +597,38 @@ fn judged_by_boot_boots_that_agree_are_two_layouts_not_one_run_twice() {
     let c = compare(&a, &b, Direction::LowerIsBetter, &options()).unwrap();
     assert_eq!((c.a_repeated, c.b_repeated), (6, 3));
 }
+
+/// Rule 8: an interval wholly outside the band that Welch's test does not
+/// confirm is inconclusive, not "no clear difference". The data: large
+/// folios swapped out whole per kernel build, seed 004's kernel build,
+/// base/swapin-margin/base' (`/work/cache/runs/s28/004-user`, 2026-12-02).
+#[test]
+fn an_interval_beyond_the_band_that_welch_does_not_confirm_is_inconclusive() {
+    let a: [&[f64]; 2] = [&[803.0, 658.0, 768.0], &[689.0, 583.0, 939.0]];
+    let b: [&[f64]; 1] = [&[646.0, 611.0, 612.0]];
+    let c = compare(&a, &b, Direction::Neither, &CompareOptions::default()).unwrap();
+    let ci = c.mean_change.unwrap().ci.unwrap();
+    assert!(ci.clear_of_band(2.0), "{ci:?}");
+    assert!(c.welch.unwrap().p >= 0.05, "{:?}", c.welch);
+    assert!(c.drift_pct.unwrap().abs() <= 2.0, "{:?}", c.drift_pct);
+    assert_eq!(
+        c.verdict.kind,
+        Verdict::Inconclusive,
+        "{}",
+        c.verdict.reason
+    );
+    assert!(
+        c.verdict
+            .reason
+            .starts_with("unconfirmed: the 95% CI of the change, [-25.6"),
+        "{}",
+        c.verdict.reason
+    );
+    assert!(
+        c.verdict
+            .reason
+            .ends_with("but Welch p = 0.071 does not confirm it"),
+        "{}",
+        c.verdict.reason
+    );
+}

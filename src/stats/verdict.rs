@@ -59,8 +59,14 @@ pub(crate) struct Evidence<'a> {
 ///    regression larger than the noise band alike: A's and B's spread is
 ///    too large for the change measured (the interval's width is about
 ///    4 · CV · sqrt(1/n_A + 1/n_B)).
-/// 8. Otherwise: **no clear difference**, either because p ≥ `alpha` or
-///    because a significant change is smaller than the noise band.
+/// 8. The interval lies wholly outside ±`noise_pct` but p ≥ `alpha`:
+///    **inconclusive**. The interval points to a change larger than the
+///    band, and the test does not confirm it (with few samples, or skewed
+///    ones, the percentile bootstrap is too narrow), so neither a change
+///    nor its absence can be said.
+/// 9. Otherwise: **no clear difference**, either because p ≥ `alpha` and
+///    the interval reaches inside the band, or because a significant
+///    change is smaller than the noise band.
 pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Judgement {
     use Verdict::*;
     let noise = options.noise_pct;
@@ -149,6 +155,17 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Judgement {
                 Inconclusive,
                 format!(
                     "too noisy: the 95% CI of the change, {ci_text}, reaches past ±{noise:.2}% on both sides (A's CV {cv})"
+                ),
+            );
+        }
+        // Rule 5 took every significant change that clears the band, so
+        // here p >= alpha.
+        Some(ci) if ci.clear_of_band(noise) => {
+            return Judgement::new(
+                Inconclusive,
+                format!(
+                    "unconfirmed: the 95% CI of the change, {ci_text}, lies wholly outside ±{noise:.2}%, but Welch p = {} does not confirm it",
+                    fmt_p(p)
                 ),
             );
         }
