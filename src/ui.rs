@@ -244,10 +244,12 @@ impl Sink for Ui {
         let (lock, wake) = &*self.state;
         let mut state = lock.lock().expect("ui lock");
         if self.mode == Mode::Quiet {
-            if let Event::Note(text) = &event
-                && is_warning(text)
-            {
-                self.line(&mut state, text);
+            // Progress and notes go; warnings and the command's own output
+            // (what `compare -q --markdown > report.md` is for) stay.
+            match &event {
+                Event::Note(text) if is_warning(text) => self.line(&mut state, text),
+                Event::Output(text) => write_output(text),
+                _ => {}
             }
             return;
         }
@@ -341,21 +343,20 @@ impl Sink for Ui {
                 );
             }
             Event::Note(text) => self.line(&mut state, &text),
-            Event::Output(text) => {
-                use std::io::Write;
-                let bar = state.bar.clone();
-                let write = || {
-                    let mut out = std::io::stdout().lock();
-                    // A closed pipe (`| head`) is not an error of ours.
-                    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-                };
-                match bar {
-                    Some(bar) => bar.suspend(write),
-                    None => write(),
-                }
-            }
+            Event::Output(text) => match state.bar.clone() {
+                Some(bar) => bar.suspend(|| write_output(&text)),
+                None => write_output(&text),
+            },
         }
     }
+}
+
+/// The command's own output, to stdout exactly as it is.
+fn write_output(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error of ours.
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 #[cfg(test)]

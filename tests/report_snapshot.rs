@@ -69,3 +69,25 @@ fn the_cost_lane_report_renders_as_stored() {
     assert_eq!(pageout.rows[0].symbol, "cgroup_rstat_flush_locked");
     assert!(pageout.listed_share().unwrap() >= 0.8);
 }
+
+/// `--quiet` silences progress, not the command's output: `compare -q
+/// --markdown` prints the stored report to stdout, and nothing to stderr.
+/// It printed nothing at all, so `> report.md` wrote an empty file.
+#[test]
+fn compare_quiet_markdown_prints_the_report_and_nothing_else() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(["compare", "-q", "--markdown"])
+        .arg(fixtures.join("smoke-results.json"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+    let expected = std::fs::read_to_string(fixtures.join("smoke-report.md")).unwrap();
+    // compare ends its output with a blank line; report.md does not.
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim_end(),
+        expected.trim_end()
+    );
+}
