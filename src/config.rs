@@ -127,6 +127,33 @@ pub struct KernelConfig {
     /// cannot be changed.
     #[serde(default)]
     pub cmdline: Vec<String>,
+    /// How the kernels split CPU time between user and system mode:
+    /// `precise` (the default) merges [`cputime_fragment`] after the
+    /// fragments, and every boot must show it; `tick` leaves the kernel's
+    /// own choice (tinyconfig's: timer ticks).
+    #[serde(default)]
+    pub cputime: CputimeChoice,
+}
+
+/// `kernel.cputime`: whether the measured kernels charge CPU time at every
+/// kernel entry and exit (kconfigs/cputime.config).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CputimeChoice {
+    /// Every workload reports user and system time, and the seeds argue in
+    /// system time: exact where the kernel can make it so.
+    #[default]
+    Precise,
+    /// The kernel's own accounting; user and system times are then what
+    /// it gives (with tinyconfig, samples of timer ticks), and reports say
+    /// so.
+    Tick,
+}
+
+/// The fragment `kernel.cputime: precise` merges: precise CPU time
+/// accounting, with the reasons and the price in its comments.
+pub fn cputime_fragment() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("kconfigs/cputime.config")
 }
 
 /// What the fragments are merged onto.
@@ -399,6 +426,10 @@ pub struct Plan {
     pub fragments: Vec<PathBuf>,
     /// Words added to every variant's kernel command line.
     pub cmdline: Vec<String>,
+    /// Whether every boot must show precise CPU time accounting; with
+    /// `Precise`, [`cputime_fragment`] is among [`Plan::fragments`] (last,
+    /// unless the campaign lists it itself).
+    pub cputime: CputimeChoice,
     pub vm: VmConfig,
     pub zswap: ZswapSetup,
     pub thp: ThpMode,
@@ -479,7 +510,18 @@ impl Campaign {
         {
             return Err(invalid(format!("series {} does not exist", path.display())));
         }
-        let fragments: Vec<PathBuf> = self.kernel.fragments.iter().map(|p| resolve(p)).collect();
+        let mut fragments: Vec<PathBuf> =
+            self.kernel.fragments.iter().map(|p| resolve(p)).collect();
+        // Merged last, so a campaign's fragment cannot undo it by accident
+        // (a variant's own fragments, merged after, still can on purpose).
+        let cputime = cputime_fragment();
+        if self.kernel.cputime == CputimeChoice::Precise
+            && !fragments
+                .iter()
+                .any(|f| f.canonicalize().ok() == cputime.canonicalize().ok())
+        {
+            fragments.push(cputime);
+        }
         let base_config = match self.kernel.base {
             BaseConfig::File(p) => {
                 let path = resolve(&p);
@@ -541,6 +583,7 @@ impl Campaign {
             base_config,
             fragments,
             cmdline: self.kernel.cmdline,
+            cputime: self.kernel.cputime,
             vm,
             zswap: self.zswap,
             thp: self.thp,

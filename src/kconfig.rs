@@ -265,4 +265,46 @@ mod tests {
         );
         assert!(verify(&parse("CONFIG_SWAP=y\n"), &reqs).is_empty());
     }
+
+    /// Every shipped fragment's options each sit under a comment saying why
+    /// (kconfigs/README.md), and the precise-CPU-time fragment sets exactly
+    /// what the guest's check asks of a booted kernel.
+    #[test]
+    fn shipped_fragments_explain_every_option_and_cputime_sets_what_boots_check() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kconfigs");
+        let mut fragments = 0;
+        for entry in walkdir::WalkDir::new(&dir) {
+            let path = entry.unwrap().into_path();
+            if path.extension().is_none_or(|e| e != "config") {
+                continue;
+            }
+            fragments += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut commented = false;
+            for line in text.lines() {
+                let option = parse(line);
+                if !option.is_empty() {
+                    assert!(
+                        commented,
+                        "{}: {line} has no comment above it",
+                        path.display()
+                    );
+                } else {
+                    commented = line.starts_with('#');
+                }
+            }
+        }
+        assert!(
+            fragments >= 9,
+            "{fragments} fragments found in {}",
+            dir.display()
+        );
+        let cputime = parse(&std::fs::read_to_string(dir.join("cputime.config")).unwrap());
+        for option in patchbench_agent::cputime::PRECISE_OPTIONS {
+            let name = option.strip_prefix("CONFIG_").unwrap();
+            assert_eq!(cputime.get(name).map(String::as_str), Some("y"), "{option}");
+        }
+        let base = parse(&std::fs::read_to_string(dir.join("base.config")).unwrap());
+        assert_eq!(base.get("IKCONFIG_PROC").map(String::as_str), Some("y"));
+    }
 }

@@ -114,6 +114,14 @@ fn the_cost_model_counts_a_marked_loop_exactly_on_every_boot() {
             // code, counted in the window's total but not as `user`.
             assert!(w.total.insns >= user.cost.insns);
             assert!(w.total.modeled_cycles >= w.total.insns);
+            // The kernel/user split of modeled cycles sums to the window's
+            // total, and its user part is the loop's.
+            let (kernel, user_cycles) = cost::mode_split(w).unwrap();
+            assert_eq!(kernel + user_cycles, w.total.modeled_cycles);
+            assert_eq!(user_cycles, user.cost.modeled_cycles);
+            let metrics = cost::sample_metrics(windows).unwrap();
+            assert_eq!(metrics["probe_user_modeled_cycles"], user_cycles);
+            assert_eq!(metrics["probe_kernel_modeled_cycles"], kernel);
             user.cost.insns
         })
         .collect();

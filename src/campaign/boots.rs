@@ -175,6 +175,8 @@ struct Wave {
     runs: u64,
     /// Warm-ups and samples of one condition, per boot.
     per_condition: u32,
+    /// What every boot's CPU time accounting must be.
+    cputime: crate::config::CputimeChoice,
 }
 
 impl Boots<'_> {
@@ -322,6 +324,7 @@ impl Boots<'_> {
             positions: ready.iter().map(|r| r.pos).collect(),
             runs: u64::from(per_condition * conditions),
             per_condition,
+            cputime: plan.cputime,
         };
         let sink = stages.sink;
         sink.emit(Event::Started {
@@ -538,7 +541,16 @@ fn record(
                     facts.zswap.get("enabled").map_or("?", String::as_str)
                 ),
             });
-            boot.facts = Some(facts.into());
+            boot.facts = Some(facts.as_ref().into());
+            // Before the first sample: kept in the document, then refused.
+            if let Err(refused) =
+                super::cputime::check(wave.cputime, &boot.label, facts.cputime.as_ref())
+            {
+                results
+                    .save(path)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                return Err(refused.into());
+            }
         }
         Message::Sample(sample) => {
             sink.emit(Event::Progress {

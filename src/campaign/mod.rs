@@ -19,11 +19,13 @@ use crate::vm::accel;
 use crate::workload::{Planned, Prepared};
 
 mod boots;
+mod cputime;
 mod kernels;
 mod lane;
 mod stages;
 pub use boots::{BootJob, prepare_boot};
 use boots::{Boots, Workloads};
+pub use cputime::CputimeRefused;
 pub use kernels::{
     AppliedSeries, BuildOutcome, KernelManifest, MANIFEST, Prebuilt, PrebuiltError, apply_series,
     build_only, describe, export,

@@ -37,6 +37,15 @@ pub enum CostError {
     NoWindows,
     #[error("the sample has two windows of phase {phase}")]
     DuplicatePhase { phase: String },
+    #[error(
+        "window {seq} ({phase}): its symbols' modeled cycles sum to {symbols}, its total is {total}"
+    )]
+    SplitMismatch {
+        seq: u64,
+        phase: String,
+        symbols: u64,
+        total: u64,
+    },
 }
 
 /// The plugin API versions a QEMU accepts.

@@ -141,19 +141,47 @@ impl WindowReader {
 
 /// The metric names of a phase, in the order [`sample_metrics`] makes them:
 /// `<phase>_insns`, `_l1d_misses`, `_llc_misses`, `_coherence_misses`,
-/// `_modeled_cycles`.
-pub fn metric_names(phase: &str) -> [String; 5] {
+/// `_modeled_cycles`, then that last split by the mode of the code that
+/// ran: `_kernel_modeled_cycles` and `_user_modeled_cycles`.
+pub fn metric_names(phase: &str) -> [String; 7] {
     [
         format!("{phase}_insns"),
         format!("{phase}_l1d_misses"),
         format!("{phase}_llc_misses"),
         format!("{phase}_coherence_misses"),
         format!("{phase}_modeled_cycles"),
+        format!("{phase}_kernel_modeled_cycles"),
+        format!("{phase}_user_modeled_cycles"),
     ]
 }
 
+/// A window's modeled cycles in kernel code and in user code: the plugin
+/// gives every user-space instruction the symbol `user` (by its virtual
+/// address), and every kernel one a kernel symbol or `kernel-unknown`. The
+/// two must sum to the window's total, or the record is not what the
+/// plugin promised.
+pub fn mode_split(w: &WindowRecord) -> Result<(u64, u64), CostError> {
+    let (mut kernel, mut user) = (0u64, 0u64);
+    for s in &w.symbols {
+        if s.symbol == patchbench_costmodel::symbols::USER_NAME {
+            user += s.cost.modeled_cycles;
+        } else {
+            kernel += s.cost.modeled_cycles;
+        }
+    }
+    if kernel + user != w.total.modeled_cycles {
+        return Err(CostError::SplitMismatch {
+            seq: w.seq,
+            phase: w.phase.clone(),
+            symbols: kernel + user,
+            total: w.total.modeled_cycles,
+        });
+    }
+    Ok((kernel, user))
+}
+
 /// A sample's metrics from the windows that closed during it (the records
-/// since the previous sample): five per phase (see [`metric_names`]), to
+/// since the previous sample): seven per phase (see [`metric_names`]), to
 /// merge into the sample's metrics map.
 pub fn sample_metrics(windows: &[WindowRecord]) -> Result<BTreeMap<String, u64>, CostError> {
     if windows.is_empty() {
@@ -162,12 +190,15 @@ pub fn sample_metrics(windows: &[WindowRecord]) -> Result<BTreeMap<String, u64>,
     let mut metrics = BTreeMap::new();
     for w in windows {
         let t = &w.total;
+        let (kernel, user) = mode_split(w)?;
         let values = [
             t.insns,
             t.l1d_misses,
             t.llc_misses,
             t.coherence_misses,
             t.modeled_cycles,
+            kernel,
+            user,
         ];
         for (name, value) in metric_names(&w.phase).into_iter().zip(values) {
             if metrics.insert(name, value).is_some() {
@@ -342,7 +373,7 @@ mod tests {
     }
 
     #[test]
-    fn a_samples_windows_become_five_metrics_per_phase() {
+    fn a_samples_windows_become_seven_metrics_per_phase() {
         let windows = [
             window(1, "pageout", &[("do_flush_stats", 300), ("user", 100)]),
             window(2, "verify", &[("user", 50)]),
@@ -354,16 +385,32 @@ mod tests {
             [
                 ("pageout_coherence_misses", 1),
                 ("pageout_insns", 200),
+                ("pageout_kernel_modeled_cycles", 300),
                 ("pageout_l1d_misses", 2),
                 ("pageout_llc_misses", 1),
                 ("pageout_modeled_cycles", 400),
+                ("pageout_user_modeled_cycles", 100),
                 ("verify_coherence_misses", 1),
                 ("verify_insns", 25),
+                ("verify_kernel_modeled_cycles", 0),
                 ("verify_l1d_misses", 2),
                 ("verify_llc_misses", 1),
                 ("verify_modeled_cycles", 50),
+                ("verify_user_modeled_cycles", 50),
             ]
         );
+        // Symbols that do not add up to the total are not what the plugin
+        // promised, and are refused.
+        let mut short = window(3, "total", &[("user", 10)]);
+        short.total.modeled_cycles = 11;
+        assert!(matches!(
+            sample_metrics(&[short]),
+            Err(CostError::SplitMismatch {
+                total: 11,
+                symbols: 10,
+                ..
+            })
+        ));
         assert!(matches!(sample_metrics(&[]), Err(CostError::NoWindows)));
         let twice = [window(1, "pageout", &[]), window(2, "pageout", &[])];
         assert!(matches!(

@@ -65,6 +65,8 @@ pub struct RunPage<'a> {
     pub method: String,
     /// The host's noise floor beside the guest's CVs, when measured.
     pub noise: Option<String>,
+    /// How the boots' kernels split CPU time (`report::cputime_line`).
+    pub cputime: Option<String>,
     pub tree: &'a crate::results::TreeInfo,
     pub series_source: &'a str,
     pub series_sha256: &'a str,
@@ -423,6 +425,20 @@ fn facts_table(results: &Results) -> FactsTable {
     fact("online CPUs", &|f| f.online_cpus.clone());
     fact("MemTotal", &|f| format!("{} KiB", f.mem_total_kib));
     fact("THP", &|f| f.thp.clone());
+    fact("CPU time", &|f| {
+        f.cputime.as_ref().map_or_else(dash, |c| {
+            let word = match c.accounting {
+                crate::results::CputimeAccounting::Precise if c.irq_time => "precise",
+                crate::results::CputimeAccounting::Precise => "precise, interrupts in tasks",
+                crate::results::CputimeAccounting::Tick => "timer ticks",
+                crate::results::CputimeAccounting::Unknown => "unknown",
+            };
+            match c.hz {
+                Some(hz) => format!("{word}, HZ {hz}"),
+                None => word.to_string(),
+            }
+        })
+    });
     let zswap_keys: std::collections::BTreeSet<&String> = results
         .boots
         .iter()
@@ -644,8 +660,13 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         method: method(r),
         noise: crate::report::noise_line(
             r,
-            crate::report::max_time_cv(run.rows.iter().map(|row| (row.unit, row.max_cv))),
+            crate::report::max_time_cv(
+                run.rows
+                    .iter()
+                    .map(|row| (row.unit, row.direction, row.max_cv)),
+            ),
         ),
+        cputime: crate::report::cputime_line(r),
         tree: &r.tree,
         series_source: &r.series.source,
         series_sha256: &r.series.sha256,

@@ -105,6 +105,51 @@ pub fn tcg_mode(results: &crate::results::Results) -> &'static str {
     }
 }
 
+/// How the boots' kernels split CPU time, for every report: one sentence,
+/// or `None` for a document from before the guest said. A run in which
+/// any boot split by ticks says so first: its user and system times are
+/// then samples of timer ticks, never called precise.
+pub fn cputime_line(results: &crate::results::Results) -> Option<String> {
+    use crate::results::CputimeAccounting;
+    let boots: Vec<(&str, &crate::results::Cputime)> = results
+        .boots
+        .iter()
+        .filter_map(|b| Some((b.label.as_str(), b.facts.as_ref()?.cputime.as_ref()?)))
+        .collect();
+    if boots.is_empty() {
+        return None;
+    }
+    let hz = |c: &crate::results::Cputime| c.hz.map_or("?".to_string(), |h| h.to_string());
+    let not_precise: Vec<&(&str, &crate::results::Cputime)> =
+        boots.iter().filter(|(_, c)| !c.is_precise()).collect();
+    if let Some((_, first)) = not_precise.first() {
+        let labels: Vec<&str> = not_precise.iter().map(|(l, _)| *l).collect();
+        let how = match first.accounting {
+            CputimeAccounting::Tick => format!("split by timer ticks (HZ {})", hz(first)),
+            CputimeAccounting::Unknown => "accounted in a way its kernel does not say".to_string(),
+            CputimeAccounting::Precise => {
+                "charged precisely, but with interrupts in the tasks' time".to_string()
+            }
+        };
+        return Some(format!(
+            "CPU time: {how} in boot{} {}, so user and system times there are not exact (it lacks {}; kconfigs/cputime.config).",
+            if labels.len() == 1 { "" } else { "s" },
+            labels.join(", "),
+            first.missing.join(", ")
+        ));
+    }
+    let hzs: std::collections::BTreeSet<String> = boots.iter().map(|(_, c)| hz(c)).collect();
+    let hz = hzs.into_iter().collect::<Vec<_>>().join(" and ");
+    Some(format!(
+        "CPU time: precise in every boot (charged at each kernel entry and exit, interrupts apart; HZ {hz}, so a task's user/system split is exact to one tick per mode){}.",
+        if results.host.icount {
+            ", and under icount as exact as the instruction count"
+        } else {
+            ""
+        }
+    ))
+}
+
 /// The TCG lane in a word or two, for places with room for no more (the
 /// pages' index): `cost model`, `icount`, `one thread`, or `None` for plain
 /// MTTCG and KVM.
@@ -121,15 +166,26 @@ pub fn lane_short(results: &crate::results::Results) -> Option<&'static str> {
 }
 
 /// The largest within-boot CV among the metrics a summary covers (times
-/// and rates, [`crate::model::Unit::summarised`]): a count of rare events
-/// (0 in two samples, 1 in the third) has a CV of 173% that says nothing
-/// about how steady the guest's timing was.
+/// and rates, [`crate::model::Unit::summarised`], that are better one way):
+/// a count of rare events (0 in two samples, 1 in the third) has a CV of
+/// 173% that says nothing about how steady the guest's timing was, and
+/// neither has a kworker's time, which a periodic work item lands in one
+/// sample of three.
 pub fn max_time_cv(
-    rows: impl IntoIterator<Item = (Option<crate::model::Unit>, Option<f64>)>,
+    rows: impl IntoIterator<
+        Item = (
+            Option<crate::model::Unit>,
+            Option<crate::model::Direction>,
+            Option<f64>,
+        ),
+    >,
 ) -> Option<f64> {
     rows.into_iter()
-        .filter(|(unit, _)| unit.is_some_and(crate::model::Unit::summarised))
-        .filter_map(|(_, cv)| cv)
+        .filter(|(unit, direction, _)| {
+            unit.is_some_and(crate::model::Unit::summarised)
+                && *direction != Some(crate::model::Direction::Neither)
+        })
+        .filter_map(|(_, _, cv)| cv)
         .reduce(f64::max)
 }
 

@@ -44,6 +44,9 @@ fn accelerator(out: &mut String, results: &Results) {
             results.host.accel_reason
         );
     }
+    if let Some(line) = super::format::cputime_line(results) {
+        let _ = writeln!(out, "> {line}\n");
+    }
 }
 
 /// The boots a guest failure stopped, as a warning above the tables.
@@ -483,7 +486,10 @@ fn summarised<'r>(
 
 /// The largest within-boot CV over some rows, in percent.
 fn max_boot_cv(rows: &[Row]) -> Option<f64> {
-    super::format::max_time_cv(rows.iter().map(|r| (r.unit, r.comparison.max_boot_cv_pct)))
+    super::format::max_time_cv(
+        rows.iter()
+            .map(|r| (r.unit, r.direction, r.comparison.max_boot_cv_pct)),
+    )
 }
 
 /// The cost lane's tables: per phase, the symbols whose modeled cycles per

@@ -20,8 +20,8 @@ pub mod waterfall;
 
 pub use failures::{FailedBoot, failed_boots, nothing_compared};
 pub use format::{
-    boot_order, code_span, control_title, format_value, lane_short, max_time_cv, noise_line,
-    noisy_host, signed_pct, tcg_mode,
+    boot_order, code_span, control_title, cputime_line, format_value, lane_short, max_time_cv,
+    noise_line, noisy_host, signed_pct, tcg_mode,
 };
 pub use markdown::{markdown, markdown_of};
 pub use profile::{ProfileTable, cost_banner, profile_tables};
@@ -433,15 +433,22 @@ mod tests {
         use crate::model::Unit;
         // The smoke run's rows: PAGEOUT CPU steady, a rare flush count
         // (0, 0, 1 in one boot) with a CV of 173%.
+        let lower = Some(crate::model::Direction::LowerIsBetter);
         let rows = [
-            (Some(Unit::Ns), Some(0.02)),
-            (Some(Unit::Ns), Some(0.12)),
-            (Some(Unit::Count), Some(173.21)),
-            (None, Some(50.0)),
-            (Some(Unit::Ns), None),
+            (Some(Unit::Ns), lower, Some(0.02)),
+            (Some(Unit::Ns), lower, Some(0.12)),
+            (Some(Unit::Count), lower, Some(173.21)),
+            (None, None, Some(50.0)),
+            (Some(Unit::Ns), lower, None),
+            // A kworker's time, which explains rather than measures.
+            (
+                Some(Unit::Ns),
+                Some(crate::model::Direction::Neither),
+                Some(160.0),
+            ),
         ];
         assert_eq!(max_time_cv(rows), Some(0.12));
-        assert_eq!(max_time_cv([(Some(Unit::Count), Some(1.0))]), None);
+        assert_eq!(max_time_cv([(Some(Unit::Count), lower, Some(1.0))]), None);
     }
 
     #[test]

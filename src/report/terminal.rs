@@ -19,6 +19,9 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
     } else if results.host.accel == Accel::Tcg {
         out.push_str("accelerator: TCG (emulated CPU time; compare A with B only)\n");
     }
+    if let Some(line) = super::format::cputime_line(results) {
+        out.push_str(&format!("{line}\n"));
+    }
     for failed in super::failures::failed_boots(results) {
         out.push_str(&format!(
             "stopped: {}\n",
@@ -67,8 +70,10 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
         out.push_str(&format!("{}\n", missing.sentence()));
     }
     out.push_str(&profile_text(results));
-    let max_cv =
-        super::format::max_time_cv(rows.iter().map(|r| (r.unit, r.comparison.max_boot_cv_pct)));
+    let max_cv = super::format::max_time_cv(
+        rows.iter()
+            .map(|r| (r.unit, r.direction, r.comparison.max_boot_cv_pct)),
+    );
     if let Some(line) = noise_line(results, max_cv) {
         out.push_str(&format!("{line}\n"));
     }

@@ -348,6 +348,61 @@ pub struct Facts {
     /// none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub settings: BTreeMap<String, String>,
+    /// How the kernel split CPU time, from its own `/proc/config.gz`;
+    /// absent in documents from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cputime: Option<Cputime>,
+}
+
+/// How a boot's kernel split CPU time between user and system mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cputime {
+    pub accounting: CputimeAccounting,
+    /// `CONFIG_HZ`: under precise accounting, a task's user/system split is
+    /// exact to 1/HZ per mode; under ticks, the tick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hz: Option<u32>,
+    /// Interrupt time is kept apart (`CONFIG_IRQ_TIME_ACCOUNTING`).
+    pub irq_time: bool,
+    /// What precise accounting needs that the kernel lacks (`CONFIG_X=y`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+}
+
+/// [`Cputime::accounting`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CputimeAccounting {
+    /// Charged at every kernel entry and exit, on every CPU.
+    Precise,
+    /// Split by timer ticks.
+    Tick,
+    /// The kernel published no configuration.
+    Unknown,
+}
+
+impl Cputime {
+    /// Exact user and system times, interrupts apart.
+    pub fn is_precise(&self) -> bool {
+        self.accounting == CputimeAccounting::Precise && self.irq_time
+    }
+}
+
+impl From<&patchbench_agent::cputime::CputimeFacts> for Cputime {
+    fn from(f: &patchbench_agent::cputime::CputimeFacts) -> Self {
+        use patchbench_agent::cputime::Accounting;
+        Cputime {
+            accounting: match f.accounting {
+                Accounting::Precise => CputimeAccounting::Precise,
+                Accounting::Tick => CputimeAccounting::Tick,
+                Accounting::Unknown => CputimeAccounting::Unknown,
+            },
+            hz: f.hz,
+            irq_time: f.irq_time,
+            missing: f.missing.clone(),
+        }
+    }
 }
 
 impl From<&patchbench_agent::GuestFacts> for Facts {
@@ -363,6 +418,7 @@ impl From<&patchbench_agent::GuestFacts> for Facts {
             swaps: f.swaps.clone(),
             profiled_symbol: f.profiled_symbol.clone(),
             settings: f.settings.clone(),
+            cputime: f.cputime.as_ref().map(Cputime::from),
         }
     }
 }

@@ -504,7 +504,7 @@ async fn converse(
                 hello_after = Some(started.elapsed());
                 run_deadline = tokio::time::Instant::now() + spec.run_timeout;
             }
-            Message::Facts(f) => facts = Some(f.clone()),
+            Message::Facts(f) => facts = Some(GuestFacts::clone(f)),
             Message::Error { message } => {
                 return Err(Stop::Guest(format!("the workload failed: {message}")));
             }

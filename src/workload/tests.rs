@@ -19,6 +19,15 @@ fn every_spec_parses_and_names_the_agents_metrics() {
                 "zswpout_pages",
                 "zswpin_pages",
                 "pageout_flushes",
+                "user_ns",
+                "sys_ns",
+                "guest_user_ns",
+                "guest_sys_ns",
+                "guest_irq_ns",
+                "guest_softirq_ns",
+                "kswapd_ns",
+                "kcompactd_ns",
+                "kworker_ns",
             ],
         ),
         (
@@ -31,6 +40,15 @@ fn every_spec_parses_and_names_the_agents_metrics() {
                 "reads_per_s",
                 "read_mean_ns",
                 "read_loop_ns",
+                "user_ns",
+                "sys_ns",
+                "guest_user_ns",
+                "guest_sys_ns",
+                "guest_irq_ns",
+                "guest_softirq_ns",
+                "kswapd_ns",
+                "kcompactd_ns",
+                "kworker_ns",
             ],
         ),
         (
@@ -53,6 +71,13 @@ fn every_spec_parses_and_names_the_agents_metrics() {
                 "mthp_swpout_32k",
                 "mthp_swpout_64k",
                 "mthp_swpout_fallback",
+                "guest_user_ns",
+                "guest_sys_ns",
+                "guest_irq_ns",
+                "guest_softirq_ns",
+                "kswapd_ns",
+                "kcompactd_ns",
+                "kworker_ns",
             ],
         ),
         (
@@ -75,6 +100,13 @@ fn every_spec_parses_and_names_the_agents_metrics() {
                 "mthp_swpout_64k",
                 "mthp_swpout_fallback",
                 "peak_bytes",
+                "guest_user_ns",
+                "guest_sys_ns",
+                "guest_irq_ns",
+                "guest_softirq_ns",
+                "kswapd_ns",
+                "kcompactd_ns",
+                "kworker_ns",
             ],
         ),
     ];
@@ -95,7 +127,7 @@ fn every_spec_parses_and_names_the_agents_metrics() {
     }
 }
 
-/// The cost lane's metrics, five per phase the agent marks (in
+/// The cost lane's metrics, seven per phase the agent marks (in
 /// `cost::sample_metrics`'s order), then the workload's per-call metric if
 /// it has one, declared after the agent's own.
 #[test]
@@ -131,6 +163,8 @@ fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
                     "llc_misses",
                     "coherence_misses",
                     "modeled_cycles",
+                    "kernel_modeled_cycles",
+                    "user_modeled_cycles",
                 ]
                 .map(|m| format!("{p}_{m}"))
             })

@@ -13,7 +13,8 @@ pub const USER: u32 = 0;
 /// The symbol id of kernel instructions outside any code symbol.
 pub const KERNEL_UNKNOWN: u32 = 1;
 
-const USER_NAME: &str = "user";
+/// The name windows give [`USER`]'s instructions.
+pub const USER_NAME: &str = "user";
 const KERNEL_UNKNOWN_NAME: &str = "kernel-unknown";
 
 /// x86-64's kernel half of the address space starts here.

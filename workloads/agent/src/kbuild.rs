@@ -31,6 +31,7 @@ use patchbench_agent::{BuildDriver, Limit, RECORDED_MAKEFILE, SwapBackend};
 
 use crate::cgroup;
 use crate::console;
+use crate::cpustat;
 use crate::error::{Context, Result, bail};
 use crate::files;
 use crate::hostroot;
@@ -195,7 +196,7 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
     let stat = cg.join("memory.stat");
     let before = read_stat(&stat)?;
     let swap_before = swap_counters(params)?;
-    let (user0, sys0) = sys::children_cpu_ns().context("getrusage")?;
+    let meter = cpustat::Meter::start(cpustat::Whose::Children)?;
     let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
     mark::begin(Phase::Build);
     let status = cmd
@@ -204,7 +205,7 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
     mark::end(Phase::Build);
     let status = status?;
     let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
-    let (user1, sys1) = sys::children_cpu_ns().context("getrusage")?;
+    let cpu = meter.stop()?;
     if !status.success() {
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
         bail!(
@@ -230,10 +231,11 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         .with_context(|| format!("memory.peak reads {peak:?}"))?;
     let times = Times {
         real_ns: end - start,
-        user_ns: user1 - user0,
-        sys_ns: sys1 - sys0,
+        user_ns: cpu["user_ns"],
+        sys_ns: cpu["sys_ns"],
     };
     let mut metrics = sample_metrics(times, peak, &before, &after)?;
+    metrics.extend(cpu);
     if let (Some(b), Some(a)) = (&swap_before, &swap_after) {
         metrics.extend(swapstat::metrics(b, a)?);
     }

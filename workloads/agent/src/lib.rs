@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub mod cputime;
 pub mod marker;
 
 /// Bumped on any incompatible change to [`Job`] or [`Message`].
@@ -31,7 +32,9 @@ pub mod marker;
 /// workload, and `random_percent` on `zswap-pageout`.
 /// 4: runtime settings ([`Job::settings`], read back into
 /// [`GuestFacts::settings`]).
-pub const PROTOCOL_VERSION: u32 = 4;
+/// 5: [`GuestFacts::cputime`] (how the kernel splits CPU time), and every
+/// workload's samples carry the whole guest's CPU time by mode.
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Where the host places the job description inside the initramfs.
 pub const JOB_PATH: &str = "/patchbench/job.json";
@@ -514,7 +517,7 @@ pub enum Message {
         agent_version: String,
     },
     /// What the guest looks like, after setup.
-    Facts(GuestFacts),
+    Facts(Box<GuestFacts>),
     /// One measured (or warm-up) sample.
     Sample(Sample),
     /// The workload or the setup failed; the boot's results are unusable.
@@ -552,6 +555,10 @@ pub struct GuestFacts {
     /// by path. Absent: none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub settings: BTreeMap<String, String>,
+    /// How the kernel splits CPU time between user and system mode, from
+    /// its own `/proc/config.gz` ([`cputime`]). Absent before protocol 5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cputime: Option<cputime::CputimeFacts>,
 }
 
 /// One sample of a workload.

@@ -14,6 +14,7 @@
 
 mod cgroup;
 mod console;
+mod cpustat;
 mod dev;
 mod error;
 mod exec;
@@ -140,7 +141,8 @@ fn run(port: &mut Port) -> Result<()> {
     let mut facts = setup::facts().context("reading guest facts")?;
     facts.profiled_symbol = profiler.as_ref().map(|p| p.symbol().to_string());
     facts.settings = settings;
-    port.send(&Message::Facts(facts))?;
+    facts.cputime = Some(cpustat::facts().context("reading how the kernel accounts CPU time")?);
+    port.send(&Message::Facts(Box::new(facts)))?;
 
     // The cost model (if the boot runs in the cost lane) starts here: the
     // boot and the setup ran at icount's speed; the workload is modelled.

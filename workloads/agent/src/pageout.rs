@@ -22,6 +22,7 @@ use patchbench_agent::{Limit, Message, Sample};
 
 use crate::cgroup;
 use crate::console;
+use crate::cpustat;
 use crate::error::{Context, Error, Result, bail};
 use crate::files;
 use crate::parse;
@@ -178,17 +179,24 @@ pub fn run(
         // The timed pass runs without the profiler's hook on the flush path,
         // so the CPU times are the kernel's own; a second pass of the same
         // sample, with the profiler on, counts the flushes.
-        let (results, before, after, _) = pass(&slots, &timed, &stat, None).with_context(during)?;
+        let timed_pass = pass(&slots, &timed, &stat, Pass::Timed).with_context(during)?;
         let flushes = match profiler {
             Some(p) => {
                 prepare(params, cpus, false).with_context(during)?;
-                pass(&slots, &counting, &stat, Some(p))
+                pass(&slots, &counting, &stat, Pass::Counting(p))
                     .with_context(during)?
-                    .3
+                    .flushes
             }
             None => None,
         };
-        let metrics = sample_metrics(&results, &before, &after, flushes).with_context(during)?;
+        let mut metrics = sample_metrics(
+            &timed_pass.results,
+            &timed_pass.before,
+            &timed_pass.after,
+            flushes,
+        )
+        .with_context(during)?;
+        metrics.extend(timed_pass.cpu.unwrap_or_default());
         emit(port, index, warmups, total, metrics)?;
     }
     Ok(())
@@ -196,15 +204,38 @@ pub fn run(
 
 type Counters = BTreeMap<String, u64>;
 
-/// One run of every worker: their results, the cgroup's memory.stat before
-/// and after, and, with a profiler, the flushes counted during PAGEOUT.
-fn pass(
-    slots: &[Slot],
-    body: spawn::Body,
-    stat: &Path,
-    profiler: Option<&Profiler>,
-) -> Result<(Vec<WorkerResult>, Counters, Counters, Option<Stat>)> {
+/// Which of a sample's two passes runs.
+#[derive(Clone, Copy)]
+enum Pass<'a> {
+    /// The measured one, with its CPU time by mode ([`cpustat`]).
+    Timed,
+    /// The flush-counting one, with the profiler on during PAGEOUT.
+    Counting(&'a Profiler),
+}
+
+/// What one pass of every worker gave.
+struct PassResult {
+    results: Vec<WorkerResult>,
+    /// The cgroup's memory.stat before and after.
+    before: Counters,
+    after: Counters,
+    /// The timed pass's CPU time by mode.
+    cpu: Option<Fields>,
+    /// The counting pass's flushes during PAGEOUT.
+    flushes: Option<Stat>,
+}
+
+/// One run of every worker.
+fn pass(slots: &[Slot], body: spawn::Body, stat: &Path, kind: Pass) -> Result<PassResult> {
+    let profiler = match kind {
+        Pass::Counting(p) => Some(p),
+        Pass::Timed => None,
+    };
     let before = read_stat(stat)?;
+    let meter = match kind {
+        Pass::Timed => Some(cpustat::Meter::start(cpustat::Whose::Children)?),
+        Pass::Counting(_) => None,
+    };
     let results = spawn::run_workers(slots, body, &mut |gate| match (gate, profiler) {
         (1, Some(p)) => p.start().context("starting the function profiler"),
         (2, Some(p)) => p.stop().context("stopping the function profiler"),
@@ -216,11 +247,18 @@ fn pass(
             .map(|f| WorkerResult::from_fields(f).map_err(Error::msg))
             .collect::<Result<Vec<_>>>()
     })?;
+    let cpu = meter.map(cpustat::Meter::stop).transpose()?;
     let after = read_stat(stat)?;
     let flushes = profiler
         .map(|p| p.read().context("reading the function profiler"))
         .transpose()?;
-    Ok((results, before, after, flushes))
+    Ok(PassResult {
+        results,
+        before,
+        after,
+        cpu,
+        flushes,
+    })
 }
 
 /// Worker `i` runs on the `i`-th online CPU.

@@ -76,6 +76,65 @@ pub fn swap_lines(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The name and start time (`starttime`, ticks since boot) of a task from
+/// its `/proc/<pid>/stat` line; the name is between the first `(` and the
+/// last `)`, as it may hold spaces and parentheses.
+pub fn proc_pid_stat(text: &str) -> Option<(&str, u64)> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?;
+    // After the name: state (field 3) ... starttime (field 22).
+    let started = text
+        .get(close + 1..)?
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    Some((comm, started))
+}
+
+/// The whole machine's CPU time by mode from `/proc/stat`'s first line
+/// (`cpu  user nice system idle iowait irq softirq steal ...`), in the
+/// file's unit (`USER_HZ` ticks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcStatCpu {
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+}
+
+/// Parses `/proc/stat`'s aggregate `cpu` line.
+pub fn proc_stat_cpu(text: &str) -> Result<ProcStatCpu, String> {
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("cpu"))
+        .ok_or("no `cpu` line in /proc/stat")?;
+    let values = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| {
+            v.parse::<u64>()
+                .map_err(|_| format!("non-numeric value {v:?} in /proc/stat line {line:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let [user, nice, system, idle, iowait, irq, softirq, ..] = values[..] else {
+        return Err(format!("/proc/stat line {line:?} has fewer than 7 values"));
+    };
+    Ok(ProcStatCpu {
+        user,
+        nice,
+        system,
+        idle,
+        iowait,
+        irq,
+        softirq,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +184,50 @@ mod tests {
         assert!(flat_keyed("anon\n").unwrap_err().contains("anon"));
         assert!(flat_keyed("anon 1 2\n").is_err());
         assert!(flat_keyed("anon x\n").unwrap_err().contains("non-numeric"));
+    }
+
+    #[test]
+    fn proc_pid_stat_gives_the_name_and_start_time() {
+        let text = "57 (kworker/0:1-mm_percpu_wq) I 2 0 0 0 -1 69238880 0 0 0 0 0 45 0 0 20 0 1 0 118 0 0 \
+                    18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 0 0 0 0 0 0\n";
+        assert_eq!(proc_pid_stat(text), Some(("kworker/0:1-mm_percpu_wq", 118)));
+        let odd = "9 (a (b) c) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 7 0 0\n";
+        assert_eq!(proc_pid_stat(odd), Some(("a (b) c", 7)));
+        assert_eq!(proc_pid_stat("9 (x) S 1\n"), None);
+    }
+
+    #[test]
+    fn proc_stat_cpu_reads_the_aggregate_line() {
+        let text = "cpu  12 3 456 7890 11 22 33 0 0 0\ncpu0 6 1 228 3945 5 11 16 0 0 0\n\
+                    intr 1234 0\nctxt 99\n";
+        let cpu = proc_stat_cpu(text).unwrap();
+        assert_eq!(
+            cpu,
+            ProcStatCpu {
+                user: 12,
+                nice: 3,
+                system: 456,
+                idle: 7890,
+                iowait: 11,
+                irq: 22,
+                softirq: 33
+            }
+        );
+        assert!(
+            proc_stat_cpu("cpu0 1 2 3\n")
+                .unwrap_err()
+                .contains("no `cpu`")
+        );
+        assert!(
+            proc_stat_cpu("cpu 1 2 3\n")
+                .unwrap_err()
+                .contains("fewer than 7")
+        );
+        assert!(
+            proc_stat_cpu("cpu 1 x 3 4 5 6 7\n")
+                .unwrap_err()
+                .contains("non-numeric")
+        );
     }
 
     #[test]

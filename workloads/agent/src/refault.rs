@@ -39,6 +39,7 @@ use patchbench_agent::{Limit, REREAD_SEED, RefaultMemory, RefaultOrder};
 
 use crate::cgroup;
 use crate::console;
+use crate::cpustat;
 use crate::error::{Context, Error, Result, bail};
 use crate::mark;
 use crate::pageout::{counter_delta, emit, read_stat};
@@ -134,7 +135,7 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
     for index in 0..total {
         let during = || format!("sample {index}");
         let before = Counters::read(&stat, memory).with_context(during)?;
-        let (user0, sys0) = sys::children_cpu_ns().context("getrusage")?;
+        let meter = cpustat::Meter::start(cpustat::Whose::Children).with_context(during)?;
         let mut start = 0;
         spawn::run_workers(&slots, &body, &mut |_| {
             start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
@@ -144,7 +145,7 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
         .with_context(during)?;
         mark::end(Phase::Run);
         let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
-        let (user1, sys1) = sys::children_cpu_ns().context("getrusage")?;
+        let cpu = meter.stop().with_context(during)?;
         let after = Counters::read(&stat, memory).with_context(during)?;
         if memory == RefaultMemory::Tmpfs {
             for i in 0..slots.len() {
@@ -156,10 +157,11 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
         }
         let times = Times {
             real_ns: end - start,
-            user_ns: user1 - user0,
-            sys_ns: sys1 - sys0,
+            user_ns: cpu["user_ns"],
+            sys_ns: cpu["sys_ns"],
         };
-        let metrics = sample_metrics(times, &before, &after).with_context(during)?;
+        let mut metrics = sample_metrics(times, &before, &after).with_context(during)?;
+        metrics.extend(cpu);
         emit(port, index, warmups, total, metrics)?;
     }
     Ok(())

@@ -31,6 +31,7 @@ use patchbench_agent::marker::Phase;
 
 use crate::cgroup;
 use crate::console;
+use crate::cpustat;
 use crate::error::{Context, Error, Result, bail};
 use crate::files;
 use crate::mark;
@@ -106,6 +107,8 @@ fn sample(
 ) -> Result<BTreeMap<String, u64>> {
     let mut buf = vec![0u8; 1 << 16];
     profiler.start().context("starting the function profiler")?;
+    // The reader is the agent itself.
+    let meter = cpustat::Meter::start(cpustat::Whose::ThisThread)?;
     let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
     mark::begin(Phase::ReadLoop);
     for _ in 0..reads {
@@ -118,9 +121,12 @@ fn sample(
     }
     mark::end(Phase::ReadLoop);
     let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
+    let cpu = meter.stop()?;
     profiler.stop().context("stopping the function profiler")?;
     let flush = profiler.read().context("reading the function profiler")?;
-    Ok(metrics(flush, reads, end - start))
+    let mut metrics = metrics(flush, reads, end - start);
+    metrics.extend(cpu);
+    Ok(metrics)
 }
 
 /// One sample's metrics (names and units as in `workloads/rstat-flush.yaml`).

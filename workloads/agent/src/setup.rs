@@ -233,6 +233,7 @@ pub fn facts() -> Result<GuestFacts> {
         thp: files::read_value(THP_ENABLED)?,
         swaps: parse::swap_lines(&files::read("/proc/swaps")?),
         profiled_symbol: None,
+        cputime: None,
         settings: BTreeMap::new(),
     })
 }

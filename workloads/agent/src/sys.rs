@@ -118,6 +118,47 @@ pub fn children_cpu_ns() -> io::Result<(u64, u64)> {
     Ok((ns(usage.ru_utime), ns(usage.ru_stime)))
 }
 
+/// User and system CPU time of the calling thread, in ns
+/// (`getrusage(RUSAGE_THREAD)`).
+pub fn thread_cpu_ns() -> io::Result<(u64, u64)> {
+    // SAFETY: rusage is plain data; getrusage fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage.
+    check(unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) })?;
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    Ok((ns(usage.ru_utime), ns(usage.ru_stime)))
+}
+
+/// The CPU time process `pid` (every thread, a kernel thread included) has
+/// run, in ns: its `clock_getcpuclockid()` clock, the scheduler's exact
+/// runtime. `None` when the process is gone.
+pub fn other_process_cpu_ns(pid: libc::pid_t) -> io::Result<Option<u64>> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: a valid pointer to a clockid_t.
+    match unsafe { libc::clock_getcpuclockid(pid, &mut clock) } {
+        0 => {}
+        libc::ESRCH => return Ok(None),
+        e => return Err(io::Error::from_raw_os_error(e)),
+    }
+    match clock_ns(clock) {
+        Ok(ns) => Ok(Some(ns)),
+        // It exited between the two calls.
+        Err(e)
+            if e.raw_os_error() == Some(libc::EINVAL) || e.raw_os_error() == Some(libc::ESRCH) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The kernel's clock tick for `/proc/stat` and friends (`USER_HZ`).
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: no pointers involved.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(ticks).ok().filter(|&t| t > 0).unwrap_or(100)
+}
+
 /// `kill(pid, SIGKILL)`.
 pub fn kill(pid: libc::pid_t) -> io::Result<()> {
     // SAFETY: no pointers involved.
