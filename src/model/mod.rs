@@ -9,6 +9,8 @@ pub mod guest;
 pub mod layout;
 pub mod metric;
 pub mod order;
+pub mod sequential;
+pub mod shard;
 pub mod variant;
 pub mod verdict;
 
@@ -16,5 +18,7 @@ pub use guest::{CpuShape, GuestShape, Limit, ParallelBoots, TcgThreads};
 pub use layout::Layouts;
 pub use metric::{Direction, Unit};
 pub use order::BootOrder;
+pub use sequential::{Sequential, Spending};
+pub use shard::Shard;
 pub use variant::{NameError, VariantName, boot_label, valid_name};
 pub use verdict::Verdict;

@@ -8,8 +8,9 @@ use super::bootstrap::{Change, bootstrap_changes};
 use super::describe::{Interval, Separation, Summary, drift_pct, separation};
 use super::error::{Side, StatsError};
 use super::hypothesis::{MannWhitney, WelchTest, mann_whitney_u, welch_t_test};
-use super::options::CompareOptions;
-use super::verdict::{Evidence, Judgement, decide};
+use super::options::{CompareOptions, SequentialLook};
+use super::sequential::Spending;
+use super::verdict::{Evidence, Judgement, decide, decide_sequential};
 use crate::model::Direction;
 
 /// Everything the statistics say about one metric, B against A. This is
@@ -50,8 +51,22 @@ pub struct Comparison {
     /// Whether every B sample lies below, or above, every A boot.
     pub separation: Separation,
     pub verdict: Judgement,
+    /// At a look of a sequential campaign: the look, and the boundary its
+    /// repeated interval (`mean_change`'s) was drawn with.
+    pub sequential: Option<SequentialOutcome>,
     /// The options the comparison ran with, so that it can be reproduced.
     pub options: CompareOptions,
+}
+
+/// How a look's repeated confidence interval was drawn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SequentialOutcome {
+    pub look: super::options::SequentialLook,
+    /// The look's boundary on the normal scale (`stats::sequential`).
+    pub critical: f64,
+    /// Its two-sided nominal level, at which the interval's Welch t
+    /// quantile is taken.
+    pub level: f64,
 }
 
 impl Comparison {
@@ -124,21 +139,42 @@ pub fn compare<S: AsRef<[f64]>>(
         // A percentile bootstrap over three to five boot means is far too
         // narrow (it cannot reach past the extreme means); Welch's t
         // interval has the right width at any n.
-        changes.mean = welch_change(&a_summary, &b_summary, welch.as_ref());
+        changes.mean = welch_change(
+            &a_summary,
+            &b_summary,
+            welch.as_ref(),
+            1.0 - super::describe::CONFIDENCE,
+        );
     }
+    // At a look of a sequential campaign, the interval is the repeated
+    // confidence interval: Welch's t at the look's nominal level.
+    let sequential = match options.sequential {
+        Some(look) => {
+            let critical = critical(options.alpha, &look)?;
+            let level = super::sequential::nominal_level(critical);
+            changes.mean = welch_change(&a_summary, &b_summary, welch.as_ref(), level);
+            Some(SequentialOutcome {
+                look,
+                critical,
+                level,
+            })
+        }
+        None => None,
+    };
     // The separation check is about samples: B's all beyond every A boot.
     let b_samples = Summary::of(&b_pool.concat()).expect("pooled() returns non-empty samples");
-    let verdict = decide(
-        &Evidence {
-            direction,
-            a: &a_summary,
-            b: &b_summary,
-            welch: welch.as_ref(),
-            mean_change: changes.mean.as_ref(),
-            drift_pct: drift,
-        },
-        options,
-    );
+    let evidence = Evidence {
+        direction,
+        a: &a_summary,
+        b: &b_summary,
+        welch: welch.as_ref(),
+        mean_change: changes.mean.as_ref(),
+        drift_pct: drift,
+    };
+    let verdict = match &sequential {
+        Some(s) => decide_sequential(&evidence, options, &s.look),
+        None => decide(&evidence, options),
+    };
     Ok(Comparison {
         direction,
         a: a_summary,
@@ -153,6 +189,7 @@ pub fn compare<S: AsRef<[f64]>>(
         mann_whitney: mann_whitney_u(&a, &b).expect("both groups are non-empty"),
         separation: separation(&a_present, &b_samples).expect("A has a non-empty boot"),
         verdict,
+        sequential,
         options: *options,
         a_boots: a_per_boot,
         b_boots: b_per_boot,
@@ -164,7 +201,8 @@ fn boot_means(boots: &[Vec<f64>]) -> Vec<f64> {
     boots.iter().map(|s| super::describe::mean(s)).collect()
 }
 
-/// B's mean against A's in percent, with Welch's 95% t interval of the
+/// B's mean against A's in percent, with Welch's t interval (two-sided
+/// level `level`: 0.05 for 95%) of the
 /// difference of the means scaled by A's mean: `(m_B − m_A ± t · se) /
 /// |m_A| · 100`, with `se = √(s²_A/n_A + s²_B/n_B)` from the summaries and
 /// the Welch test's Welch-Satterthwaite degrees of freedom. A's mean is
@@ -172,13 +210,13 @@ fn boot_means(boots: &[Vec<f64>]) -> Vec<f64> {
 /// the few-percent spreads this is for). `None` when A's mean is 0; no
 /// interval without a Welch test (fewer than two values on a side), unless
 /// both sides are constant, where the change is exact.
-fn welch_change(a: &Summary, b: &Summary, welch: Option<&WelchTest>) -> Option<Change> {
+fn welch_change(a: &Summary, b: &Summary, welch: Option<&WelchTest>, level: f64) -> Option<Change> {
     let pct = super::describe::pct_change(a.mean, b.mean)?;
     let ci = match welch {
         Some(w) => {
             let q = StudentsT::new(0.0, 1.0, w.df)
                 .ok()?
-                .inverse_cdf(0.5 + super::describe::CONFIDENCE / 2.0);
+                .inverse_cdf(1.0 - level / 2.0);
             let se = (a.sd * a.sd / a.n as f64 + b.sd * b.sd / b.n as f64).sqrt();
             let scale = |d: f64| d / a.mean.abs() * 100.0;
             let diff = b.mean - a.mean;
@@ -288,4 +326,33 @@ pub fn geomean_change<'a>(
             change_pct: (ratio - 1.0) * 100.0,
         }
     })
+}
+
+/// The boundary of `look` of a sequential campaign (equally spaced looks,
+/// fractions k / of: every round adds the same boots), memoized: every
+/// metric of a report asks for the same few.
+fn critical(alpha: f64, look: &SequentialLook) -> Result<f64, StatsError> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static MEMO: RefCell<HashMap<(u64, u32, Spending), Vec<f64>>> = RefCell::new(HashMap::new());
+    }
+    if look.look == 0 || look.look > look.of {
+        return Err(StatsError::LookOutOfRange {
+            look: look.look,
+            of: look.of,
+        });
+    }
+    let key = (alpha.to_bits(), look.of, look.spending);
+    let at = look.look as usize - 1;
+    if let Some(c) = MEMO.with(|m| m.borrow().get(&key).map(|v| v[at])) {
+        return Ok(c);
+    }
+    let fractions: Vec<f64> = (1..=look.of)
+        .map(|k| f64::from(k) / f64::from(look.of))
+        .collect();
+    let all = super::sequential::boundaries(alpha, &fractions, look.spending)?;
+    let c = all[at];
+    MEMO.with(|m| m.borrow_mut().insert(key, all));
+    Ok(c)
 }

@@ -30,6 +30,12 @@ impl Interval {
     pub fn spans_band(&self, band: f64) -> bool {
         self.lo < -band && self.hi > band
     }
+
+    /// Whether the whole interval lies strictly inside `(-band, +band)`:
+    /// every change it allows is smaller than the band.
+    pub fn within_band(&self, band: f64) -> bool {
+        self.lo > -band && self.hi < band
+    }
 }
 
 /// Summary of one group of samples.

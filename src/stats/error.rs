@@ -34,4 +34,8 @@ pub enum StatsError {
     TooFewResamples { resamples: usize, min: usize },
     #[error("the null scenario's {field} is empty or out of range")]
     ScenarioInvalid { field: &'static str },
+    #[error("the sequential design")]
+    Sequential(#[from] super::sequential::SequentialError),
+    #[error("look {look} of {of} is not a look of the budget")]
+    LookOutOfRange { look: u32, of: u32 },
 }

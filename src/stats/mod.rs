@@ -16,7 +16,10 @@
 //! - [`bootstrap`]: unbiased bounded draws and bootstrap intervals;
 //! - [`verdict`]: directions, verdicts and the rules;
 //! - `compare`: the entry point and the geometric-mean summary;
-//! - `simulate`: the A/A false-positive rate.
+//! - `simulate`: the A/A false-positive rate, and a sequential campaign's
+//!   error rates against naive peeking;
+//! - [`sequential`]: group-sequential boundaries (Lan-DeMets spending) for
+//!   the repeated confidence intervals of a sequential campaign's looks.
 
 pub mod bootstrap;
 mod compare;
@@ -25,6 +28,7 @@ pub mod hypothesis;
 mod options;
 #[cfg(test)]
 mod reference;
+pub mod sequential;
 mod simulate;
 #[cfg(test)]
 mod tests;
@@ -35,9 +39,11 @@ pub use error::{Side, StatsError};
 
 pub use crate::model::{Direction, Verdict};
 pub use bootstrap::{BootstrapChanges, Change, DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_RESAMPLES};
-pub use compare::{Comparison, GeomeanChange, compare, geomean_change};
+pub use compare::{Comparison, GeomeanChange, SequentialOutcome, compare, geomean_change};
 pub use describe::{CONFIDENCE, Interval, Separation, Summary, pct_change};
 pub use hypothesis::{MannWhitney, MannWhitneyMethod, WelchTest};
-pub use options::CompareOptions;
-pub use simulate::{NullScenario, aa_false_positive_rate};
+pub use options::{CompareOptions, SequentialLook};
+pub use simulate::{
+    NullScenario, RoundsScenario, SequentialRates, aa_false_positive_rate, sequential_rates,
+};
 pub use verdict::Judgement;

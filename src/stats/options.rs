@@ -31,6 +31,26 @@ pub struct CompareOptions {
     /// layout of its own; docs/statistics.md). Default `false`: every
     /// sample is one.
     pub by_boot: bool,
+    /// A look of a sequential campaign (docs/statistics.md, "Sequential
+    /// campaigns"): the interval of the change of the mean is the repeated
+    /// confidence interval at this look, and the verdict comes from the
+    /// sequential rules. Default `None`: the fixed protocol.
+    pub sequential: Option<SequentialLook>,
+}
+
+/// Look `look` of at most `of`, the alpha spent as `spending` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SequentialLook {
+    pub look: u32,
+    pub of: u32,
+    pub spending: crate::model::Spending,
+}
+
+impl SequentialLook {
+    /// Whether this is the budget's last look.
+    pub fn last(&self) -> bool {
+        self.look >= self.of
+    }
 }
 
 impl Default for CompareOptions {
@@ -43,6 +63,7 @@ impl Default for CompareOptions {
             seed: DEFAULT_SEED,
             negligible: None,
             by_boot: false,
+            sequential: None,
         }
     }
 }
@@ -65,6 +86,12 @@ impl CompareOptions {
         }
         if let Some(level) = self.negligible.filter(|l| !(*l >= 0.0 && l.is_finite())) {
             return Err(StatsError::NegligibleInvalid { negligible: level });
+        }
+        if let Some(look) = self.sequential.filter(|l| l.look == 0 || l.look > l.of) {
+            return Err(StatsError::LookOutOfRange {
+                look: look.look,
+                of: look.of,
+            });
         }
         if self.resamples < MIN_RESAMPLES {
             return Err(StatsError::TooFewResamples {

@@ -92,8 +92,143 @@ fn simulate(
     Ok(false_calls as f64 / scenario.simulations as f64)
 }
 
+/// A simulated sequential campaign's shape: rounds of A, B, A′ boots
+/// (the ABA order; `a_boots`/`b_boots` per round), each boot's mean drawn
+/// around the variant's (the between-boot spread), each sample around its
+/// boot's (the within-boot spread), B shifted by `shift_pct`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundsScenario {
+    /// A boots per round (2 in A/B/A′) and B boots per round (1).
+    pub a_boots: usize,
+    pub b_boots: usize,
+    /// Samples per boot per round.
+    pub per_boot: usize,
+    /// The sequential budget, its spending and the look rule's options
+    /// come from the `options` given to [`sequential_rates`].
+    pub rounds: u32,
+    pub spending: crate::model::Spending,
+    /// Within-boot coefficient of variation, percent.
+    pub within_cv_pct: f64,
+    /// Between-boot coefficient of variation of the boots' means, percent.
+    pub between_cv_pct: f64,
+    /// B's true change, percent (0: an A/A campaign).
+    pub shift_pct: f64,
+    pub simulations: usize,
+    pub seed: u64,
+}
+
+/// What [`sequential_rates`] counted over its simulated campaigns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SequentialRates {
+    /// Campaigns in which the sequential rule called a change (an
+    /// improvement or a regression), as a fraction.
+    pub sequential_calls: f64,
+    /// Campaigns in which the fixed rules, applied at every look and
+    /// stopped at the first change they call (naive peeking), called one.
+    pub peeking_calls: f64,
+    /// The fixed rules applied once, at the budget's last round (the fixed
+    /// protocol of the same size).
+    pub fixed_calls: f64,
+    /// Campaigns the sequential rule decided before the last round.
+    pub stopped_early: f64,
+    /// The mean number of rounds the sequential rule ran.
+    pub mean_rounds: f64,
+}
+
+/// Simulate `scenario`'s campaigns and count how often each way of
+/// judging them calls a change: the sequential rule (repeated intervals at
+/// each look, stopping when decided), naive peeking (the fixed rules at
+/// every look, stopping at the first change), and the fixed protocol (the
+/// fixed rules once, after every round). With `shift_pct` 0 these are
+/// false-call rates; otherwise power. A lower-is-better metric.
+pub fn sequential_rates(
+    scenario: &RoundsScenario,
+    options: &CompareOptions,
+) -> Result<SequentialRates, StatsError> {
+    options.validate()?;
+    let invalid = |field| Err(StatsError::ScenarioInvalid { field });
+    if scenario.a_boots == 0 || scenario.b_boots == 0 {
+        return invalid("boots");
+    }
+    if scenario.per_boot == 0 {
+        return invalid("per_boot");
+    }
+    if scenario.rounds == 0 {
+        return invalid("rounds");
+    }
+    let finite = |x: f64| x >= 0.0 && x.is_finite();
+    if !finite(scenario.within_cv_pct) || !finite(scenario.between_cv_pct) {
+        return invalid("cv_pct");
+    }
+    if scenario.simulations == 0 {
+        return invalid("simulations");
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
+    let boot = |mean: f64, rng: &mut ChaCha8Rng| -> Vec<f64> {
+        let centre = mean * (1.0 + scenario.between_cv_pct / 100.0 * standard_normal(rng));
+        (0..scenario.per_boot)
+            .map(|_| centre * (1.0 + scenario.within_cv_pct / 100.0 * standard_normal(rng)))
+            .collect()
+    };
+    let called = |v: Verdict| matches!(v, Verdict::Improvement | Verdict::Regression);
+    let (mut seq, mut peek, mut fixed, mut early, mut rounds_run) = (0, 0, 0, 0, 0_u64);
+    for _ in 0..scenario.simulations {
+        let (mut a, mut b): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (Vec::new(), Vec::new());
+        let (mut seq_done, mut peek_done) = (false, false);
+        for k in 1..=scenario.rounds {
+            // One round: its A boots (A and A′) and its B boot; only the
+            // order within a variant matters to the statistics (the drift
+            // is the first A boot against the last).
+            let b_mean = 100.0 * (1.0 + scenario.shift_pct / 100.0);
+            for _ in 0..scenario.a_boots {
+                a.push(boot(100.0, &mut rng));
+            }
+            for _ in 0..scenario.b_boots {
+                b.push(boot(b_mean, &mut rng));
+            }
+            if !seq_done {
+                let look = CompareOptions {
+                    sequential: Some(super::options::SequentialLook {
+                        look: k,
+                        of: scenario.rounds,
+                        spending: scenario.spending,
+                    }),
+                    ..*options
+                };
+                let verdict = compare(&a, &b, Direction::LowerIsBetter, &look)?
+                    .verdict
+                    .kind;
+                if verdict != Verdict::Inconclusive || k == scenario.rounds {
+                    seq_done = true;
+                    rounds_run += u64::from(k);
+                    seq += usize::from(called(verdict));
+                    early += usize::from(verdict != Verdict::Inconclusive && k < scenario.rounds);
+                }
+            }
+            let plain = compare(&a, &b, Direction::LowerIsBetter, options)?
+                .verdict
+                .kind;
+            if !peek_done && called(plain) {
+                peek_done = true;
+                peek += 1;
+            }
+            if k == scenario.rounds {
+                fixed += usize::from(called(plain));
+            }
+        }
+    }
+    let n = scenario.simulations as f64;
+    Ok(SequentialRates {
+        sequential_calls: seq as f64 / n,
+        peeking_calls: peek as f64 / n,
+        fixed_calls: fixed as f64 / n,
+        stopped_early: early as f64 / n,
+        mean_rounds: rounds_run as f64 / n,
+    })
+}
+
 /// A standard normal draw, by the Box–Muller transform of two uniforms.
-fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+pub(crate) fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     // 1 − u lies in (0, 1], so its logarithm is finite.
     let u1 = 1.0 - unit_interval(rng);
     let u2 = unit_interval(rng);

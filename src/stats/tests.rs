@@ -632,3 +632,125 @@ fn an_interval_beyond_the_band_that_welch_does_not_confirm_is_inconclusive() {
         c.verdict.reason
     );
 }
+
+fn look(look: u32, of: u32) -> CompareOptions {
+    CompareOptions {
+        sequential: Some(SequentialLook {
+            look,
+            of,
+            spending: crate::model::Spending::Pocock,
+        }),
+        ..options()
+    }
+}
+
+/// At a look, the interval is the repeated one: Welch's t at the look's
+/// nominal level, wider than the fixed protocol's 95%, and the verdict
+/// comes from it alone.
+#[test]
+fn a_look_draws_the_repeated_interval_and_decides_a_clear_change() {
+    let a = [&A_BOOT_1[..], &A_BOOT_2[..]];
+    let b = [&B_BOOT_1[..]];
+    let fixed = compare(&a, &b, Direction::LowerIsBetter, &options()).unwrap();
+    let first = compare(&a, &b, Direction::LowerIsBetter, &look(1, 3)).unwrap();
+    let s = first.sequential.expect("a look");
+    assert!((s.critical - 2.2794).abs() < 1e-3, "{s:?}");
+    assert!((s.level - 0.02264).abs() < 1e-4, "{s:?}");
+    let width = |c: &Comparison| {
+        let ci = c.mean_change.as_ref().unwrap().ci.unwrap();
+        ci.hi - ci.lo
+    };
+    assert!(width(&first) > width(&fixed), "{first:?}");
+    assert_eq!(
+        first.verdict.kind,
+        Verdict::Improvement,
+        "{}",
+        first.verdict.reason
+    );
+    assert!(
+        first.verdict.reason.contains("repeated 95% CI"),
+        "{}",
+        first.verdict.reason
+    );
+    assert!(
+        first.verdict.reason.contains("look 1 of 3"),
+        "{}",
+        first.verdict.reason
+    );
+}
+
+/// No change is decided only by equivalence: the interval wholly inside
+/// the band; otherwise the look leaves the metric undecided, and at the
+/// budget's last look says the budget ran out.
+#[test]
+fn a_look_decides_no_difference_by_equivalence_and_otherwise_waits() {
+    let quiet_a: Vec<f64> = (0..6).map(|i| 100.0 + 0.05 * f64::from(i % 3)).collect();
+    let quiet_b: Vec<f64> = (0..3).map(|i| 100.1 + 0.05 * f64::from(i)).collect();
+    let c = compare(
+        &[&quiet_a[..3], &quiet_a[3..]],
+        &[&quiet_b[..]],
+        Direction::LowerIsBetter,
+        &look(1, 3),
+    )
+    .unwrap();
+    assert_eq!(
+        c.verdict.kind,
+        Verdict::NoClearDifference,
+        "{}",
+        c.verdict.reason
+    );
+    assert!(
+        c.verdict.reason.contains("wholly inside"),
+        "{}",
+        c.verdict.reason
+    );
+    let noisy_a = [100.0, 104.0, 97.0, 101.0, 99.0, 103.0];
+    let noisy_b = [98.0, 103.0, 101.0];
+    let a = [&noisy_a[..3], &noisy_a[3..]];
+    let early = compare(&a, &[&noisy_b[..]], Direction::LowerIsBetter, &look(1, 3)).unwrap();
+    assert_eq!(early.verdict.kind, Verdict::Inconclusive);
+    assert!(
+        early.verdict.reason.starts_with("undecided at look 1 of 3"),
+        "{}",
+        early.verdict.reason
+    );
+    let last = compare(&a, &[&noisy_b[..]], Direction::LowerIsBetter, &look(3, 3)).unwrap();
+    assert!(
+        last.verdict.reason.contains("budget ran out"),
+        "{}",
+        last.verdict.reason
+    );
+    assert!(compare(&a, &[&noisy_b[..]], Direction::LowerIsBetter, &look(4, 3)).is_err());
+}
+
+/// Simulated A/A campaigns: the sequential rule calls no more changes than
+/// alpha, and fewer than the fixed rules applied at every look (peeking).
+/// The full table, from real runs' noise, is `examples/sequential-aa.rs`'s.
+#[test]
+fn the_sequential_rule_holds_its_error_where_peeking_does_not() {
+    let scenario = RoundsScenario {
+        a_boots: 2,
+        b_boots: 1,
+        per_boot: 3,
+        rounds: 3,
+        spending: crate::model::Spending::Pocock,
+        within_cv_pct: 6.0,
+        between_cv_pct: 0.0,
+        shift_pct: 0.0,
+        simulations: 200,
+        seed: 7,
+    };
+    let r = sequential_rates(&scenario, &options()).unwrap();
+    assert!(r.sequential_calls <= 0.05, "{r:?}");
+    assert!(r.peeking_calls > r.sequential_calls, "{r:?}");
+    let power = sequential_rates(
+        &RoundsScenario {
+            shift_pct: -15.0,
+            simulations: 40,
+            ..scenario
+        },
+        &options(),
+    )
+    .unwrap();
+    assert!(power.sequential_calls > 0.9, "{power:?}");
+}

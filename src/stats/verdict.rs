@@ -185,6 +185,96 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Judgement {
     )
 }
 
+/// The verdict at a look of a sequential campaign (docs/statistics.md,
+/// "Sequential campaigns"). Rules 1 to 4 are [`decide`]'s; then, with the
+/// change's interval the repeated confidence interval of the look:
+///
+/// 5. The interval lies wholly outside ±band (band as in [`decide`]): a
+///    change, **improvement**, **regression** or **changed**. The repeated
+///    intervals cover the true change at every look at once with 95%
+///    probability, so no separate test is asked for.
+/// 6. |A's return drift| > `noise_pct`: **inconclusive**, undecided.
+/// 7. The interval lies wholly inside ±`noise_pct`: **no clear
+///    difference**, decided: every change the data allow is smaller than
+///    the band (equivalence, not the absence of evidence).
+/// 8. Otherwise **inconclusive**: undecided at this look, and at the
+///    budget's last look, left undecided by the budget.
+pub(crate) fn decide_sequential(
+    e: &Evidence<'_>,
+    options: &CompareOptions,
+    look: &super::options::SequentialLook,
+) -> Judgement {
+    use Verdict::*;
+    let fixed = decide(e, options);
+    let Some(change) = e.mean_change else {
+        return fixed;
+    };
+    // Rules 1 to 4 decide alike, whatever the interval.
+    let early = e.a.n < options.min_samples
+        || e.b.n < options.min_samples
+        || (e.a.sd == 0.0 && e.b.sd == 0.0 && e.a.mean == e.b.mean)
+        || options
+            .negligible
+            .is_some_and(|level| both_negligible(e.a, e.b, level));
+    if early {
+        return fixed;
+    }
+    let noise = options.noise_pct;
+    let band = e.drift_pct.map_or(noise, |d| noise.max(d.abs()));
+    let at = format!("look {} of {}", look.look, look.of);
+    let Some(ci) = change.ci else {
+        return Judgement::new(
+            Inconclusive,
+            format!("{:+.2}% has no interval at {at}", change.pct),
+        );
+    };
+    let ci_text = fmt_interval(ci);
+    if ci.clear_of_band(band) {
+        let kind = match (e.direction, change.pct < 0.0) {
+            (Direction::Neither, _) => Changed,
+            (Direction::LowerIsBetter, true) | (Direction::HigherIsBetter, false) => Improvement,
+            _ => Regression,
+        };
+        return Judgement::new(
+            kind,
+            format!(
+                "{:+.2}% (repeated 95% CI {ci_text} at {at}) clears the ±{band:.2}% band",
+                change.pct
+            ),
+        );
+    }
+    let left = if look.last() {
+        format!("undecided when the budget ran out ({at})")
+    } else {
+        format!("undecided at {at}")
+    };
+    if let Some(drift) = e.drift_pct.filter(|d| d.abs() > noise) {
+        return Judgement::new(
+            Inconclusive,
+            format!(
+                "{left}: A drifted {drift:+.2}% between boots, beyond the ±{noise:.2}% noise band, and B's {:+.2}% (repeated 95% CI {ci_text}) does not clear it",
+                change.pct
+            ),
+        );
+    }
+    if ci.within_band(noise) {
+        return Judgement::new(
+            NoClearDifference,
+            format!(
+                "{:+.2}% (repeated 95% CI {ci_text} at {at}) lies wholly inside ±{noise:.2}%: any change is smaller than the band",
+                change.pct
+            ),
+        );
+    }
+    Judgement::new(
+        Inconclusive,
+        format!(
+            "{left}: {:+.2}% (repeated 95% CI {ci_text}) reaches past ±{noise:.2}% and does not clear the ±{band:.2}% band",
+            change.pct
+        ),
+    )
+}
+
 /// Rule 3's test: every A and B sample lies within ±`level`.
 pub fn both_negligible(a: &Summary, b: &Summary, level: f64) -> bool {
     let largest = |s: &Summary| s.min.abs().max(s.max.abs());
