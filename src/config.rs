@@ -260,6 +260,62 @@ pub struct Protocol {
     pub samples: u32,
     /// Whether each boot of a variant runs in a memory layout of its own.
     pub layouts: Layouts,
+    /// Whether the campaign samples in rounds until it is decided.
+    pub sequential: SequentialChoice,
+}
+
+/// `protocol.sequential`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SequentialChoice {
+    /// In the lanes whose boots repeat (icount, the cost lane), `samples`
+    /// becomes a budget of rounds ([`crate::model::sequential::auto`]);
+    /// elsewhere the fixed protocol.
+    #[default]
+    Auto,
+    /// The fixed protocol: every boot takes `samples` samples.
+    Off,
+    /// Rounds as given, in any lane; `samples` is per boot and round.
+    Rounds(crate::model::Sequential),
+}
+
+impl SequentialChoice {
+    /// The schedule the campaign runs: `samples` per boot (per round when
+    /// sequential) in a lane whose boots repeat (`deterministic`) or not.
+    pub fn resolve(self, samples: u32, deterministic: bool) -> Option<crate::model::Sequential> {
+        match self {
+            SequentialChoice::Off => None,
+            SequentialChoice::Rounds(s) => Some(s),
+            SequentialChoice::Auto if deterministic => crate::model::sequential::auto(samples),
+            SequentialChoice::Auto => None,
+        }
+    }
+}
+
+/// `protocol.sequential` as written: `auto`, `off`, or the rounds.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum SequentialConfig {
+    Word(SequentialWord),
+    Rounds(RoundsConfig),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum SequentialWord {
+    Auto,
+    Off,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoundsConfig {
+    /// At most this many rounds of the boot order (the budget).
+    rounds: u32,
+    /// Stop after the round during which this much time has passed.
+    #[serde(default, with = "humantime_serde")]
+    time: Option<Duration>,
+    #[serde(default)]
+    spending: crate::model::Spending,
 }
 
 /// `protocol:` as written.
@@ -282,6 +338,11 @@ struct ProtocolConfig {
     /// memory layout k, judged by its boots (docs/cost-model.md, "Layout").
     #[serde(default)]
     layouts: Layouts,
+    /// `auto` (default), `off`, or `{rounds: N, time: 60m, spending:
+    /// pocock}`: sample in rounds of the boot order until every primary
+    /// metric is decided (docs/statistics.md, "Sequential campaigns").
+    #[serde(default)]
+    sequential: Option<SequentialConfig>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
@@ -325,11 +386,36 @@ impl TryFrom<ProtocolConfig> for Protocol {
                 "protocol.layouts: varied judges a variant by its boots, one per layout, and a verdict needs at least {MIN_LAYOUT_BOOTS} of them: set order: ABAB (or random) and boots_per_variant: {MIN_LAYOUT_BOOTS} or more"
             ));
         }
+        let sequential = match raw.sequential {
+            None | Some(SequentialConfig::Word(SequentialWord::Auto)) => SequentialChoice::Auto,
+            Some(SequentialConfig::Word(SequentialWord::Off)) => SequentialChoice::Off,
+            Some(SequentialConfig::Rounds(r)) => {
+                if r.rounds < 2 {
+                    return Err(format!(
+                        "protocol.sequential.rounds is {}: a sequential campaign needs at least 2 rounds to stop early (write `sequential: off` for the fixed protocol)",
+                        r.rounds
+                    ));
+                }
+                if raw.samples < 3 {
+                    return Err(format!(
+                        "protocol.samples is {} a round: a look needs at least 3 samples of B, so a round's boot takes 3 or more",
+                        raw.samples
+                    ));
+                }
+                SequentialChoice::Rounds(crate::model::Sequential {
+                    rounds: r.rounds,
+                    samples: raw.samples,
+                    time: r.time,
+                    spending: r.spending,
+                })
+            }
+        };
         Ok(Protocol {
             order,
             warmups: raw.warmups,
             samples: raw.samples,
             layouts: raw.layouts,
+            sequential,
         })
     }
 }
@@ -443,6 +529,7 @@ pub struct Plan {
     pub warmups: u32,
     pub samples: u32,
     pub layouts: Layouts,
+    pub sequential: SequentialChoice,
 }
 
 impl Plan {
@@ -594,6 +681,7 @@ impl Campaign {
             warmups: self.protocol.warmups,
             samples: self.protocol.samples,
             layouts: self.protocol.layouts,
+            sequential: self.protocol.sequential,
         })
     }
 }

@@ -66,7 +66,10 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         if cause.is::<Stopped>() {
             return GUEST;
         }
-        if cause.is::<ConfigError>() {
+        if cause.is::<ConfigError>()
+            || cause.is::<crate::model::shard::ShardError>()
+            || cause.is::<crate::results::merge::MergeError>()
+        {
             return USAGE;
         }
         // A results document that is not one (truncated, hand-edited, of a

@@ -33,6 +33,7 @@ fn run_campaign(text: &str, out: &Path) -> anyhow::Result<Outcome> {
         agent: patchbench::find_agent()?,
         cache_max: patchbench::build::cache::DEFAULT_BUDGET,
         kernels: None,
+        shard: None,
     };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(campaign::run(&plan, &opts, &Recorder::default()))

@@ -70,6 +70,8 @@ pub struct BootJob<'a> {
     /// agent scatters the free pages by it, and the kernel command line
     /// names it ([`crate::model::layout`]).
     pub layout: Option<u32>,
+    /// Samples per condition (a round's, in a sequential campaign).
+    pub samples: u32,
 }
 
 /// Write a boot's job into its initramfs and describe the boot: the
@@ -95,7 +97,7 @@ pub fn prepare_boot(
         zswap: plan.zswap.clone(),
         thp: plan.thp,
         warmups: plan.warmups,
-        samples: plan.samples,
+        samples: job.samples,
         host_root,
         workload: job.workload,
         controls: job.controls,
@@ -151,12 +153,18 @@ pub(super) struct Boots<'a> {
     pub(super) base_entries: &'a image::Entries,
     pub(super) out_dir: &'a Path,
     pub(super) results_path: &'a Path,
+    /// The boots to run, in order, as indexes into `variants`: the
+    /// protocol's order, once per round run so far.
+    pub(super) order: Vec<usize>,
+    /// A shard's places in `order`: only those boots run. `None`: all.
+    pub(super) only: Option<Vec<usize>>,
 }
 
 /// A boot whose job is written and whose entry is in the results: what
 /// running it needs.
 struct Ready {
-    /// Its place in `results.boots` (the protocol's boot index).
+    /// Its place in `results.boots` (the protocol's boot index, but in a
+    /// shard, which holds only its own boots).
     pos: usize,
     label: String,
     variant: String,
@@ -189,19 +197,28 @@ impl Boots<'_> {
         results: &mut Results,
         stages: &mut Stages<'_>,
     ) -> anyhow::Result<()> {
-        let order = self.plan.order.boots(self.variants.len());
+        let order = self.order.clone();
         let layouts = self.plan.layouts.of_boots(&order);
         let names: Vec<&str> = order
             .iter()
             .map(|&v| self.variants[v].name.as_str())
             .collect();
-        let pending: Vec<(usize, usize)> = order
-            .into_iter()
-            .enumerate()
-            .skip(results.boots.len())
-            .collect();
+        // A shard runs its own boots only; results.boots then holds those,
+        // each at its place in the whole order (`Boot::index`).
+        let pending: Vec<(usize, usize)> = match &self.only {
+            None => order
+                .into_iter()
+                .enumerate()
+                .skip(results.boots.len())
+                .collect(),
+            Some(only) => order
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| only.contains(i) && !results.boots.iter().any(|b| b.index == *i))
+                .collect(),
+        };
         for wave in pending.chunks(self.lane.parallel.max(1)) {
-            if wave[0].0 == 0 {
+            if results.host.noise.is_none() {
                 host_noise(results).await;
             }
             let mut ready = Vec::new();
@@ -209,7 +226,10 @@ impl Boots<'_> {
                 let label = crate::model::boot_label(&names, index);
                 ready.push(self.prepare(results, index, variant, &label, layouts[index])?);
             }
-            self.run_wave(results, stages, ready).await?;
+            let started = Instant::now();
+            let outcome = self.run_wave(results, stages, ready).await;
+            *results.boots_wall_seconds.get_or_insert(0.0) += started.elapsed().as_secs_f64();
+            outcome?;
             host_noise(results).await;
         }
         results.timings = stages.timings.clone();
@@ -254,9 +274,10 @@ impl Boots<'_> {
                 .collect(),
             cmdline: this.cmdline.clone(),
             layout,
+            samples: self.lane.samples_per_boot(self.plan),
         };
         let (spec, initramfs_sha256) = prepare_boot(self.plan, job, self.base_entries)?;
-        assert_eq!(results.boots.len(), index, "boots are added in order");
+        let pos = results.boots.len();
         results.boots.push(Boot {
             index,
             label: label.to_string(),
@@ -279,7 +300,7 @@ impl Boots<'_> {
             per_call: self.workloads.main.wire().per_call_cost(),
         });
         Ok(Ready {
-            pos: index,
+            pos,
             label: label.to_string(),
             variant: this.name.to_string(),
             spec,
@@ -298,7 +319,7 @@ impl Boots<'_> {
         ready: Vec<Ready>,
     ) -> anyhow::Result<()> {
         let plan = self.plan;
-        let per_condition = plan.warmups + plan.samples;
+        let per_condition = plan.warmups + self.lane.samples_per_boot(plan);
         let conditions = 1 + plan.controls.len() as u32;
         let labels: Vec<&str> = ready.iter().map(|r| r.label.as_str()).collect();
         let (stage, detail) = match &ready[..] {
@@ -630,6 +651,7 @@ mod tests {
             settings: Vec::new(),
             cmdline: vec!["mitigations=off".into()],
             layout,
+            samples: 3,
         };
         let read_job = || {
             let cpio = std::fs::read(dir.path().join("initramfs.cpio")).unwrap();
@@ -728,5 +750,63 @@ mod tests {
         std::fs::write(&path, [text, window(3, "verify", "other", 1)].concat()).unwrap();
         let err = windows.add_to(&mut sample(false), false, None).unwrap_err();
         assert!(err.to_string().contains("modeled on other"), "{err}");
+    }
+
+    /// A precise campaign's boot whose kernel splits by ticks stops at its
+    /// facts, before any sample: the facts are kept in the document, the
+    /// error names the missing option, and a tick campaign takes it.
+    #[test]
+    fn a_tick_kernel_in_a_precise_campaign_stops_before_its_first_sample() {
+        use patchbench_agent::GuestFacts;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.json");
+        let mut results = crate::results::tests::fixture();
+        results.boots.truncate(1);
+        results.boots[0].samples.clear();
+        results.boots[0].warmups.clear();
+        results.boots[0].facts = None;
+        let facts = GuestFacts {
+            kernel_release: "6.12.118".into(),
+            kernel_version: "#1".into(),
+            possible_cpus: "0-1".into(),
+            online_cpus: "0-1".into(),
+            mem_total_kib: 1,
+            zswap: Default::default(),
+            thp: "never".into(),
+            swaps: Vec::new(),
+            profiled_symbol: None,
+            settings: Default::default(),
+            cputime: Some(patchbench_agent::cputime::from_kconfig(
+                "CONFIG_HZ=250\nCONFIG_TICK_CPU_ACCOUNTING=y\n",
+            )),
+        };
+        let message = Message::Facts(Box::new(facts));
+        let wave = |cputime| Wave {
+            stage: "boot A".into(),
+            positions: vec![0],
+            runs: 4,
+            per_condition: 4,
+            cputime,
+        };
+        let sink = crate::events::Recorder::default();
+        let precise = wave(crate::config::CputimeChoice::Precise);
+        let err = record(&mut results, &path, &message, &sink, &precise, 0, None).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("boot A") && text.contains("CONFIG_VIRT_CPU_ACCOUNTING_GEN=y"),
+            "{text}"
+        );
+        let saved = Results::load(&path).unwrap();
+        let cputime = saved.boots[0]
+            .facts
+            .as_ref()
+            .unwrap()
+            .cputime
+            .as_ref()
+            .unwrap();
+        assert_eq!(cputime.accounting, results::CputimeAccounting::Tick);
+        assert!(saved.boots[0].samples.is_empty());
+        let tick = wave(crate::config::CputimeChoice::Tick);
+        record(&mut results, &path, &message, &sink, &tick, 0, None).unwrap();
     }
 }

@@ -22,6 +22,35 @@ pub(super) struct Lane {
     pub cost: Option<CostPlugin>,
     /// How many boots run at once ([`parallel_boots`]).
     pub parallel: usize,
+    /// Rounds of the boot order until decided, or `None`: the fixed
+    /// protocol (`protocol.sequential`, resolved for this lane).
+    pub sequential: Option<crate::model::Sequential>,
+}
+
+impl Lane {
+    /// Samples each boot takes, per condition: a round's in a sequential
+    /// campaign, else the protocol's.
+    pub fn samples_per_boot(&self, plan: &Plan) -> u32 {
+        self.sequential.map_or(plan.samples, |s| s.samples)
+    }
+
+    /// A sequential campaign under icount (not the cost lane) with
+    /// `vm.parallel_boots: auto` runs a round's `round` boots all at once,
+    /// beyond the host's cores if need be (as many as its memory holds):
+    /// their figures count instructions, so sharing the cores changes how
+    /// long the round takes, not what it measures, and a round is one wave
+    /// instead of two (A and B, then A' alone on one core).
+    pub fn widen_for_rounds(&mut self, plan: &Plan, round: usize) {
+        if self.sequential.is_some()
+            && self.icount
+            && self.cost.is_none()
+            && plan.vm.parallel_boots == ParallelBoots::Auto
+        {
+            self.parallel = round
+                .min(boots_that_fit(plan.vm.memory.as_u64()))
+                .max(self.parallel);
+        }
+    }
 }
 
 /// The cost-model plugin a cost-lane campaign loads in every boot.
@@ -141,11 +170,26 @@ pub(super) fn choose(plan: &Plan, sink: &dyn Sink) -> anyhow::Result<Lane> {
             "boots: up to {parallel} side by side under icount (vm.parallel_boots: 1 boots one at a time)"
         )));
     }
+    // Boots repeat under icount (the cost lane's included), so there a
+    // campaign's samples become rounds by default.
+    let sequential = plan.sequential.resolve(plan.samples, icount);
+    if let Some(s) = sequential {
+        sink.emit(Event::Note(format!(
+            "protocol: sequential, up to {} round(s) of the boot order with {} sample(s) per boot{}, stopping when every primary metric is decided ({} spending)",
+            s.rounds,
+            s.samples,
+            s.time
+                .map(|t| format!(" and {} of time", humantime::format_duration(t)))
+                .unwrap_or_default(),
+            s.spending.name()
+        )));
+    }
     Ok(Lane {
         decision,
         icount,
         cost,
         parallel,
+        sequential,
     })
 }
 

@@ -48,6 +48,8 @@ pub struct RunOptions {
     pub cache_max: bytesize::ByteSize,
     /// Boot these kernels (`patchbench build --out DIR`) instead of building.
     pub kernels: Option<PathBuf>,
+    /// Run only this shard's boots (`run --shard`), for `patchbench merge`.
+    pub shard: Option<crate::model::Shard>,
 }
 
 /// What a finished campaign produced.
@@ -65,7 +67,10 @@ pub struct Outcome {
 /// prepare the workloads, start (or resume) the results, boot every
 /// variant in the protocol's order, and judge.
 pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Result<Outcome> {
-    let lane = lane::choose(plan, sink)?;
+    let mut lane = lane::choose(plan, sink)?;
+    if let Some(shard) = opts.shard {
+        check_shard(&lane, shard)?;
+    }
     std::fs::create_dir_all(&opts.out_dir)
         .with_context(|| format!("cannot create output directory {}", opts.out_dir.display()))?;
     let started_at = jiff::Timestamp::now();
@@ -92,12 +97,21 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     )
     .await?;
     let workloads = prepare_workloads(&mut stages, plan, &kernels, &opts.cache_dir).await?;
+    let round = plan.order.boots(kernels.variants.len());
+    let parallel = lane.parallel;
+    lane.widen_for_rounds(plan, round.len());
+    if lane.parallel > parallel {
+        sink.emit(Event::Note(format!(
+            "boots: a round's {} boots at once (sequential under icount)",
+            lane.parallel
+        )));
+    }
     let base_entries = image::base_entries(&image::parse_spec(image::DEFAULT_SPEC)?, &opts.agent)?;
     let mut results = new_results(plan, &lane, &kernels, &workloads, started_at);
     if let Some(earlier) = earlier {
         resume(&mut results, earlier, &results_path, &mut stages)?;
     }
-    let boots = Boots {
+    let mut boots = Boots {
         plan,
         lane: &lane,
         variants: &kernels.variants,
@@ -106,12 +120,123 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         base_entries: &base_entries,
         out_dir: &opts.out_dir,
         results_path: &results_path,
+        order: round.clone(),
+        only: None,
     };
-    if let Err(e) = boots.run_all(&mut results, &mut stages).await {
+    let outcome = match (opts.shard, lane.sequential) {
+        (Some(shard), _) => {
+            let only = shard.boots(round.len());
+            if only.is_empty() {
+                return Err(crate::model::shard::ShardError::Empty {
+                    shard: shard.to_string(),
+                    boots: round.len(),
+                }
+                .into());
+            }
+            boots.order = round.repeat(shard.round as usize);
+            boots.only = Some(only);
+            results.shard = Some(shard);
+            results.protocol.boots = boots
+                .order
+                .iter()
+                .map(|&v| boots.variants[v].name.to_string())
+                .collect();
+            boots.run_all(&mut results, &mut stages).await
+        }
+        (None, None) => boots.run_all(&mut results, &mut stages).await,
+        (None, Some(s)) => sequential(&mut boots, &round, s, &mut results, &mut stages).await,
+    };
+    if let Err(e) = outcome {
         report_stopped(&results, &e, &opts.out_dir, sink);
         return Err(e);
     }
     finish(results, results_path, &opts.out_dir)
+}
+
+/// Whether `shard` can run in `lane`: only where the figures do not depend
+/// on the host, and only in a round the protocol has.
+fn check_shard(lane: &Lane, shard: crate::model::Shard) -> anyhow::Result<()> {
+    use crate::model::shard::ShardError;
+    if !lane.icount {
+        return Err(ShardError::TimingLane {
+            lane: lane.clock().to_string(),
+        }
+        .into());
+    }
+    let rounds = lane.sequential.map_or(1, |s| s.rounds);
+    if shard.round > rounds {
+        return Err(ShardError::NoSuchRound {
+            round: shard.round,
+            rounds,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// A sequential campaign's rounds: the protocol's boot order again each
+/// round, then a look at every primary metric of every condition; it stops
+/// when the look decides them all, or when the rounds or the time of the
+/// budget are spent. A resumed run continues the round it was in, and
+/// keeps the looks of the rounds before.
+async fn sequential(
+    boots: &mut Boots<'_>,
+    round: &[usize],
+    budget: crate::model::Sequential,
+    results: &mut Results,
+    stages: &mut Stages<'_>,
+) -> anyhow::Result<()> {
+    let spec = crate::workload::spec_for_kind(&results.workload.kind);
+    let per_round = round.len();
+    let mut k = results.boots.len().div_ceil(per_round).max(1) as u32;
+    loop {
+        boots.order = round.repeat(k as usize);
+        results.protocol.boots = boots
+            .order
+            .iter()
+            .map(|&v| boots.variants[v].name.to_string())
+            .collect();
+        boots.run_all(results, stages).await?;
+        let undecided = crate::report::undecided_primary(results, spec.as_ref());
+        let boot_seconds = results.boots_wall_seconds.unwrap_or_default();
+        let record = results
+            .protocol
+            .sequential
+            .as_mut()
+            .expect("a sequential lane records its budget");
+        record.looks.retain(|l| l.round < k);
+        record.looks.push(results::LookRecord {
+            round: k,
+            boot_seconds,
+            undecided: undecided.clone(),
+        });
+        let stop = record.stop();
+        results.save(boots.results_path)?;
+        let said = match stop {
+            results::SequentialStop::Decided => "every primary metric decided".to_string(),
+            results::SequentialStop::Rounds => format!(
+                "the budget's {} round(s) spent; undecided: {}",
+                budget.rounds,
+                undecided.join(", ")
+            ),
+            results::SequentialStop::Time => format!(
+                "the time budget spent ({:.0} s of boots); undecided: {}",
+                boot_seconds,
+                undecided.join(", ")
+            ),
+            results::SequentialStop::Running => {
+                format!("undecided: {}; another round", undecided.join(", "))
+            }
+        };
+        stages.sink.emit(Event::Note(format!(
+            "look {k} of {}: {said}",
+            budget.rounds
+        )));
+        if stop != results::SequentialStop::Running {
+            return Ok(());
+        }
+        k += 1;
+    }
 }
 
 /// A guest failure stopped the run: report.md still shows what was
@@ -291,12 +416,21 @@ fn new_results(
                 .collect(),
             order_seed: plan.order.seed(),
             warmups: plan.warmups,
-            samples: plan.samples,
+            samples: lane.samples_per_boot(plan),
             layouts: plan.layouts,
+            sequential: lane.sequential.map(|s| results::SequentialRecord {
+                rounds: s.rounds,
+                round_boots: plan.order.boots(kernels.variants.len()).len(),
+                time_seconds: s.time.map(|t| t.as_secs_f64()),
+                spending: s.spending,
+                looks: Vec::new(),
+            }),
         },
         boots: Vec::new(),
         timings: Vec::new(),
         comparisons: Vec::new(),
+        boots_wall_seconds: None,
+        shard: None,
     }
 }
 
@@ -316,7 +450,15 @@ fn resume(
     }
     results.boots = Results::completed_prefix(&earlier);
     results.started_at = earlier.started_at;
+    // A sequential run's looks of the rounds it finished.
+    if let (Some(now), Some(then)) = (
+        results.protocol.sequential.as_mut(),
+        earlier.protocol.sequential,
+    ) {
+        now.looks = then.looks;
+    }
     results.host.noise = earlier.host.noise;
+    results.boots_wall_seconds = earlier.boots_wall_seconds;
     // This run's import and build times, then the kept boots' times.
     let kept: Vec<String> = results
         .boots
@@ -344,8 +486,58 @@ fn resume(
     Ok(())
 }
 
-/// Judge every metric, record the comparisons, and write report.md.
+/// Judge the merged results of a campaign's shards (`patchbench merge`):
+/// a sequential campaign's looks are taken again, one per round the
+/// shards ran (`round_walls`: each round's wall time), then every metric
+/// is compared and results.json and report.md are written into `out_dir`.
+pub fn judge_merged(
+    mut results: Results,
+    round_walls: &[f64],
+    out_dir: &Path,
+) -> anyhow::Result<Outcome> {
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("cannot create output directory {}", out_dir.display()))?;
+    let spec = crate::workload::spec_for_kind(&results.workload.kind);
+    if let Some(s) = results.protocol.sequential.clone() {
+        let mut looks = Vec::new();
+        let mut wall = 0.0;
+        for (k, round_wall) in round_walls.iter().enumerate() {
+            wall += round_wall;
+            let round = k as u32 + 1;
+            let mut upto = results.clone();
+            upto.boots
+                .retain(|b| b.index < s.round_boots * round as usize);
+            looks.push(results::LookRecord {
+                round,
+                boot_seconds: wall,
+                undecided: crate::report::undecided_primary(&upto, spec.as_ref()),
+            });
+        }
+        results
+            .protocol
+            .sequential
+            .as_mut()
+            .expect("cloned above")
+            .looks = looks;
+    }
+    let path = out_dir.join("results.json");
+    finish(results, path, out_dir)
+}
+
+/// Judge every metric, record the comparisons, and write report.md. A
+/// shard judges nothing: its boots are a part of the campaign, which
+/// `patchbench merge` judges whole.
 fn finish(mut results: Results, results_path: PathBuf, out_dir: &Path) -> anyhow::Result<Outcome> {
+    if results.shard.is_some() {
+        results.save(&results_path)?;
+        return Ok(Outcome {
+            results,
+            markdown_path: out_dir.join("report.md"),
+            results_path,
+            markdown: String::new(),
+            rows: Vec::new(),
+        });
+    }
     let spec = crate::workload::spec_for_kind(&results.workload.kind);
     let rows = crate::report::rows(&results, spec.as_ref());
     let steps = crate::report::steps(&results, spec.as_ref());

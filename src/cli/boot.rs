@@ -140,6 +140,7 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
             settings: Vec::new(),
             cmdline: Vec::new(),
             layout: args.layout,
+            samples: plan.samples,
         };
         let (spec, _) = campaign::prepare_boot(&plan, job, &base_entries)?;
         sink.emit(Event::Started {

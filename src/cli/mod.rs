@@ -19,6 +19,7 @@ mod build;
 mod cache;
 mod compare;
 pub mod doctor;
+mod merge;
 mod plan;
 mod publish;
 
@@ -79,6 +80,12 @@ pub enum Command {
         after_help = "Examples:\n  patchbench compare patchbench-out/smoke-20261130-031500/results.json\n  patchbench compare --markdown out/results.json > report.md\n  patchbench compare --against old/results.json new/results.json   # B of old vs B of new"
     )]
     Compare(compare::CompareArgs),
+    /// Combine the results of a campaign's shards (`run --shard I/N`, one
+    /// per runner) into one run, judged as if one runner had run every boot.
+    /// Only shards of one experiment merge: the same campaign, kernels,
+    /// protocol and lane.
+    #[command(after_help = merge::AFTER_HELP)]
+    Merge(merge::MergeArgs),
     /// Check this host: QEMU, KVM (and why not), the cost lane's QEMU
     /// plugin API and plugin, the kernel toolchain, busybox, the kernel
     /// source, disk space. Prints what to install.
@@ -115,6 +122,7 @@ impl Cli {
             Command::Build(args) => build::build(args, events).await,
             Command::Boot(args) => boot::boot(args, events).await,
             Command::Compare(args) => compare::compare(args, events),
+            Command::Merge(args) => merge::merge(args, events),
             Command::Plan(args) => plan::plan(args, events),
             Command::Publish(args) => publish::publish(args, sink.clone()).await,
             Command::Cache(args) => cache::cache(args, events).await,
@@ -171,9 +179,28 @@ pub struct RunArgs {
     /// series, or nothing boots.
     #[arg(long, value_name = "DIR")]
     kernels: Option<PathBuf>,
+    /// Run only shard I of N of the campaign's boots (`2/4`), for a runner
+    /// of a matrix: a round's boots are dealt out in turn, and `patchbench
+    /// merge` combines the shards' results.json. Only in a lane whose
+    /// figures do not depend on the host (icount, the cost lane).
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// With --shard: the round of a sequential campaign whose boots to run
+    /// (merge says when another round is needed).
+    #[arg(long, value_name = "K", default_value_t = 1, requires = "shard")]
+    round: u32,
 }
 
 async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
+    let shard = args
+        .shard
+        .as_deref()
+        .map(|text| crate::model::Shard::parse(text, args.round))
+        .transpose()
+        .map_err(|message| crate::config::ConfigError::Invalid {
+            path: PathBuf::from("--shard"),
+            message,
+        })?;
     let plan = load_plan(&args.campaign, args.accel.map(Into::into))?;
     let out_dir = args.out.unwrap_or_else(|| {
         let stamp = jiff::ZonedDateTime::now()
@@ -187,8 +214,26 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         agent: crate::find_agent()?,
         cache_max: args.campaign.cache_max,
         kernels: args.kernels,
+        shard,
     };
     let outcome = campaign::run(&plan, &opts, sink).await?;
+    if let Some(shard) = outcome.results.shard {
+        sink.emit(Event::Output(format!(
+            "shard {shard}: boots {} measured; combine every shard with `patchbench merge`\n",
+            outcome
+                .results
+                .boots
+                .iter()
+                .map(|b| b.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+        sink.emit(Event::Note(format!(
+            "results: {}",
+            outcome.results_path.display()
+        )));
+        return Ok(());
+    }
     sink.emit(Event::Output(crate::report::terminal_of(
         &outcome.results,
         &outcome.rows,

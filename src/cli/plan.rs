@@ -41,6 +41,9 @@ pub struct PlanArgs {
     /// pair) or `bench` (one entry per campaign).
     #[arg(long, value_enum, default_value = "bench")]
     jobs: PlanJobs,
+    /// With `--jobs shards`: how many runners share each campaign's boots.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    shards: u32,
     /// Overrides every campaign's tree and series, as for `run`.
     #[command(flatten)]
     sources: SourceArgs,
@@ -52,6 +55,10 @@ pub enum PlanJobs {
     Build,
     /// One entry per campaign: `campaign`, `file`, `build`, `workload`, `slug`.
     Bench,
+    /// One entry per campaign and shard (`--shards N`): the bench fields
+    /// and `shard` (`I/N`); only campaigns whose figures do not depend on
+    /// the host (icount, the cost lane).
+    Shards,
 }
 
 /// The `after_help` of `patchbench plan`: the matrix wire format.
@@ -69,6 +76,10 @@ Matrix format (--matrix), one line of JSON for $GITHUB_OUTPUT:
       campaign, file, build (its kernel pair's key),
       workload  the workload kind, e.g. zswap-pageout
       slug      [a-z0-9-], distinct per campaign, for artifact names
+  --jobs shards --shards N: N ENTRYs per campaign (its boots split over N
+    runners, `run --shard I/N`, then `patchbench merge`), only for campaigns
+    in icount or the cost lane: the bench fields, a slug per shard, and
+      shard     I/N
 
 Examples:
   patchbench plan ci/smoke.yaml
@@ -81,6 +92,7 @@ pub(super) fn plan(args: PlanArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         let matrix = match args.jobs {
             PlanJobs::Build => build_matrix(&plans)?,
             PlanJobs::Bench => bench_matrix(&plans)?,
+            PlanJobs::Shards => shard_matrix(&plans, args.shards)?,
         };
         format!("{matrix}\n")
     } else {
@@ -244,6 +256,35 @@ pub(super) fn bench_matrix(plans: &[Planned]) -> anyhow::Result<Value> {
             "workload": workload_kind(&p.plan),
             "slug": slug,
         }));
+    }
+    Ok(json!({ "include": include }))
+}
+
+/// `--jobs shards`: every bench entry once per shard, with `shard` (`I/N`)
+/// and a slug of its own. A campaign on the host's clock is refused: its
+/// boots on different machines would measure the machines.
+pub(super) fn shard_matrix(plans: &[Planned], shards: u32) -> anyhow::Result<Value> {
+    anyhow::ensure!(shards >= 1, "--shards must be at least 1");
+    for p in plans {
+        if !p.plan.vm.icount && p.plan.vm.cost_model == crate::config::CostModel::None {
+            return Err(crate::model::shard::ShardError::TimingLane {
+                lane: format!(
+                    "campaign {} sets neither vm.icount nor vm.cost_model",
+                    p.plan.name
+                ),
+            }
+            .into());
+        }
+    }
+    let bench = bench_matrix(plans)?;
+    let mut include = Vec::new();
+    for entry in bench["include"].as_array().into_iter().flatten() {
+        for i in 1..=shards {
+            let mut e = entry.clone();
+            e["shard"] = json!(format!("{i}/{shards}"));
+            e["slug"] = json!(format!("{}-shard{i}", entry["slug"].as_str().unwrap_or("")));
+            include.push(e);
+        }
     }
     Ok(json!({ "include": include }))
 }

@@ -150,6 +150,80 @@ pub fn cputime_line(results: &crate::results::Results) -> Option<String> {
     ))
 }
 
+/// Seconds as people read a run's length: `41 s`, `3m12s`, `1h05m`.
+pub fn span(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// How long the boots took, for every report: their wall time, and,
+/// summed over boots, the time to boot (QEMU's start to the agent's hello)
+/// and the rest (setup and samples); in a sequential campaign also the
+/// rounds run and the time a stop before the budget's end saved, against
+/// running every round at the mean round's time. `None` for a document
+/// from before the wall time was recorded.
+pub fn time_line(results: &crate::results::Results) -> Option<String> {
+    let wall = results.boots_wall_seconds?;
+    let booting: f64 = results.boots.iter().filter_map(|b| b.hello_seconds).sum();
+    let total: f64 = results.boots.iter().filter_map(|b| b.total_seconds).sum();
+    let mut line = format!(
+        "Time: {} of boots, wall clock ({} boots{}); summed over boots, {} booting and {} running the workload.",
+        span(wall),
+        results.boots.len(),
+        results
+            .host
+            .parallel_boots
+            .map(|n| format!(", up to {n} side by side"))
+            .unwrap_or_default(),
+        span(booting),
+        span((total - booting).max(0.0)),
+    );
+    if let Some(s) = &results.protocol.sequential
+        && let Some(last) = s.looks.last()
+    {
+        use crate::results::SequentialStop;
+        let why = match s.stop() {
+            SequentialStop::Decided => "every primary metric decided",
+            SequentialStop::Rounds => "the budget's rounds spent",
+            SequentialStop::Time => "the time budget spent",
+            SequentialStop::Running => "not finished",
+        };
+        line.push_str(&format!(
+            " Sequential: {} round(s) of {} ({why})",
+            last.round, s.rounds
+        ));
+        if last.round < s.rounds && last.round > 0 {
+            let per_round = last.boot_seconds / f64::from(last.round);
+            line.push_str(&format!(
+                ", about {} of boots saved against the whole budget ({} a round)",
+                span(per_round * f64::from(s.rounds - last.round)),
+                span(per_round)
+            ));
+        }
+        line.push('.');
+    }
+    Some(line)
+}
+
+/// The method of a sequential campaign's intervals and verdicts, for the
+/// reports; `None` for the fixed protocol.
+pub fn sequential_line(rows: &[&super::rows::Row]) -> Option<String> {
+    let s = rows.iter().find_map(|r| r.comparison.sequential)?;
+    Some(format!(
+        "Sequential look {} of {} ({} spending): each interval is a repeated 95% confidence interval (Welch's t at the look's nominal level {:.4}, boundary {:.3} on the normal scale), which covers the changes of every look at once; a primary metric is decided when its interval clears the band (a change) or lies wholly inside ±{}% (no clear difference); docs/statistics.md.",
+        s.look.look,
+        s.look.of,
+        s.look.spending.name(),
+        s.level,
+        s.critical,
+        rows.first().map_or(2.0, |r| r.comparison.options.noise_pct),
+    ))
+}
+
 /// The TCG lane in a word or two, for places with room for no more (the
 /// pages' index): `cost model`, `icount`, `one thread`, or `None` for plain
 /// MTTCG and KVM.

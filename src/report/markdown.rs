@@ -97,6 +97,16 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
     if let Some(line) = noise_line(results, max_boot_cv(rows)) {
         let _ = writeln!(out, "\n{line}");
     }
+    let all: Vec<&Row> = rows.iter().collect();
+    for line in [
+        super::format::sequential_line(&all),
+        super::format::time_line(results),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let _ = writeln!(out, "\n{line}");
+    }
     let _ = writeln!(
         out,
         "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; {} \
@@ -347,6 +357,16 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
         out.push_str(&waterfall::markdown(results, &steps, rows));
     }
     if let Some(line) = noise_line(results, max_boot_cv(rows)) {
+        let _ = writeln!(out, "\n{line}");
+    }
+    let all: Vec<&Row> = rows.iter().collect();
+    for line in [
+        super::format::sequential_line(&all),
+        super::format::time_line(results),
+    ]
+    .into_iter()
+    .flatten()
+    {
         let _ = writeln!(out, "\n{line}");
     }
     let _ = writeln!(

@@ -27,7 +27,7 @@ pub use markdown::{markdown, markdown_of};
 pub use profile::{ProfileTable, cost_banner, profile_tables};
 pub use rows::{
     Row, Uncompared, condition_rows, is_prefix_chain, judged_by_boot, layouts_line,
-    regressed_metrics, repeats_line, rows, steps, uncompared,
+    regressed_metrics, repeats_line, rows, steps, uncompared, undecided_primary,
 };
 pub use terminal::{terminal, terminal_of};
 

@@ -115,6 +115,19 @@ pub fn repeats_line(rows: &[&Row]) -> Option<String> {
     ))
 }
 
+/// The look a sequential campaign's comparisons are at: the rounds its
+/// boots have reached (a round cut short by a failure counts), of the
+/// budget's. `None` for the fixed protocol.
+pub fn sequential_look(results: &Results) -> Option<stats::SequentialLook> {
+    let s = results.protocol.sequential.as_ref()?;
+    let started = results.boots.len().div_ceil(s.round_boots.max(1)) as u32;
+    Some(stats::SequentialLook {
+        look: started.clamp(1, s.rounds),
+        of: s.rounds,
+        spending: s.spending,
+    })
+}
+
 /// Whether the run's boots ran in memory layouts of their own
 /// (`protocol.layouts: varied`), so its comparisons are judged by boot.
 pub fn judged_by_boot(results: &Results) -> bool {
@@ -214,6 +227,7 @@ pub fn condition_rows(
     // Boots in layouts of their own (`protocol.layouts: varied`) are the
     // observations; otherwise the samples are.
     let by_boot = judged_by_boot(results);
+    let sequential = sequential_look(results);
     names
         .into_iter()
         .filter_map(|(metric, metric_spec)| {
@@ -229,6 +243,7 @@ pub fn condition_rows(
             let options = CompareOptions {
                 negligible,
                 by_boot,
+                sequential,
                 ..CompareOptions::default()
             };
             let comparison = stats::compare(
@@ -349,6 +364,28 @@ pub fn uncompared(results: &Results) -> Vec<Uncompared> {
 pub fn regressed_metrics(rows: &[Row]) -> Vec<String> {
     rows.iter()
         .filter(|r| r.comparison.verdict.kind == Verdict::Regression)
+        .map(Row::label)
+        .collect()
+}
+
+/// The primary metrics (the spec's `primary: true`) of every condition
+/// and candidate whose comparison is still inconclusive, by label: what a
+/// sequential campaign's next round is for. A metric no sample has (another
+/// lane's) is not compared and is not waited for.
+pub fn undecided_primary(results: &Results, spec: Option<&WorkloadSpec>) -> Vec<String> {
+    let primary: Vec<&str> = spec
+        .map(|s| {
+            s.metrics
+                .iter()
+                .filter(|m| m.primary)
+                .map(|m| m.name.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    rows(results, spec)
+        .iter()
+        .filter(|r| primary.contains(&r.metric.as_str()))
+        .filter(|r| r.comparison.verdict.kind == Verdict::Inconclusive)
         .map(Row::label)
         .collect()
 }

@@ -60,9 +60,13 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
         ));
     }
     let all: Vec<&Row> = rows.iter().collect();
-    for line in [repeats_line(&all), layouts_line(&all)]
-        .into_iter()
-        .flatten()
+    for line in [
+        repeats_line(&all),
+        layouts_line(&all),
+        super::format::sequential_line(&all),
+    ]
+    .into_iter()
+    .flatten()
     {
         out.push_str(&format!("{line}\n"));
     }
@@ -75,6 +79,9 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
             .map(|r| (r.unit, r.direction, r.comparison.max_boot_cv_pct)),
     );
     if let Some(line) = noise_line(results, max_cv) {
+        out.push_str(&format!("{line}\n"));
+    }
+    if let Some(line) = super::format::time_line(results) {
         out.push_str(&format!("{line}\n"));
     }
     out

@@ -139,6 +139,22 @@ pub struct OptionsRecord {
     /// absent when every sample was.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub by_boot: bool,
+    /// A look of a sequential campaign: `mean_change.ci` is then the
+    /// repeated confidence interval drawn at `level` (the look's boundary
+    /// `critical` on the normal scale); absent for the fixed protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<LookOptionsRecord>,
+}
+
+/// [`OptionsRecord::sequential`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LookOptionsRecord {
+    pub look: u32,
+    pub of: u32,
+    pub spending: model::Spending,
+    pub critical: f64,
+    pub level: f64,
 }
 
 impl From<model::Direction> for DirectionRecord {
@@ -265,6 +281,13 @@ impl ComparisonRecord {
                 seed: c.options.seed,
                 negligible: c.options.negligible,
                 by_boot: c.options.by_boot,
+                sequential: c.sequential.map(|s| LookOptionsRecord {
+                    look: s.look.look,
+                    of: s.look.of,
+                    spending: s.look.spending,
+                    critical: s.critical,
+                    level: s.level,
+                }),
             },
         }
     }

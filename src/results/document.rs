@@ -38,6 +38,17 @@ pub struct Results {
     pub boots: Vec<Boot>,
     /// Wall time of every stage, in the order they ran.
     pub timings: Vec<Timing>,
+    /// Wall time of all the boots, from the first one's start to the last
+    /// one's end, waits between waves of boots side by side included (the
+    /// boots' own `timings` overlap when they run side by side); kept
+    /// across a resume. Absent in documents from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boots_wall_seconds: Option<f64>,
+    /// A shard's results (`run --shard`): only its own boots, each at its
+    /// place in the whole order; `patchbench merge` combines the shards.
+    /// Absent for a whole run and for a merged one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::model::Shard>,
     /// Every metric's comparison, written when the last boot is done; empty
     /// until then. Reports recompute them from the samples, so this is a
     /// record, not an input.
@@ -67,7 +78,8 @@ impl Results {
         };
         earlier.schema_version == self.schema_version
             && earlier.campaign == self.campaign
-            && earlier.protocol == self.protocol
+            && self.protocol.resumable_from(&earlier.protocol)
+            && earlier.shard == self.shard
             && earlier.workload == self.workload
             && earlier.controls == self.controls
             && earlier.host.accel == self.host.accel

@@ -274,6 +274,111 @@ pub struct Protocol {
     /// own (each boot's `layout`); absent for `fixed`.
     #[serde(default, skip_serializing_if = "Layouts::is_fixed")]
     pub layouts: Layouts,
+    /// A sequential campaign's budget and looks; absent for the fixed
+    /// protocol (whose `samples` are per boot, as a round's are here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<SequentialRecord>,
+}
+
+impl Protocol {
+    /// Whether a run of this protocol may keep `earlier`'s boots: the same
+    /// protocol, or, for a sequential one, the same budget whose boots so
+    /// far are this one's first round repeated (and whatever its looks).
+    pub fn resumable_from(&self, earlier: &Protocol) -> bool {
+        let bare = |p: &Protocol| Protocol {
+            boots: Vec::new(),
+            sequential: p.sequential.clone().map(|s| SequentialRecord {
+                looks: Vec::new(),
+                ..s
+            }),
+            ..p.clone()
+        };
+        if bare(self) != bare(earlier) {
+            return false;
+        }
+        match &self.sequential {
+            None => self.boots == earlier.boots,
+            Some(_) => {
+                !self.boots.is_empty()
+                    && earlier.boots.len() % self.boots.len() == 0
+                    && earlier
+                        .boots
+                        .chunks(self.boots.len())
+                        .all(|round| round == self.boots.as_slice())
+            }
+        }
+    }
+}
+
+/// A sequential campaign (docs/statistics.md, "Sequential campaigns"):
+/// rounds of the boot order, a look after each, stopped when every primary
+/// metric was decided or the budget was spent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequentialRecord {
+    /// The budget in rounds: look k of `rounds` has information fraction
+    /// k / rounds.
+    pub rounds: u32,
+    /// Boots per round: the protocol's order, once.
+    pub round_boots: usize,
+    /// The time budget, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_seconds: Option<f64>,
+    pub spending: crate::model::Spending,
+    /// One per round run, in order.
+    pub looks: Vec<LookRecord>,
+}
+
+/// What a look after a round found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LookRecord {
+    /// 1 for the first round.
+    pub round: u32,
+    /// Seconds of boots so far, this round's included.
+    pub boot_seconds: f64,
+    /// The primary metrics still undecided (with their control's name),
+    /// empty when the look decided them all.
+    pub undecided: Vec<String>,
+}
+
+/// Why a sequential campaign stopped where it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SequentialStop {
+    /// Every primary metric was decided.
+    Decided,
+    /// The last round of the budget ran.
+    Rounds,
+    /// The time budget was spent.
+    Time,
+    /// The campaign has not finished its looks (interrupted, or running).
+    Running,
+}
+
+impl SequentialRecord {
+    /// Rounds whose every boot is in `boots` (complete or not).
+    pub fn rounds_run(&self, boots: usize) -> u32 {
+        (boots / self.round_boots.max(1)) as u32
+    }
+
+    /// Why the looks ended.
+    pub fn stop(&self) -> SequentialStop {
+        let Some(last) = self.looks.last() else {
+            return SequentialStop::Running;
+        };
+        if last.undecided.is_empty() {
+            SequentialStop::Decided
+        } else if last.round >= self.rounds {
+            SequentialStop::Rounds
+        } else if self
+            .time_seconds
+            .is_some_and(|budget| last.boot_seconds >= budget)
+        {
+            SequentialStop::Time
+        } else {
+            SequentialStop::Running
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

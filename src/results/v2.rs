@@ -214,6 +214,7 @@ impl From<ResultsV2> for Results {
                 warmups: old.protocol.warmups,
                 samples: old.protocol.samples,
                 layouts: Default::default(),
+                sequential: None,
             },
             boots: old
                 .boots
@@ -236,6 +237,8 @@ impl From<ResultsV2> for Results {
                 .collect(),
             timings: old.timings,
             comparisons: Vec::new(),
+            boots_wall_seconds: None,
+            shard: None,
         }
     }
 }

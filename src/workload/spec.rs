@@ -45,6 +45,11 @@ pub struct MetricSpec {
     /// windows the agent marks, not by the agent. Absent: every lane.
     #[serde(default)]
     pub lane: Option<MetricLane>,
+    /// One of the seed's own figures: a sequential campaign stops when
+    /// every primary metric is decided (docs/statistics.md, "Sequential
+    /// campaigns"). Absent: false.
+    #[serde(default)]
+    pub primary: bool,
     pub description: String,
 }
 
