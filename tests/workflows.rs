@@ -81,6 +81,8 @@ fn dummy(var: &str) -> &'static str {
         "REPO" => "owner/name",
         "PR" | "PR_NUMBER" => "42",
         "SHA" | "HEAD_SHA" | "BASE" => "0123456789abcdef0123456789abcdef01234567",
+        "SHARD" => "1/2",
+        "PATCHBENCH_SHARDS" => "2",
         _ => "placeholder",
     }
 }
@@ -337,7 +339,7 @@ fn every_patchbench_command_in_the_workflows_parses() {
         seen.insert(argv[1].clone());
     }
     // Not vacuous: each stage of the pipeline is really there.
-    for sub in ["plan", "build", "run", "publish"] {
+    for sub in ["plan", "build", "run", "merge", "publish"] {
         assert!(
             seen.contains(sub),
             "no `patchbench {sub}` found; saw {seen:?}"
