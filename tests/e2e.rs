@@ -90,7 +90,13 @@ fn smoke_campaign_measures_every_boot_with_zswap_on() {
                 "{sample:?}"
             );
             assert!(m("guest_sys_ns") + 2_000_000 >= m("sys_ns"), "{sample:?}");
-            for name in ["guest_user_ns", "guest_idle_ns", "kworker_ns", "kswapd_ns"] {
+            for name in [
+                "guest_user_ns",
+                "guest_irq_ns",
+                "guest_softirq_ns",
+                "kworker_ns",
+                "kswapd_ns",
+            ] {
                 assert!(sample.metrics.contains_key(name), "{name}: {sample:?}");
             }
         }
