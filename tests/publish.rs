@@ -275,3 +275,36 @@ async fn a_missing_token_is_named_by_its_variable() {
         out.stderr
     );
 }
+
+/// Two runs of one campaign: the pages take both (the project's own site
+/// keeps every run of a campaign and its trend), but one PR comment per
+/// campaign cannot hold two, so posting them is refused before any request.
+#[tokio::test]
+async fn two_runs_of_a_campaign_make_pages_but_not_one_comment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = run_dir(&tmp.path().join("1"), |_| {});
+    let second = run_dir(&tmp.path().join("2"), |doc| {
+        doc["started_at"] = json!("2026-12-03T10:00:00Z");
+    });
+    let (first, second) = (first.to_str().unwrap(), second.to_str().unwrap());
+    let site = tmp.path().join("site");
+    let out = patchbench(
+        &["publish", first, second, "--pages", site.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
+    let runs = std::fs::read_dir(site.join("runs")).unwrap().count();
+    assert_eq!(runs, 2, "one page per run");
+
+    let mut args = publish_args(first, "http://127.0.0.1:9");
+    args.insert(2, second);
+    args.push("--dry-run");
+    let out = patchbench(&args, &[]).await;
+    assert!(!out.ok);
+    assert!(
+        out.stderr.contains("are both of campaign \"smoke\""),
+        "{}",
+        out.stderr
+    );
+}

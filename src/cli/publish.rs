@@ -102,7 +102,11 @@ pub(super) async fn publish(args: PublishArgs, sink: Arc<dyn Sink>) -> anyhow::R
     for given in &args.results {
         let (file, run_dir) = locate(given);
         let results = Results::load(&file)?;
-        if let Some((other, _)) = loaded.iter().find(|(_, r)| r.campaign == results.campaign) {
+        // One comment and one status per campaign: to GitHub, one run of
+        // each. Pages alone take many (a campaign's trend page is for that).
+        if target.is_some()
+            && let Some((other, _)) = loaded.iter().find(|(_, r)| r.campaign == results.campaign)
+        {
             anyhow::bail!(
                 "{} and {} are both of campaign {:?}; publish one run per campaign (each campaign has one comment)",
                 other.display(),
