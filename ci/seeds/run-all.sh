@@ -8,8 +8,9 @@
 #
 # OUT (default patchbench-out/seeds) gets one directory per campaign,
 # OUT/<campaign file's stem>/ (results.json, report.md, boots/), and the
-# site in OUT/site/. CAMPAIGNs (file stems such as 004-swapin-margin-anon)
-# pick some; by default every ci/seeds/*.yaml runs, in file order.
+# site in OUT/site/. Each finished campaign is also kept with the code
+# (ci/keep.sh: results/seeds/<stem>/, which docs/seeds.md quotes).
+# CAMPAIGNs (file stems such as 004-swapin-margin-anon) pick some; by default every ci/seeds/*.yaml runs, in file order.
 # Runs are resumable: an interrupted campaign, run again with the same OUT,
 # keeps its complete boots. Campaigns run under `nice -n 10` (the machine
 # is shared). A campaign that exits 1 (a metric regressed) is a result and
@@ -39,8 +40,12 @@ for campaign in "${campaigns[@]}"; do
     nice -n 10 "$bin" run "$campaign" --out "$out/$stem"
     code=$?
     case $code in
+        0|1|5) ci/keep.sh "$out/$stem" "$campaign" ;;
+    esac
+    case $code in
         0) echo "== $stem: done" ;;
         1) echo "== $stem: done, a metric regressed (exit 1)" ;;
+        5) echo "== $stem: a guest failure stopped a boot (exit 5); kept, with what was measured"; failed+=("$stem") ;;
         *) echo "== $stem: FAILED (exit $code)"; failed+=("$stem") ;;
     esac
 done
