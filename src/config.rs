@@ -42,6 +42,11 @@ pub struct Campaign {
     /// it makes variant B, and A is the untouched base.
     #[serde(default = "no_series")]
     pub series: String,
+    /// How many context lines at each end of a hunk may differ from the
+    /// tree (patch(1)'s fuzz). 0, the default, is `git am`'s rule: a hunk
+    /// applies exactly, 3-way, or whole at another line, or not at all.
+    #[serde(default)]
+    pub fuzz: u32,
     /// The variants, each the base plus a prefix of the series, kconfig
     /// fragments, command-line words or runtime settings. Absent: A (the
     /// base) and B (the base + the series).
@@ -497,6 +502,8 @@ pub struct Overrides {
     pub lore_url: Option<String>,
     /// `--per-patch`: one variant per prefix of the series.
     pub per_patch: bool,
+    /// `--fuzz N`.
+    pub fuzz: Option<u32>,
 }
 
 /// A validated campaign with absolute paths.
@@ -507,6 +514,8 @@ pub struct Plan {
     pub source: Option<PathBuf>,
     pub tree: TreeSource,
     pub series: SeriesSource,
+    /// The fuzz a hunk may apply with ([`Campaign::fuzz`]).
+    pub fuzz: u32,
     pub lore_url: String,
     pub base_config: BaseConfig,
     pub fragments: Vec<PathBuf>,
@@ -666,6 +675,7 @@ impl Campaign {
             source: Some(origin.to_owned()).filter(|p| p.exists()),
             tree,
             series,
+            fuzz: overrides.fuzz.unwrap_or(self.fuzz),
             lore_url: overrides.lore_url.unwrap_or(self.lore_url),
             base_config,
             fragments,
@@ -881,6 +891,29 @@ mod tests {
         let text = replaced("workers: 1", "workers: 9");
         let err = plan_of(&text).unwrap_err().chain();
         assert!(err.contains("workload.workers (9)"), "{err}");
+    }
+
+    #[test]
+    fn fuzz_is_none_unless_the_campaign_or_the_command_line_asks() {
+        let plan = |text: &str, fuzz| {
+            Campaign::parse(text, Path::new("x.yaml"))
+                .unwrap()
+                .into_plan(
+                    Path::new("x.yaml"),
+                    &default_campaign_dir(),
+                    Overrides {
+                        fuzz,
+                        ..Overrides::default()
+                    },
+                )
+                .unwrap()
+                .fuzz
+        };
+        assert_eq!(plan(DEFAULT_CAMPAIGN, None), 0);
+        let fuzzy = format!("fuzz: 2\n{DEFAULT_CAMPAIGN}");
+        assert_eq!(plan(&fuzzy, None), 2);
+        assert_eq!(plan(&fuzzy, Some(0)), 0);
+        assert_eq!(plan(DEFAULT_CAMPAIGN, Some(1)), 1);
     }
 
     #[test]

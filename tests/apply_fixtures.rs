@@ -1,7 +1,7 @@
 //! `patchbench apply` through the real binary on the series fixtures
 //! (tests/fixtures/series), against a small local git repository: a patch
-//! sent twice, an author libgit2 would refuse, and a series with nothing
-//! new in it.
+//! sent twice, an author libgit2 would refuse, a series with nothing new in
+//! it, and a context line that differs from the tree.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -27,6 +27,15 @@ fn repo(dir: &Path, content: &str) -> PathBuf {
 }
 
 fn apply(tree: &Path, series: &Path, cache: &Path) -> (Output, String, String) {
+    apply_with(tree, series, cache, &[])
+}
+
+fn apply_with(
+    tree: &Path,
+    series: &Path,
+    cache: &Path,
+    flags: &[&str],
+) -> (Output, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
         .arg("apply")
         .arg("--tree")
@@ -35,6 +44,7 @@ fn apply(tree: &Path, series: &Path, cache: &Path) -> (Output, String, String) {
         .arg(series)
         .arg("--cache-dir")
         .arg(cache)
+        .args(flags)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -104,5 +114,33 @@ fn a_series_already_in_the_base_exits_4() {
     assert!(
         stderr.contains("is already in the base (2 patch(es), none changes the tree)"),
         "{stderr}"
+    );
+}
+
+/// The hidden-input conflict: `git am` refuses a hunk whose context differs
+/// from the tree, and so does patchbench, naming the hunk, the differing
+/// line and the flag that would accept it; with `--fuzz 1` the patch
+/// applies, and the output warns of the fuzz.
+#[test]
+fn a_context_line_that_differs_is_refused_unless_fuzz_is_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = repo(dir.path(), "ONE\ntwo\nthree\n");
+    let series = fixture("context-differs");
+    let cache = dir.path().join("c");
+    let (out, stdout, stderr) = apply(&tree, &series, &cache);
+    assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "hunk #1 of a.txt does not apply at line 1 (patch(1) would apply it with fuzz 1"
+        ) && stderr.contains("--fuzz 1"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("     1  ! ONE\n"), "{stderr}");
+
+    let (out, stdout, stderr) = apply_with(&tree, &series, &cache, &["--fuzz", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        format!("{stdout}{stderr}").contains("applied with fuzz"),
+        "{stdout}\n{stderr}"
     );
 }

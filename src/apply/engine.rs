@@ -18,8 +18,9 @@ use super::types::{ApplyFailure, FileResult, HunkResult, Method, NearestRegion};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Direction {
-    /// Apply the patch: exact, 3-way, then fuzz.
-    Forward,
+    /// Apply the patch: exact, 3-way, then offsets, with up to `fuzz`
+    /// context lines ignored at each end of a hunk (0: `git am`'s rule).
+    Forward { fuzz: u32 },
     /// Probe whether the reversed patch applies: exact, then offsets.
     Reverse,
 }
@@ -83,7 +84,7 @@ pub(crate) fn apply_file(
     check_paths(base, file)?;
     if file.binary {
         let edits = match direction {
-            Direction::Forward => apply_binary(repo, base, file)?,
+            Direction::Forward { .. } => apply_binary(repo, base, file)?,
             Direction::Reverse => holds_postimage(base, file)?,
         };
         return Ok(outcome(Method::Exact, Vec::new(), edits));
@@ -203,7 +204,7 @@ pub(crate) fn precheck(
 ) -> Result<(), Refusal> {
     check_paths(base, file)?;
     if file.change == Change::Deleted && !file.binary {
-        apply_file(repo, base, file, Direction::Forward)?;
+        apply_file(repo, base, file, Direction::Forward { fuzz: 0 })?;
     }
     Ok(())
 }
@@ -240,7 +241,7 @@ fn patch_content(
     if let Ok((out, placed)) = apply_hunks(&lines, &file.hunks, Limits::EXACT) {
         return Ok((out, Method::Exact, hunk_results(&placed)));
     }
-    if direction == Direction::Forward
+    if matches!(direction, Direction::Forward { .. })
         && let Some(preimage) =
             threeway::find_preimage(repo, file.old_id).map_err(git("look up a preimage blob"))?
         && let Some(merged) = threeway::merge(&preimage, &content, &file.hunks)
@@ -250,7 +251,10 @@ fn patch_content(
         return Ok((merged, Method::ThreeWay, Vec::new()));
     }
     let limits = match direction {
-        Direction::Forward => Limits::FUZZY,
+        Direction::Forward { fuzz } => Limits {
+            max_offset: None,
+            max_fuzz: fuzz,
+        },
         Direction::Reverse => Limits::OFFSET,
     };
     match apply_hunks(&lines, &file.hunks, limits) {
@@ -349,8 +353,9 @@ pub(crate) fn write_tree(
         .map_err(failed("write the patched tree"))
 }
 
-/// The failure to report for `file`'s refusal.
-pub(crate) fn explain(file: &FilePatch, refusal: Refusal) -> ApplyFailure {
+/// The failure to report for `file`'s refusal, where up to `fuzz` was
+/// allowed: for a conflict, whether more fuzz would have placed it.
+pub(crate) fn explain(file: &FilePatch, refusal: Refusal, fuzz: u32) -> ApplyFailure {
     let path = file.path_text();
     let (misfit, content) = match refusal {
         Refusal::Misfit { misfit, content } => (misfit, content),
@@ -369,6 +374,7 @@ pub(crate) fn explain(file: &FilePatch, refusal: Refusal) -> ApplyFailure {
             expected_line: 1,
             hunk_text: String::new(),
             nearest: None,
+            fuzz_would_apply: None,
         };
     };
     let old = hunk.old_side();
@@ -383,12 +389,26 @@ pub(crate) fn explain(file: &FilePatch, refusal: Refusal) -> ApplyFailure {
             ),
         };
     }
-    let nearest = nearest_region(&lines, &old, misfit.expected).map(|r| NearestRegion {
-        start_line: r.start + 1,
-        text: render(&lines[r.start..r.start + r.len], |_| String::new()),
-        matching_lines: r.matching,
-        hunk_lines: old.len(),
+    // The region's lines the hunk does not hold are the ones that differ:
+    // marked `!`, the way a reader looks for them.
+    let held: std::collections::HashSet<&[u8]> = old.iter().copied().collect();
+    let nearest = nearest_region(&lines, &old, misfit.expected).map(|r| {
+        let region = &lines[r.start..r.start + r.len];
+        NearestRegion {
+            start_line: r.start + 1,
+            text: render(region, |i| {
+                if held.contains(region[i]) { "  " } else { "! " }.to_string()
+            }),
+            matching_lines: r.matching,
+            hunk_lines: old.len(),
+        }
     });
+    // What patch(1) would have done: fuzz is only ever used when asked.
+    let fuzz_would_apply = (fuzz < Limits::FUZZY.max_fuzz)
+        .then(|| apply_hunks(&lines, &file.hunks, Limits::FUZZY).ok())
+        .flatten()
+        .map(|(_, placed)| placed.iter().map(|p| p.fuzz).max().unwrap_or(0))
+        .filter(|&needed| needed > fuzz);
     let body: Vec<&[u8]> = hunk.lines.iter().map(|l| l.text.as_slice()).collect();
     let sigil = |i: usize| match hunk.lines[i].kind {
         LineKind::Context => " ",
@@ -402,5 +422,6 @@ pub(crate) fn explain(file: &FilePatch, refusal: Refusal) -> ApplyFailure {
         expected_line: hunk.first_old_index() + 1,
         hunk_text: format!("{header}\n{}", render(&body, |i| sigil(i).to_string())),
         nearest,
+        fuzz_would_apply,
     }
 }

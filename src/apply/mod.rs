@@ -9,9 +9,13 @@
 //!    **3-way**, when the repository has the preimage blob the patch's
 //!    `index <pre>..<post>` line names: the hunks go onto that blob exactly,
 //!    and libgit2 merges preimage → postimage into the current file; then
-//!    **fuzzy**, GNU patch's search: the stated line, offsets alternating
-//!    ±1, ±2, ..., then fuzz 1 and 2, each hunk starting from the offset the
-//!    one before it needed.
+//!    **offset**, GNU patch's search: the stated line, offsets alternating
+//!    ±1, ±2, ..., each hunk starting from the offset the one before it
+//!    needed; then, only when asked (`fuzz: N`), fuzz 1 up to N. By
+//!    default nothing is fuzzed, as `git am` and `b4 shazam` never fuzz: a
+//!    kernel patched where its context no longer matches is not the
+//!    kernel its author meant, and a refusal names the hunk, the nearest
+//!    region (its differing lines marked) and the fuzz patch(1) would use.
 //! 3. When a file still does not apply, the reversed patch is tried (offsets,
 //!    no fuzz): if every file of it applies, the patch is already applied.
 //!
@@ -45,12 +49,14 @@ use git2::{Diff, Repository, Tree};
 use engine::Direction;
 
 /// Apply `patch_text` (a `git format-patch` mail, or a bare `diff --git`)
-/// to `base`, writing the resulting blobs and tree. See the module docs for
-/// the attempts made.
+/// to `base`, writing the resulting blobs and tree, ignoring up to `fuzz`
+/// context lines at each end of a hunk (0, `git am`'s rule, unless asked).
+/// See the module docs for the attempts made.
 pub fn apply_patch(
     repo: &Repository,
     base: &Tree<'_>,
     patch_text: &[u8],
+    fuzz: u32,
 ) -> Result<Applied, ApplyFailure> {
     let diff = Diff::from_buffer(patch_text).map_err(|e| lint::malformed(patch_text, &e))?;
     let files = parse::files(&diff, patch_text)?;
@@ -89,7 +95,7 @@ pub fn apply_patch(
     let mut results = Vec::with_capacity(files.len());
     let mut edits = Vec::new();
     for file in &files {
-        match engine::apply_file(repo, base, file, Direction::Forward) {
+        match engine::apply_file(repo, base, file, Direction::Forward { fuzz }) {
             Ok(outcome) => {
                 results.push(outcome.result);
                 edits.extend(outcome.edits);
@@ -101,7 +107,7 @@ pub fn apply_patch(
                         files: files.iter().map(parse::FilePatch::path_text).collect(),
                     });
                 }
-                return Err(engine::explain(file, refusal));
+                return Err(engine::explain(file, refusal, fuzz));
             }
         }
     }

@@ -1,7 +1,7 @@
 //! End-to-end tests of [`apply_patch`] on tiny repositories in tempdirs,
 //! with small `git format-patch` mails.
 
-use git2::{Oid, Repository, Tree};
+use git2::{Oid, Repository};
 
 use super::*;
 
@@ -22,8 +22,18 @@ fn repo_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Repository, Oid) {
 }
 
 fn apply(repo: &Repository, tree: Oid, patch: &str) -> Result<Applied, ApplyFailure> {
-    let base: Tree<'_> = repo.find_tree(tree).unwrap();
-    apply_patch(repo, &base, patch.as_bytes())
+    apply_fuzzy(repo, tree, patch, 0)
+}
+
+/// [`apply`] letting up to `fuzz` context lines differ, as `fuzz: N` asks.
+fn apply_fuzzy(
+    repo: &Repository,
+    tree: Oid,
+    patch: &str,
+    fuzz: u32,
+) -> Result<Applied, ApplyFailure> {
+    let base = repo.find_tree(tree).unwrap();
+    apply_patch(repo, &base, patch.as_bytes(), fuzz)
 }
 
 fn read(repo: &Repository, tree: Oid, path: &str) -> Option<String> {
@@ -117,12 +127,42 @@ fn context_moved_down_applies_fuzzily_at_an_offset_without_fuzz() {
     );
 }
 
+/// The hidden-input conflict: a leading context line differs from the
+/// tree. `git am` refuses it, and so does patchbench unless asked; the
+/// refusal says patch(1) would fuzz it, and where the line differs.
 #[test]
-fn a_changed_first_context_line_applies_with_fuzz_one() {
+fn a_changed_context_line_is_refused_unless_fuzz_is_asked_for() {
     let base_text = numbered(20).replace("line 4\n", "line 4 (renamed)\n");
     let (_d, repo, base) = repo_with(&[("a.c", &base_text)]);
     let patch = mail(&format!("{}{CHANGE_7}", modify("a.c", "1111111")));
-    let applied = apply(&repo, base, &patch).unwrap();
+
+    let failure = apply(&repo, base, &patch).unwrap_err();
+    let ApplyFailure::Conflict {
+        hunk,
+        expected_line,
+        fuzz_would_apply,
+        ..
+    } = &failure
+    else {
+        panic!("{failure:?}");
+    };
+    assert_eq!((*hunk, *expected_line, *fuzz_would_apply), (1, 4, Some(1)));
+    let message = failure.to_string();
+    assert!(
+        message.starts_with(
+            "hunk #1 of a.c does not apply at line 4 (patch(1) would apply it with fuzz 1"
+        ) && message.contains("`fuzz: 1` in the campaign or --fuzz 1"),
+        "{message}"
+    );
+    let details = failure.details().unwrap();
+    assert!(
+        details.contains("     4  ! line 4 (renamed)\n"),
+        "{details}"
+    );
+    assert!(details.contains("     5    line 5\n"), "{details}");
+
+    // Asked for, fuzz 1 applies it, and the hunk records the fuzz used.
+    let applied = apply_fuzzy(&repo, base, &patch, 1).unwrap();
     assert_eq!(applied.method, Method::Fuzzy);
     assert_eq!(
         applied.files[0].hunks,
@@ -170,14 +210,15 @@ fn a_conflict_names_the_hunk_and_line_and_shows_the_nearest_region() {
         nearest.as_ref().unwrap(),
         &NearestRegion {
             start_line: 14,
-            text: "line 14\nline 15\nline 16\nLINE SEVENTEEN\nline 18\nline 19\nline 20\n".into(),
+            text: "  line 14\n  line 15\n  line 16\n! LINE SEVENTEEN\n  line 18\n  line 19\n  line 20\n"
+                .into(),
             matching_lines: 6,
             hunk_lines: 7,
         }
     );
     let details = failure.details().unwrap();
     assert!(details.contains("6 of 7 lines matching"), "{details}");
-    assert!(details.contains("    17  LINE SEVENTEEN\n"), "{details}");
+    assert!(details.contains("    17  ! LINE SEVENTEEN\n"), "{details}");
     // Nothing but objects: no ref, no index, no files in the work tree.
     assert!(repo.references().unwrap().next().is_none());
     assert!(!dir.path().join(".git/index").exists());

@@ -60,14 +60,20 @@ pub struct NearestRegion {
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyFailure {
     /// `expected_line` is the 1-based line the hunk header states;
-    /// `hunk_text` the hunk as the patch has it (bounded in size).
-    #[error("hunk #{hunk} of {file} does not apply at line {expected_line}")]
+    /// `hunk_text` the hunk as the patch has it (bounded in size);
+    /// `fuzz_would_apply`, the fuzz with which patch(1) would have placed
+    /// the file's hunks, when that is more than was allowed.
+    #[error(
+        "hunk #{hunk} of {file} does not apply at line {expected_line}{}",
+        fuzz_note(fuzz_would_apply)
+    )]
     Conflict {
         file: String,
         hunk: usize,
         expected_line: usize,
         hunk_text: String,
         nearest: Option<NearestRegion>,
+        fuzz_would_apply: Option<u32>,
     },
     #[error("already applied: its reverse applies to {}", files.join(", "))]
     AlreadyApplied { files: Vec<String> },
@@ -87,6 +93,16 @@ pub enum ApplyFailure {
         #[source]
         source: git2::Error,
     },
+}
+
+fn fuzz_note(fuzz: &Option<u32>) -> String {
+    fuzz.map(|n| {
+        format!(
+            " (patch(1) would apply it with fuzz {n}, ignoring context that differs from the tree; \
+             like git am, patchbench does not fuzz unless asked: `fuzz: {n}` in the campaign or --fuzz {n})"
+        )
+    })
+    .unwrap_or_default()
 }
 
 fn at_line(line: &Option<usize>) -> String {
@@ -111,7 +127,7 @@ impl ApplyFailure {
         match nearest {
             Some(region) => {
                 out.push_str(&format!(
-                    "the nearest region of {file}, {} of {} lines matching:\n",
+                    "the nearest region of {file}, {} of {} lines matching (! marks a line the hunk does not have):\n",
                     region.matching_lines, region.hunk_lines
                 ));
                 for (i, line) in region.text.lines().enumerate() {

@@ -61,7 +61,15 @@ pub(crate) async fn prepare(
     let repo = tree.open()?;
     let applied = stages
         .time("apply", &plan.series.to_string(), async {
-            apply_series(&repo, &tree, &plan.tree, &plan.series, &plan.lore_url).await
+            apply_series(
+                &repo,
+                &tree,
+                &plan.tree,
+                &plan.series,
+                &plan.lore_url,
+                plan.fuzz,
+            )
+            .await
         })
         .await?;
     sink.emit(Event::Note(applied.summary()));
@@ -231,6 +239,7 @@ pub async fn apply_series(
     tree_source: &TreeSource,
     source: &series::SeriesSource,
     lore_url: &str,
+    fuzz: u32,
 ) -> anyhow::Result<AppliedSeries> {
     let series = series::load(source, lore_url).await?;
     let (base, base_choice) = tree::choose_base(
@@ -244,7 +253,7 @@ pub async fn apply_series(
     let (repo_path, to_apply) = (tree.repo_path.clone(), series.clone());
     let patches = crate::blocking::unblock(move || {
         let repo = tree::Tree::open_path(&repo_path)?;
-        series::apply(&repo, base, &to_apply).map_err(anyhow::Error::from)
+        series::apply(&repo, base, &to_apply, fuzz).map_err(anyhow::Error::from)
     })
     .await?;
     let head = patches.last().map_or(base, |p| p.commit);

@@ -51,6 +51,12 @@ pub struct SourceArgs {
     /// what each patch did. (A campaign's `per_patch: true` does the same.)
     #[arg(long)]
     pub per_patch: bool,
+    /// Let a hunk apply with up to N context lines at each end that differ
+    /// from the tree, as patch(1) does (its default is 2). Without it
+    /// (0, the campaign's `fuzz:` default), a hunk applies as `git am`
+    /// applies it: exactly, 3-way, or whole at another line.
+    #[arg(long, value_name = "N")]
+    pub fuzz: Option<u32>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -108,6 +114,7 @@ pub fn load_plan(args: &CampaignArgs, accel: Option<AccelChoice>) -> anyhow::Res
         accel,
         lore_url: s.lore_url.clone(),
         per_patch: s.per_patch,
+        fuzz: s.fuzz,
     };
     load_plan_with(args.campaign.as_deref(), overrides)
 }

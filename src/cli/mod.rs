@@ -153,6 +153,11 @@ pub struct ApplyArgs {
     /// A directory of patches, an mbox, one patch file, or `lore:<message-id>`.
     #[arg(long, value_name = "PATH|lore:ID")]
     series: String,
+    /// Let a hunk apply with up to N context lines at each end that differ
+    /// from the tree, as patch(1) does. By default (0) a hunk applies as
+    /// `git am` applies it: exactly, 3-way, or whole at another line.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    fuzz: u32,
     /// The public-inbox archive for `lore:` series.
     #[arg(long, value_name = "URL", env = "PATCHBENCH_LORE_URL", default_value = crate::series::lore::DEFAULT_BASE_URL)]
     lore_url: String,
@@ -256,8 +261,15 @@ async fn apply(args: ApplyArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     sink.emit(Event::Note(format!("tree: {tree_source}")));
     let tree = crate::tree::obtain(&tree_source, &cache).await?;
     let repo = tree.open()?;
-    let applied =
-        campaign::apply_series(&repo, &tree, &tree_source, &source, &args.lore_url).await?;
+    let applied = campaign::apply_series(
+        &repo,
+        &tree,
+        &tree_source,
+        &source,
+        &args.lore_url,
+        args.fuzz,
+    )
+    .await?;
     let mut text = format!("{}\n", applied.summary());
     let total = applied.series.patches.len();
     for (i, (patch, how)) in applied

@@ -123,7 +123,8 @@ pub struct PatchInfo {
     pub message_id: Option<String>,
     /// The commit this patch became.
     pub commit: String,
-    /// `exact`, `3-way merge ...`, or `fuzzy (...)` with offsets and fuzz.
+    /// `exact`, `3-way merge ...`, `at an offset (...)`, or `fuzzy (...)`
+    /// with offsets and fuzz (only when the campaign asked for fuzz).
     pub applied: String,
     /// Context lines were ignored to apply it: the report warns.
     pub fuzz: bool,

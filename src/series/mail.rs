@@ -139,10 +139,13 @@ pub fn parse(raw: &[u8]) -> Result<Mail, String> {
     let mail = mailparse::parse_mail(raw).map_err(|e| e.to_string())?;
     let header = |name: &str| mail.headers.get_first_value(name);
     let from = header("From").ok_or("no From: header")?;
+    // `git am` refuses an empty ident too; say what the line should hold.
+    const FIX: &str = "write the author as `From: Name <name@example.org>` in the mail \
+                       (git format-patch writes it from user.name and user.email)";
     let info = mailparse::addrparse(&from)
-        .map_err(|e| format!("bad From: header `{from}`: {e}"))?
+        .map_err(|e| format!("bad From: header `{from}`: {e}; {FIX}"))?
         .extract_single_info()
-        .ok_or_else(|| format!("From: header `{from}` has no address"))?;
+        .ok_or_else(|| format!("From: header `{from}` has no address; {FIX}"))?;
     let date_text = header("Date").ok_or("no Date: header")?;
     let secs = mailparse::dateparse(&date_text)
         .map_err(|e| format!("bad Date: header `{date_text}`: {e}"))?;
@@ -252,6 +255,14 @@ mod tests {
     }
 
     const MAIL: &str = "From: =?UTF-8?q?J=C3=B6rg_Tester?= <jt@example.org>\nDate: Thu, 24 Oct 2024 09:36:00 +1300\nMessage-ID: <20241024.1@example.org>\nSubject: [PATCH v2\n 1/2] mm: change\n the greeting\n\nWhy.\n---\ndiff --git a/a b/a\n--\nbase-commit: 0123456789abcdef0123456789abcdef01234567\n";
+
+    #[test]
+    fn an_empty_author_is_refused_with_how_to_fix_the_mail() {
+        let mail = MAIL.replacen("=?UTF-8?q?J=C3=B6rg_Tester?= <jt@example.org>", "<>", 1);
+        let err = parse(mail.as_bytes()).unwrap_err();
+        assert!(err.starts_with("bad From: header `<>`: "), "{err}");
+        assert!(err.ends_with("write the author as `From: Name <name@example.org>` in the mail (git format-patch writes it from user.name and user.email)"), "{err}");
+    }
 
     #[test]
     fn a_mail_gives_its_author_subject_number_and_trailers() {

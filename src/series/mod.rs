@@ -355,7 +355,8 @@ pub enum AlreadyApplied {
 }
 
 impl PatchApplied {
-    /// `exact`, `3-way`, `fuzzy (file hunk #n offset +k fuzz f, ...)` or
+    /// `exact`, `3-way`, `at an offset (file hunk #n offset +k, ...)`,
+    /// `fuzzy (file hunk #n offset +k fuzz f, ...)` or
     /// `already applied (...)`: what a reader needs to judge whether the
     /// patch landed where its author meant.
     pub fn describe(&self) -> String {
@@ -376,6 +377,9 @@ impl PatchApplied {
         match method {
             apply::Method::Exact | apply::Method::ThreeWay => method_name(method).into(),
             apply::Method::Fuzzy => {
+                // Offsets alone are what git apply allows; fuzz is named
+                // only where some hunk used it.
+                let fuzzed = self.has_fuzz();
                 let hunks: Vec<String> = files
                     .iter()
                     .flat_map(|f| {
@@ -383,14 +387,17 @@ impl PatchApplied {
                             .iter()
                             .filter(|h| h.offset != 0 || h.fuzz != 0)
                             .map(move |h| {
-                                format!(
-                                    "{} hunk #{} offset {:+} fuzz {}",
-                                    f.path, h.index, h.offset, h.fuzz
-                                )
+                                let mut text =
+                                    format!("{} hunk #{} offset {:+}", f.path, h.index, h.offset);
+                                if fuzzed {
+                                    text.push_str(&format!(" fuzz {}", h.fuzz));
+                                }
+                                text
                             })
                     })
                     .collect();
-                format!("fuzzy ({})", hunks.join(", "))
+                let name = if fuzzed { "fuzzy" } else { "at an offset" };
+                format!("{name} ({})", hunks.join(", "))
             }
         }
     }
@@ -452,7 +459,8 @@ pub fn signature_text(text: &str, fallback: &str) -> String {
 }
 
 /// Apply every patch on top of `base`, one commit each: exactly, else by a
-/// 3-way merge, else with offset and fuzz (see [`apply`]). Nothing but new
+/// 3-way merge, else at an offset, with up to `fuzz` context lines ignored
+/// (see [`apply`]; 0 by default, as `git am`). Nothing but new
 /// objects is written: no ref, no index, no files.
 ///
 /// A patch whose changes the tree already holds (applying it, by any
@@ -467,6 +475,7 @@ pub fn apply(
     repo: &Repository,
     base: Oid,
     series: &Series,
+    fuzz: u32,
 ) -> Result<Vec<PatchApplied>, SeriesError> {
     let total = series.patches.len();
     let mut head = base;
@@ -484,7 +493,7 @@ pub fn apply(
         };
         let parent = repo.find_commit(head).map_err(git("find the parent"))?;
         let parent_tree = parent.tree().map_err(git("read the parent tree"))?;
-        let result = match apply::apply_patch(repo, &parent_tree, &patch.raw) {
+        let result = match apply::apply_patch(repo, &parent_tree, &patch.raw, fuzz) {
             Ok(result) => result,
             Err(apply::ApplyFailure::AlreadyApplied { files }) => {
                 applied.push(PatchApplied {

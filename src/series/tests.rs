@@ -33,7 +33,7 @@ fn one_patch_series(text: &str) -> Series {
 fn a_patch_becomes_one_commit_with_its_author_message_and_link() {
     let dir = tempfile::tempdir().unwrap();
     let (repo, base) = repo_with_file(dir.path(), "one\ntwo\nthree\n");
-    let applied = apply(&repo, base, &one_patch_series(MAIL)).unwrap();
+    let applied = apply(&repo, base, &one_patch_series(MAIL), 0).unwrap();
     assert_eq!(applied[0].describe(), "exact");
     let commit = repo.find_commit(applied[0].commit).unwrap();
     assert_eq!(commit.parent_id(0).unwrap(), base);
@@ -67,7 +67,7 @@ fn the_same_patch_twice_is_committed_once_and_the_copy_is_reported_already_appli
     let (repo, base) = repo_with_file(dir.path(), "one\ntwo\nthree\n");
     let series = fixture("same-patch-twice");
     assert_eq!(series.patches.len(), 2);
-    let applied = apply(&repo, base, &series).unwrap();
+    let applied = apply(&repo, base, &series, 0).unwrap();
     assert_eq!(applied[0].describe(), "exact");
     assert_eq!(
         applied[1].landing,
@@ -90,13 +90,13 @@ fn a_series_whose_every_patch_is_in_the_base_fails_as_b_would_be_a() {
     // The change is there already, and the preimage blob is not: only
     // the reverse applies.
     let (repo, base) = repo_with_file(dir.path(), "one\nTWO\nthree\n");
-    let err = apply(&repo, base, &fixture("same-patch-twice")).unwrap_err();
+    let err = apply(&repo, base, &fixture("same-patch-twice"), 0).unwrap_err();
     assert!(
         matches!(err, SeriesError::NothingNew { total: 2, .. }),
         "{err}"
     );
     assert!(err.to_string().contains("use `--series none`"), "{err}");
-    let err = apply(&repo, base, &one_patch_series(MAIL)).unwrap_err();
+    let err = apply(&repo, base, &one_patch_series(MAIL), 0).unwrap_err();
     assert!(
         matches!(err, SeriesError::NothingNew { total: 1, .. }),
         "{err}"
@@ -114,7 +114,7 @@ fn an_author_with_angle_brackets_applies_and_keeps_the_name_in_the_series() {
         series.patches[0].mail.author_name,
         "Ann <the> Tester @torvalds"
     );
-    let applied = apply(&repo, base, &series).unwrap();
+    let applied = apply(&repo, base, &series, 0).unwrap();
     let commit = repo.find_commit(applied[0].commit).unwrap();
     assert_eq!(commit.author().name().unwrap(), "Ann the Tester @torvalds");
     assert_eq!(commit.author().email().unwrap(), "ann@example.org");
@@ -141,7 +141,7 @@ fn signature_text_drops_what_libgit2_refuses() {
 fn a_patch_that_does_not_apply_names_itself_and_writes_no_ref() {
     let dir = tempfile::tempdir().unwrap();
     let (repo, base) = repo_with_file(dir.path(), "uno\ndos\ntres\n");
-    let err = apply(&repo, base, &one_patch_series(MAIL)).unwrap_err();
+    let err = apply(&repo, base, &one_patch_series(MAIL), 0).unwrap_err();
     let text = format!("{:#}", anyhow::Error::new(err));
     assert!(
         text.starts_with("patch 1/1 \"mm: change the greeting\" (0001.patch) does not apply (evidence below)\nthe hunk:\n"),
