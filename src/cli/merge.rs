@@ -77,13 +77,5 @@ pub(super) fn merge(args: MergeArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         };
         sink.emit(Event::Output(format!("sequential: {next}\n")));
     }
-    sink.emit(Event::Note(format!(
-        "results: {}",
-        outcome.results_path.display()
-    )));
-    sink.emit(Event::Note(format!(
-        "report:  {}",
-        outcome.markdown_path.display()
-    )));
-    super::compare::fail_on_regression(&outcome.rows)
+    super::written(&outcome, sink)
 }

@@ -243,6 +243,12 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         &outcome.results,
         &outcome.rows,
     )));
+    written(&outcome, sink)
+}
+
+/// Where a finished run's files are, then its exit: 1 when a metric
+/// regressed (`run` and `merge` end alike).
+fn written(outcome: &campaign::Outcome, sink: &dyn Sink) -> anyhow::Result<()> {
     sink.emit(Event::Note(format!(
         "results: {}",
         outcome.results_path.display()

@@ -94,19 +94,7 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
     if self_check {
         let _ = writeln!(out, "\n{}", self_check_line(results, rows));
     }
-    if let Some(line) = noise_line(results, max_boot_cv(rows)) {
-        let _ = writeln!(out, "\n{line}");
-    }
-    let all: Vec<&Row> = rows.iter().collect();
-    for line in [
-        super::format::sequential_line(&all),
-        super::format::time_line(results),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let _ = writeln!(out, "\n{line}");
-    }
+    run_lines(&mut out, results, rows);
     let _ = writeln!(
         out,
         "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; {} \
@@ -356,19 +344,7 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
     if !steps.is_empty() {
         out.push_str(&waterfall::markdown(results, &steps, rows));
     }
-    if let Some(line) = noise_line(results, max_boot_cv(rows)) {
-        let _ = writeln!(out, "\n{line}");
-    }
-    let all: Vec<&Row> = rows.iter().collect();
-    for line in [
-        super::format::sequential_line(&all),
-        super::format::time_line(results),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let _ = writeln!(out, "\n{line}");
-    }
+    run_lines(&mut out, results, rows);
     let _ = writeln!(
         out,
         "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; {} \
@@ -579,5 +555,23 @@ fn pct(p: f64) -> String {
         format!("\u{2212}{:.1}%", -p)
     } else {
         format!("{p:.1}%")
+    }
+}
+
+/// The run's own lines under the tables: the noise floor, the sequential
+/// stop and the time it took.
+fn run_lines(out: &mut String, results: &Results, rows: &[Row]) {
+    if let Some(line) = noise_line(results, max_boot_cv(rows)) {
+        let _ = writeln!(out, "\n{line}");
+    }
+    let all: Vec<&Row> = rows.iter().collect();
+    for line in [
+        super::format::sequential_line(&all),
+        super::format::time_line(results),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let _ = writeln!(out, "\n{line}");
     }
 }

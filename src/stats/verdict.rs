@@ -114,11 +114,7 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Judgement {
     };
     let ci_text = change.ci.map_or_else(|| "no interval".into(), fmt_interval);
     if p < options.alpha && change.ci.is_some_and(|ci| ci.clear_of_band(band)) {
-        let kind = match (e.direction, change.pct < 0.0) {
-            (Direction::Neither, _) => Changed,
-            (Direction::LowerIsBetter, true) | (Direction::HigherIsBetter, false) => Improvement,
-            _ => Regression,
-        };
+        let kind = change_kind(e.direction, change.pct);
         return Judgement::new(
             kind,
             format!(
@@ -230,11 +226,7 @@ pub(crate) fn decide_sequential(
     };
     let ci_text = fmt_interval(ci);
     if ci.clear_of_band(band) {
-        let kind = match (e.direction, change.pct < 0.0) {
-            (Direction::Neither, _) => Changed,
-            (Direction::LowerIsBetter, true) | (Direction::HigherIsBetter, false) => Improvement,
-            _ => Regression,
-        };
+        let kind = change_kind(e.direction, change.pct);
         return Judgement::new(
             kind,
             format!(
@@ -302,5 +294,16 @@ fn fmt_p(p: f64) -> String {
         format!("{p:.2e}")
     } else {
         format!("{p:.3}")
+    }
+}
+
+/// The verdict of a change that is called: which way is better decides it.
+fn change_kind(direction: Direction, pct: f64) -> Verdict {
+    match (direction, pct < 0.0) {
+        (Direction::Neither, _) => Verdict::Changed,
+        (Direction::LowerIsBetter, true) | (Direction::HigherIsBetter, false) => {
+            Verdict::Improvement
+        }
+        _ => Verdict::Regression,
     }
 }
