@@ -142,15 +142,28 @@ pub fn parse(raw: &[u8]) -> Result<Mail, String> {
     // `git am` refuses an empty ident too; say what the line should hold.
     const FIX: &str = "write the author as `From: Name <name@example.org>` in the mail \
                        (git format-patch writes it from user.name and user.email)";
+    let body = mail.get_body().map_err(|e| e.to_string())?;
+    // In-body headers, as `git am` reads them: a patch sent by someone else
+    // (a maintainer forwarding it, or a sender whose mailer rewrites From:)
+    // names its author in a `From:` line opening the body.
+    let (inline, body) = in_body_headers(&body);
+    let from = inline.from.unwrap_or(from);
     let info = mailparse::addrparse(&from)
         .map_err(|e| format!("bad From: header `{from}`: {e}; {FIX}"))?
         .extract_single_info()
         .ok_or_else(|| format!("From: header `{from}` has no address; {FIX}"))?;
-    let date_text = header("Date").ok_or("no Date: header")?;
+    let date_text = inline
+        .date
+        .or_else(|| header("Date"))
+        .ok_or("no Date: header")?;
     let secs = mailparse::dateparse(&date_text)
         .map_err(|e| format!("bad Date: header `{date_text}`: {e}"))?;
-    let raw_subject = unfold(&header("Subject").ok_or("no Subject: header")?);
-    let body = mail.get_body().map_err(|e| e.to_string())?;
+    let raw_subject = unfold(
+        &inline
+            .subject
+            .or_else(|| header("Subject"))
+            .ok_or("no Subject: header")?,
+    );
     let has_diff = body.starts_with("diff --git ") || body.contains("\ndiff --git ");
     Ok(Mail {
         author_name: info.display_name.unwrap_or_default(),
@@ -166,11 +179,49 @@ pub fn parse(raw: &[u8]) -> Result<Mail, String> {
                     .to_string()
             })
             .filter(|id| !id.is_empty()),
-        base_commit: base_commit(&body),
-        body: message_body(&body),
+        base_commit: base_commit(body),
+        body: message_body(body),
         has_diff,
         raw_subject,
     })
+}
+
+/// The `From:`, `Date:` and `Subject:` lines that open a mail's body, as
+/// git mailinfo takes them (they override the mail's own headers), and the
+/// body after them and the blank line that ends them.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct InBody {
+    from: Option<String>,
+    date: Option<String>,
+    subject: Option<String>,
+}
+
+fn in_body_headers(body: &str) -> (InBody, &str) {
+    let mut found = InBody::default();
+    let mut rest = body.trim_start_matches(['\n', '\r']);
+    loop {
+        let (line, after) = rest.split_once('\n').unwrap_or((rest, ""));
+        let line = line.trim_end_matches('\r');
+        let value = |name: &str| {
+            line.get(..name.len())
+                .filter(|h| h.eq_ignore_ascii_case(name))
+                .map(|_| line[name.len()..].trim().to_string())
+        };
+        if let Some(v) = value("From:") {
+            found.from = Some(v);
+        } else if let Some(v) = value("Date:") {
+            found.date = Some(v);
+        } else if let Some(v) = value("Subject:") {
+            found.subject = Some(v);
+        } else {
+            break;
+        }
+        rest = after;
+    }
+    if found == InBody::default() {
+        return (found, body);
+    }
+    (found, rest)
 }
 
 /// Whether a line is an mbox separator: `From <sender> <date with hh:mm:ss>`,
@@ -255,6 +306,24 @@ mod tests {
     }
 
     const MAIL: &str = "From: =?UTF-8?q?J=C3=B6rg_Tester?= <jt@example.org>\nDate: Thu, 24 Oct 2024 09:36:00 +1300\nMessage-ID: <20241024.1@example.org>\nSubject: [PATCH v2\n 1/2] mm: change\n the greeting\n\nWhy.\n---\ndiff --git a/a b/a\n--\nbase-commit: 0123456789abcdef0123456789abcdef01234567\n";
+
+    #[test]
+    fn an_in_body_from_names_the_author_as_git_am_reads_it() {
+        let mail = MAIL.replacen(
+            "\n\nWhy.\n",
+            "\n\nFrom: Kairui Song <kasong@tencent.com>\n\nWhy.\n",
+            1,
+        );
+        let m = parse(mail.as_bytes()).unwrap();
+        assert_eq!(
+            (m.author_name.as_str(), m.author_email.as_str()),
+            ("Kairui Song", "kasong@tencent.com")
+        );
+        assert_eq!(m.body, "Why.");
+        // A body that merely mentions From: later keeps the mail's author.
+        let m = parse(MAIL.replacen("Why.", "Why.\nFrom: x <x@y>", 1).as_bytes()).unwrap();
+        assert_eq!(m.author_email, "jt@example.org");
+    }
 
     #[test]
     fn an_empty_author_is_refused_with_how_to_fix_the_mail() {
