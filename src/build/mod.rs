@@ -387,9 +387,9 @@ pub async fn build(
     let expected = match &started_from {
         // A configuration never built here may still be a known one.
         None => full_build_objects.or_else(|| {
-            tree_sha256(&work.join(".config"))
+            std::fs::read_to_string(work.join(".config"))
                 .ok()
-                .and_then(|sha| objects::known_full_build(&sha))
+                .and_then(|config| objects::known_full_build(&objects::config_digest(&config)))
         }),
         Some(_) => incremental_build_objects,
     };
