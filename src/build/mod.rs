@@ -370,7 +370,7 @@ pub async fn build(
             .await?
     };
 
-    let log = work.join("build.log");
+    let log = work.join(artifact::BUILD_LOG);
     let _ = std::fs::remove_file(&log);
     let ccache = have_ccache().await;
     // The work directory holds a build of this same configuration (base,
