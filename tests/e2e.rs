@@ -167,6 +167,22 @@ fn smoke_campaign_measures_every_boot_with_zswap_on() {
     let b = &results.variants[1].kernel;
     assert_ne!(a.bzimage_sha256, b.bzimage_sha256);
     assert_ne!(a.commit, b.commit);
+    // Issue 33: the smoke configuration is one kconfigs/objects.tsv lists,
+    // so its first build on a new machine shows a total and the time left.
+    for variant in &results.variants {
+        use patchbench::build::objects::{config_digest, known_full_build};
+        let path = variant.kernel.build_dir.join(".config");
+        let config =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let digest = config_digest(&config);
+        assert!(
+            known_full_build(&digest).is_some(),
+            "variant {}: {} (digest {digest}) is not in kconfigs/objects.tsv; \
+             `patchbench cache objects` prints its line after a full build",
+            variant.name,
+            path.display()
+        );
+    }
     // The results on disk are the same document, and the report has the table.
     let on_disk = patchbench::results::Results::load(&outcome.results_path).unwrap();
     assert_eq!(on_disk.boots.len(), 3);

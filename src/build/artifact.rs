@@ -11,6 +11,10 @@ use super::objects;
 /// The file in a build directory that records a finished build.
 pub const STAMP: &str = "patchbench-build.json";
 
+/// make's output in a build directory: the configuration's, then the
+/// build's. A cache entry keeps its build's.
+pub const BUILD_LOG: &str = "build.log";
+
 /// A built kernel and how it came to be: the artifact manifest, kept as
 /// `patchbench-build.json` in its cache entry and in `results.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

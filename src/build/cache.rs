@@ -25,6 +25,8 @@ use std::time::SystemTime;
 
 use bytesize::ByteSize;
 
+use super::objects;
+
 /// The default budget: a GitHub repository's caches share 10 GB, and an
 /// imported tree (about 2.2 GB) sits beside the builds.
 pub const DEFAULT_BUDGET: ByteSize = ByteSize::gib(8);
@@ -270,6 +272,61 @@ pub fn evict(cache: &Path, budget: ByteSize) -> std::io::Result<Eviction> {
     })
 }
 
+/// A finished kernel of the cache that a full build made: what a line of
+/// `kconfigs/objects.tsv` needs to know of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FullBuild {
+    /// The cache entry.
+    pub entry: PathBuf,
+    /// Its `.config`'s [`objects::config_digest`].
+    pub config_digest: String,
+    /// The objects its `make` compiled: the CC and AS lines of its log.
+    pub objects: u64,
+    /// The kernel release its `.config` names.
+    pub kernel_release: Option<String>,
+    /// The compiler that built it (its manifest's).
+    pub compiler: String,
+    /// When the build ended (its log's last write).
+    pub built: SystemTime,
+}
+
+/// Every finished kernel under `cache` that a full build made, by tree and
+/// entry name. An incremental build is left out (its log counts what it
+/// rebuilt), and so is an entry without its `.config` or log. A full build
+/// runs in a work directory emptied first, and its log holds what
+/// configuring printed (host programs only: HOSTCC, never CC) and then the
+/// whole `make bzImage`: the count a first build on a new machine reaches.
+pub fn full_builds(cache: &Path) -> Vec<FullBuild> {
+    let mut found = Vec::new();
+    for tree in subdirs(&cache.join("builds")) {
+        for entry in subdirs(&tree) {
+            if let Some(build) = full_build(&entry) {
+                found.push(build);
+            }
+        }
+    }
+    found
+}
+
+fn full_build(entry: &Path) -> Option<FullBuild> {
+    let stamp = std::fs::read_to_string(entry.join(super::artifact::STAMP)).ok()?;
+    let stamp: super::artifact::KernelArtifact = serde_json::from_str(&stamp).ok()?;
+    if stamp.incremental {
+        return None;
+    }
+    let config = std::fs::read_to_string(entry.join(".config")).ok()?;
+    let log_path = entry.join(super::artifact::BUILD_LOG);
+    let log = std::fs::read(&log_path).ok()?;
+    Some(FullBuild {
+        entry: entry.to_owned(),
+        config_digest: objects::config_digest(&config),
+        objects: objects::count_compiled(&String::from_utf8_lossy(&log)),
+        kernel_release: objects::config_kernel_release(&config).map(str::to_owned),
+        compiler: stamp.compiler,
+        built: mtime(&log_path).unwrap_or(SystemTime::UNIX_EPOCH),
+    })
+}
+
 /// Remove an entry whose guarding lock the caller holds exclusively.
 /// `Ok(false)` when it is already gone: another run sharing the cache
 /// listed it too, and evicted it between our listing and our lock (seen in
@@ -358,6 +415,40 @@ mod tests {
         let done = evict(cache.path(), ByteSize(one / 2)).unwrap();
         assert_eq!(done.evicted.len(), 1);
         assert!(done.over && in_use.exists() && !newest.exists());
+    }
+
+    #[test]
+    fn full_builds_are_found_with_their_digest_and_count() {
+        let cache = tempfile::tempdir().unwrap();
+        let tree = cache.path().join("builds/linux-1");
+        let config = "#\n# Linux/x86 6.12.118 Kernel Configuration\n#\n\
+                      CONFIG_CC_VERSION_TEXT=\"gcc 12\"\nCONFIG_MMU=y\n";
+        let log = "  HOSTCC  scripts/basic/fixdep\n  CC      init/main.o\n\
+                   \x20 AS      arch/x86/kernel/head_64.o\n  LD      vmlinux.o\n";
+        let with = |entry: &Path, incremental: bool, log: Option<&str>| {
+            let path = entry.join(super::super::artifact::STAMP);
+            let mut stamp: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            stamp["incremental"] = incremental.into();
+            std::fs::write(&path, stamp.to_string()).unwrap();
+            std::fs::write(entry.join(".config"), config).unwrap();
+            if let Some(log) = log {
+                std::fs::write(entry.join(super::super::artifact::BUILD_LOG), log).unwrap();
+            }
+        };
+        let full = kernel(&tree, "aaaa", 4, 0);
+        with(&full, false, Some(log));
+        with(&kernel(&tree, "bbbb", 4, 0), true, Some(log));
+        with(&kernel(&tree, "cccc", 4, 0), false, None);
+        std::fs::create_dir_all(tree.join("work-dddd")).unwrap();
+        let found = full_builds(cache.path());
+        assert_eq!(found.len(), 1, "{found:?}");
+        let build = &found[0];
+        assert_eq!(build.entry, full);
+        assert_eq!(build.objects, 2);
+        assert_eq!(build.config_digest, objects::config_digest(config));
+        assert_eq!(build.kernel_release.as_deref(), Some("6.12.118"));
+        assert_eq!(build.compiler, "gcc");
     }
 
     #[tokio::test]

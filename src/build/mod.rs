@@ -370,7 +370,7 @@ pub async fn build(
             .await?
     };
 
-    let log = work.join("build.log");
+    let log = work.join(artifact::BUILD_LOG);
     let _ = std::fs::remove_file(&log);
     let ccache = have_ccache().await;
     // The work directory holds a build of this same configuration (base,
@@ -387,9 +387,9 @@ pub async fn build(
     let expected = match &started_from {
         // A configuration never built here may still be a known one.
         None => full_build_objects.or_else(|| {
-            tree_sha256(&work.join(".config"))
+            std::fs::read_to_string(work.join(".config"))
                 .ok()
-                .and_then(|sha| objects::known_full_build(&sha))
+                .and_then(|config| objects::known_full_build(&objects::config_digest(&config)))
         }),
         Some(_) => incremental_build_objects,
     };

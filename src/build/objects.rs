@@ -6,22 +6,28 @@
 //! Kbuild records every object's dependencies in `.<name>.o.cmd`
 //! (`deps_<obj> := ...`), so the check is exact for headers as well as
 //! for C files.
+//!
+//! Also how many objects a full build compiles: counted in make's output,
+//! and known ahead for the configurations `kconfigs/objects.tsv` lists, by
+//! a digest of the `.config` that two machines building the same
+//! configuration agree on ([`config_digest`]).
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 /// `kconfigs/objects.tsv`: the objects a full build of a known
-/// configuration compiles, by the sha256 of its final `.config`.
+/// configuration compiles, by its [`config_digest`].
 const KNOWN_CONFIGURATIONS: &str = include_str!("../../kconfigs/objects.tsv");
 
 /// The objects a full build of the configuration whose `.config` has this
-/// sha256 compiles, if `kconfigs/objects.tsv` lists it: the progress total
-/// of a configuration's first build on a machine.
-pub fn known_full_build(config_sha256: &str) -> Option<u64> {
+/// [`config_digest`] compiles, if `kconfigs/objects.tsv` lists it: the
+/// progress total of a configuration's first build on a machine.
+pub fn known_full_build(config_digest: &str) -> Option<u64> {
     known_configurations(KNOWN_CONFIGURATIONS)
-        .find(|(sha, _)| *sha == config_sha256)
+        .find(|(digest, _)| *digest == config_digest)
         .map(|(_, objects)| objects)
 }
 
@@ -31,10 +37,141 @@ fn known_configurations(text: &str) -> impl Iterator<Item = (&str, u64)> {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .filter_map(|l| {
             let mut fields = l.split('\t');
-            let sha = fields.next()?;
+            let digest = fields.next()?;
             let objects = fields.next()?.parse().ok()?;
-            Some((sha, objects))
+            Some((digest, objects))
         })
+}
+
+/// Symbols whose `.config` lines differ between machines that build the
+/// same configuration from the same tree, left out of [`config_digest`],
+/// each with the reason that leaves the objects a build compiles as they
+/// are. A name ending in `_` stands for every symbol it begins. Where a
+/// tool's version decides an option (`GCC_ASM_GOTO_OUTPUT_BROKEN`, the
+/// `CC_HAS_*` tests), that option has a line of its own, which is kept: a
+/// compiler release that changes one gets no total rather than a wrong
+/// one. The readers named are those of Linux 6.12.118.
+const MACHINE_SPECIFIC: &[(&str, &str)] = &[
+    (
+        "CC_VERSION_TEXT",
+        "the compiler's --version line, which a distribution's point update \
+         changes (Debian's gcc-12 is \"12.2.0-14+deb12u1\"); only the \
+         build's banner and a check that the compiler did not change read it",
+    ),
+    (
+        "GCC_VERSION",
+        "the compiler's version: on x86 with gcc the Makefiles test it for \
+         compiler flags (scripts/Makefile.compiler's gcc-min-version), \
+         never to choose an object",
+    ),
+    (
+        "CLANG_VERSION",
+        "0 with gcc; with clang, its version, read as GCC_VERSION is",
+    ),
+    (
+        "AS_VERSION",
+        "the assembler's version (binutils), read for flags as GCC_VERSION is",
+    ),
+    (
+        "LD_VERSION",
+        "the linker's version (binutils), read for flags as GCC_VERSION is",
+    ),
+    (
+        "LLD_VERSION",
+        "0 with GNU ld; with lld, its version, read for flags",
+    ),
+    (
+        "RUSTC_VERSION",
+        "the rustc on PATH, which on a machine that builds patchbench is \
+         the one building it, and rustup moves it every six weeks; only \
+         Rust code reads it, and CONFIG_RUST, which is kept, decides that",
+    ),
+    (
+        "RUSTC_LLVM_VERSION",
+        "the LLVM of that rustc, read only by Rust code",
+    ),
+    (
+        "RUSTC_HAS_",
+        "what that rustc can do (UNNECESSARY_TRANSMUTES from 1.88, \
+         SUSPICIOUS_RUNTIME_SYMBOL_DEFINITIONS from 1.98): read only in rust/",
+    ),
+    (
+        "RUST_IS_AVAILABLE",
+        "whether the machine has rustc, bindgen and the Rust sources: it \
+         only lets CONFIG_RUST be chosen, and CONFIG_RUST is kept",
+    ),
+    (
+        "BINDGEN_VERSION_TEXT",
+        "bindgen's version, present only with CONFIG_RUST",
+    ),
+    (
+        "PAHOLE_VERSION",
+        "pahole's version (0 without dwarves): only BTF reads it, which \
+         CONFIG_DEBUG_INFO_BTF, kept, decides",
+    ),
+    (
+        "PAHOLE_HAS_",
+        "what that pahole can do: read only with CONFIG_DEBUG_INFO_BTF",
+    ),
+];
+
+/// Whether a `.config` symbol (without `CONFIG_`) is in [`MACHINE_SPECIFIC`].
+fn machine_specific(symbol: &str) -> bool {
+    MACHINE_SPECIFIC
+        .iter()
+        .any(|(name, _)| match name.strip_suffix('_') {
+            Some(_) => symbol.starts_with(name),
+            None => symbol == *name,
+        })
+}
+
+/// The lines of a `.config` its digest covers: every option set
+/// (`CONFIG_X=value`) except the [`MACHINE_SPECIFIC`] ones, in the file's
+/// order. What else a `.config` holds is left out:
+/// - comments: the header names the tree's point release (Debian's security
+///   update from 6.12.117 to 6.12.118 changed that line and none of the
+///   smoke configuration's options), the others are menu titles;
+/// - `# CONFIG_X is not set`: it builds exactly what no line at all builds
+///   (make reads include/config/auto.conf, which lists neither), and
+///   whether kconfig writes it depends on the option being visible, which
+///   tests of the toolchain decide (CONFIG_RUST is visible only with
+///   RUST_IS_AVAILABLE);
+/// - blank lines.
+fn digested_lines(config: &str) -> impl Iterator<Item = &str> {
+    config.lines().filter(|line| {
+        line.strip_prefix("CONFIG_")
+            .and_then(|rest| rest.split_once('='))
+            .is_some_and(|(symbol, _)| !machine_specific(symbol))
+    })
+}
+
+/// The sha256 of a `.config`'s [`digested_lines`], each ended by a
+/// newline: equal for two machines that build the same configuration of
+/// the same tree, whatever their compiler's version string, and different
+/// as soon as an option that can change what is compiled differs. The key
+/// of `kconfigs/objects.tsv`.
+pub fn config_digest(config: &str) -> String {
+    let mut hasher = Sha256::new();
+    for line in digested_lines(config) {
+        hasher.update(line.as_bytes());
+        hasher.update(b"\n");
+    }
+    hex::encode(hasher.finalize())
+}
+
+/// The kernel release a `.config`'s header names
+/// (`# Linux/x86 6.12.118 Kernel Configuration`), if it has that header.
+pub fn config_kernel_release(config: &str) -> Option<&str> {
+    config.lines().take(8).find_map(|line| {
+        let rest = line.strip_prefix("# Linux/")?;
+        let rest = rest.strip_suffix(" Kernel Configuration")?;
+        rest.split_once(' ').map(|(_arch, release)| release)
+    })
+}
+
+/// Objects compiled, by kbuild's lines in a build's output.
+pub fn count_compiled(log: &str) -> u64 {
+    log.lines().filter(|l| compiled_object(l)).count() as u64
 }
 
 /// Why an object was rebuilt.
@@ -156,22 +293,182 @@ mod tests {
             .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
             .collect();
         assert!(!lines.is_empty());
+        let mut digests = std::collections::BTreeSet::new();
         for line in &lines {
             let fields: Vec<&str> = line.split('\t').collect();
-            assert_eq!(fields.len(), 3, "{line:?}: sha256, objects, what it is");
+            assert_eq!(fields.len(), 3, "{line:?}: digest, objects, what it is");
             assert!(
-                fields[0].len() == 64 && fields[0].bytes().all(|b| b.is_ascii_hexdigit()),
-                "{line:?}"
+                fields[0].len() == 64
+                    && fields[0]
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+                "{line:?}: a digest is 64 lowercase hex digits, as config_digest writes it"
             );
             assert!(fields[1].parse::<u64>().is_ok_and(|n| n > 0), "{line:?}");
+            assert!(!fields[2].trim().is_empty(), "{line:?}: say what it is");
+            assert!(digests.insert(fields[0]), "{line:?}: listed twice");
         }
         assert_eq!(
             known_configurations(KNOWN_CONFIGURATIONS).count(),
             lines.len()
         );
-        let (sha, objects) = known_configurations(KNOWN_CONFIGURATIONS).next().unwrap();
-        assert_eq!(known_full_build(sha), Some(objects));
+        let (digest, objects) = known_configurations(KNOWN_CONFIGURATIONS).next().unwrap();
+        assert_eq!(known_full_build(digest), Some(objects));
         assert_eq!(known_full_build(&"0".repeat(64)), None);
+    }
+
+    /// The head of the smoke configuration's `.config` as this machine
+    /// wrote it (Linux 6.12.118, Debian 12's gcc, rustc 1.95), with a few
+    /// of its options further down.
+    const SMOKE_CONFIG: &str = "#
+# Automatically generated file; DO NOT EDIT.
+# Linux/x86 6.12.118 Kernel Configuration
+#
+CONFIG_CC_VERSION_TEXT=\"gcc (Debian 12.2.0-14+deb12u1) 12.2.0\"
+CONFIG_CC_IS_GCC=y
+CONFIG_GCC_VERSION=120200
+CONFIG_CLANG_VERSION=0
+CONFIG_AS_IS_GNU=y
+CONFIG_AS_VERSION=24000
+CONFIG_LD_IS_BFD=y
+CONFIG_LD_VERSION=24000
+CONFIG_LLD_VERSION=0
+CONFIG_RUSTC_VERSION=109500
+CONFIG_RUSTC_LLVM_VERSION=220102
+CONFIG_CC_CAN_LINK=y
+CONFIG_GCC_ASM_GOTO_OUTPUT_BROKEN=y
+CONFIG_CC_HAS_ASM_INLINE=y
+CONFIG_RUSTC_HAS_UNNECESSARY_TRANSMUTES=y
+CONFIG_PAHOLE_VERSION=0
+CONFIG_IRQ_WORK=y
+
+#
+# General setup
+#
+CONFIG_LOCALVERSION=\"\"
+# CONFIG_LOCALVERSION_AUTO is not set
+CONFIG_VIRT_CPU_ACCOUNTING_GEN=y
+CONFIG_IKCONFIG=y
+# CONFIG_HZ_250 is not set
+CONFIG_HZ_1000=y
+CONFIG_HZ=1000
+";
+
+    fn edited(edits: &[(&str, &str)]) -> String {
+        edits
+            .iter()
+            .fold(SMOKE_CONFIG.to_string(), |text, (from, to)| {
+                assert!(text.contains(from), "{from}");
+                text.replacen(from, to, 1)
+            })
+    }
+
+    #[test]
+    fn the_config_digest_ignores_what_differs_between_machines() {
+        let smoke = config_digest(SMOKE_CONFIG);
+        for edits in [
+            // Another Debian 12 point update of gcc, or another distribution's.
+            &[(
+                "gcc (Debian 12.2.0-14+deb12u1) 12.2.0",
+                "gcc (Debian 12.2.0-14+deb12u2) 12.2.0",
+            )][..],
+            &[("CONFIG_GCC_VERSION=120200", "CONFIG_GCC_VERSION=120300")],
+            // binutils, rustc and pahole as another machine has them.
+            &[
+                ("CONFIG_AS_VERSION=24000", "CONFIG_AS_VERSION=24100"),
+                ("CONFIG_LD_VERSION=24000", "CONFIG_LD_VERSION=24100"),
+            ],
+            &[
+                ("CONFIG_RUSTC_VERSION=109500", "CONFIG_RUSTC_VERSION=109800"),
+                (
+                    "CONFIG_RUSTC_LLVM_VERSION=220102",
+                    "CONFIG_RUSTC_LLVM_VERSION=210107",
+                ),
+                (
+                    "CONFIG_RUSTC_HAS_UNNECESSARY_TRANSMUTES=y\n",
+                    "CONFIG_RUSTC_HAS_UNNECESSARY_TRANSMUTES=y\n\
+                     CONFIG_RUSTC_HAS_SUSPICIOUS_RUNTIME_SYMBOL_DEFINITIONS=y\n",
+                ),
+            ],
+            // No rustc at all, and a pahole where there was none.
+            &[
+                ("CONFIG_RUSTC_VERSION=109500", "CONFIG_RUSTC_VERSION=0"),
+                ("CONFIG_RUSTC_HAS_UNNECESSARY_TRANSMUTES=y\n", ""),
+                (
+                    "CONFIG_PAHOLE_VERSION=0",
+                    "CONFIG_PAHOLE_VERSION=125\nCONFIG_PAHOLE_HAS_SPLIT_BTF=y",
+                ),
+            ],
+            // A full Rust toolchain makes CONFIG_RUST visible, not chosen.
+            &[(
+                "CONFIG_CC_CAN_LINK=y\n",
+                "CONFIG_RUST_IS_AVAILABLE=y\nCONFIG_CC_CAN_LINK=y\n",
+            )],
+            &[(
+                "CONFIG_IRQ_WORK=y\n",
+                "CONFIG_IRQ_WORK=y\n# CONFIG_RUST is not set\n",
+            )],
+            // Debian's point release of the tree (the 2026-12-01 table's
+            // line was of 6.12.117), and the menu titles.
+            &[("6.12.118 Kernel", "6.12.117 Kernel")],
+            &[("# General setup\n", "")],
+        ] {
+            assert_eq!(config_digest(&edited(edits)), smoke, "{edits:?}");
+        }
+    }
+
+    #[test]
+    fn the_config_digest_changes_with_any_option_that_is_set() {
+        let smoke = config_digest(SMOKE_CONFIG);
+        for edits in [
+            // kernel.cputime: tick instead of precise.
+            &[
+                ("CONFIG_VIRT_CPU_ACCOUNTING_GEN=y\n", ""),
+                ("# CONFIG_HZ_250 is not set", "CONFIG_HZ_250=y"),
+                ("CONFIG_HZ_1000=y", "# CONFIG_HZ_1000 is not set"),
+                ("CONFIG_HZ=1000", "CONFIG_HZ=250"),
+            ][..],
+            &[("CONFIG_IKCONFIG=y\n", "")],
+            &[("CONFIG_LOCALVERSION=\"\"", "CONFIG_LOCALVERSION=\"-pb\"")],
+            &[(
+                "# CONFIG_LOCALVERSION_AUTO is not set",
+                "CONFIG_LOCALVERSION_AUTO=y",
+            )],
+            // Which tools, and what the compiler can do, are kept.
+            &[("CONFIG_CC_IS_GCC=y\n", "CONFIG_CC_IS_CLANG=y\n")],
+            &[("CONFIG_CC_HAS_ASM_INLINE=y\n", "")],
+            &[("CONFIG_GCC_ASM_GOTO_OUTPUT_BROKEN=y\n", "")],
+        ] {
+            assert_ne!(config_digest(&edited(edits)), smoke, "{edits:?}");
+        }
+    }
+
+    #[test]
+    fn only_the_listed_toolchain_symbols_are_left_out() {
+        for symbol in ["GCC_VERSION", "RUSTC_HAS_ANYTHING", "PAHOLE_HAS_BTF_TAG"] {
+            assert!(machine_specific(symbol), "{symbol}");
+        }
+        // Exact names are not prefixes.
+        for symbol in ["GCC_VERSION_X", "GCC_PLUGINS", "LD_IS_BFD", "RUSTC", "RUST"] {
+            assert!(!machine_specific(symbol), "{symbol}");
+        }
+    }
+
+    #[test]
+    fn the_config_digest_is_the_sha256_of_the_set_lines_each_ended_by_a_newline() {
+        // So `grep` of the kept lines piped to `sha256sum` gives it too.
+        let config = "#\n# Linux/x86 6.12.118 Kernel Configuration\nCONFIG_GCC_VERSION=1\n\
+                      CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=\"x\"";
+        assert_eq!(
+            config_digest(config),
+            hex::encode(Sha256::digest(b"CONFIG_A=y\nCONFIG_C=\"x\"\n"))
+        );
+    }
+
+    #[test]
+    fn the_kernel_release_is_read_from_the_config_header() {
+        assert_eq!(config_kernel_release(SMOKE_CONFIG), Some("6.12.118"));
+        assert_eq!(config_kernel_release("CONFIG_A=y\n"), None);
     }
 
     #[test]
@@ -192,6 +489,8 @@ mod tests {
         ] {
             assert!(!compiled_object(line), "{line}");
         }
+        let log = "  HOSTCC  scripts/basic/fixdep\n  CC      mm/zswap.o\n  AS      arch/x86/entry/entry_64.o\n  LD      vmlinux.o\n";
+        assert_eq!(count_compiled(log), 2);
     }
 
     const MEMCONTROL_CMD: &str = "savedcmd_mm/memcontrol.o := ccache gcc -Wp,-MMD,mm/.memcontrol.o.d -include /src/include/linux/kconfig.h -c -o mm/memcontrol.o /src/mm/memcontrol.c

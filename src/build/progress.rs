@@ -81,8 +81,5 @@ pub(super) async fn watch_compiles(
 pub(super) fn compiled_in_log(log: &Path, from: u64) -> u64 {
     let text = std::fs::read(log).unwrap_or_default();
     let start = (from as usize).min(text.len());
-    String::from_utf8_lossy(&text[start..])
-        .lines()
-        .filter(|l| objects::compiled_object(l))
-        .count() as u64
+    objects::count_compiled(&String::from_utf8_lossy(&text[start..]))
 }

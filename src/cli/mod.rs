@@ -106,7 +106,8 @@ pub enum Command {
     Publish(publish::PublishArgs),
     /// See and trim the build cache: `cache list` shows every entry (size,
     /// last use, what it is) against the budget; `cache gc` evicts the
-    /// least recently used kernels until the builds fit.
+    /// least recently used kernels until the builds fit; `cache objects`
+    /// prints the kconfigs/objects.tsv lines of the full builds it holds.
     #[command(after_help = cache::AFTER_HELP)]
     Cache(cache::CacheArgs),
 }
