@@ -47,7 +47,7 @@ pub struct Cli {
 pub enum Command {
     /// Run an A/B campaign: apply, build, boot, measure, report.
     #[command(
-        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml\n  patchbench build --out /tmp/k && patchbench run --kernels /tmp/k   # boot kernels built elsewhere"
+        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch: the campaigns that execute what it changes\n  patchbench plan --series ./my-series/                 # which campaigns, and why, without running\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml\n  patchbench build --out /tmp/k && patchbench run --kernels /tmp/k   # boot kernels built elsewhere"
     )]
     Run(RunArgs),
     /// Apply a series to a tree and report, per patch, whether and how it
