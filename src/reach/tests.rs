@@ -300,3 +300,25 @@ fn a_campaign_with_reaches_must_measure_the_series() {
         "{err}"
     );
 }
+
+#[test]
+fn the_report_of_a_sanity_run_says_it_tells_nothing_about_the_series() {
+    let mut results = crate::results::tests::fixture();
+    results.reach = Some(crate::results::ReachRecord {
+        executes: Vec::new(),
+        unreached: vec!["mm/ksm.c: ksm_scan_thread".into()],
+    });
+    let spec = crate::workload::spec_for_kind(&results.workload.kind);
+    let rows = crate::report::rows(&results, spec.as_ref());
+    let markdown = crate::report::markdown_of(&results, spec.as_ref(), &rows);
+    let terminal = crate::report::terminal_of(&results, &rows);
+    for text in [&markdown, &terminal] {
+        assert!(text.contains(NOTHING_REACHED), "{text}");
+        assert!(text.contains("mm/ksm.c: ksm_scan_thread"), "{text}");
+    }
+    // Above the tables, where it is read first.
+    assert!(
+        markdown.find(NOTHING_REACHED) < markdown.find("| metric"),
+        "{markdown}"
+    );
+}
