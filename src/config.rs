@@ -21,6 +21,8 @@ use crate::series::SeriesSource;
 use crate::variants::{VariantError, VariantSet};
 use crate::workload::{Planned, WorkloadConfig, WorkloadError};
 
+pub mod reaches;
+
 /// The campaign `patchbench run` uses when given no file: the CI smoke run.
 pub const DEFAULT_CAMPAIGN: &str = include_str!("../ci/smoke.yaml");
 
@@ -76,6 +78,11 @@ pub struct Campaign {
     #[serde(default)]
     pub controls: Vec<crate::controls::ControlConfig>,
     pub protocol: Protocol,
+    /// The kernel code the workload executes (`reaches::Reaches`): what
+    /// makes the campaign one that `run --series` may choose. Not used by
+    /// the run itself.
+    #[serde(default)]
+    pub reaches: Option<reaches::Reaches>,
 }
 
 /// Where the base kernel tree comes from.
@@ -561,10 +568,17 @@ impl VmConfig {
 impl Campaign {
     /// Parse campaign text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<Campaign, ConfigError> {
-        yaml_serde::from_str(text).map_err(|e| ConfigError::Parse {
+        let campaign: Campaign = yaml_serde::from_str(text).map_err(|e| ConfigError::Parse {
             path: origin.to_owned(),
             message: e.to_string(),
-        })
+        })?;
+        if let Some(reaches) = &campaign.reaches {
+            reaches.check().map_err(|message| ConfigError::Invalid {
+                path: origin.to_owned(),
+                message,
+            })?;
+        }
+        Ok(campaign)
     }
 
     /// Read and parse a campaign file.

@@ -25,6 +25,7 @@ pub mod kbuild;
 pub mod kconfig;
 pub mod model;
 pub mod process;
+pub mod reach;
 pub mod report;
 pub mod results;
 pub mod series;

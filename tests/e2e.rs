@@ -34,6 +34,7 @@ fn run_campaign(text: &str, out: &Path) -> anyhow::Result<Outcome> {
         cache_max: patchbench::build::cache::DEFAULT_BUDGET,
         kernels: None,
         shard: None,
+        reach: None,
     };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(campaign::run(&plan, &opts, &Recorder::default()))

@@ -42,6 +42,7 @@ mod tests;
 mod threeway;
 mod types;
 
+pub use parse::ChangedLines;
 pub use types::{Applied, ApplyFailure, FileResult, HunkResult, Method, NearestRegion};
 
 use git2::{Diff, Repository, Tree};
@@ -122,6 +123,16 @@ pub fn apply_patch(
         method,
         files: results,
     })
+}
+
+/// Every file of `diff` (a patch parsed by git2, or the diff git2 made
+/// between two trees) with the lines it removes and adds, parsed as a patch
+/// to apply is.
+pub fn changed_lines(diff: &Diff<'_>) -> Result<Vec<ChangedLines>, ApplyFailure> {
+    Ok(parse::files(diff, &[])?
+        .iter()
+        .map(parse::FilePatch::changed_lines)
+        .collect())
 }
 
 /// Whether every file of the reversed patch applies to `base`.

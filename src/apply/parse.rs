@@ -189,3 +189,51 @@ pub(crate) fn files(diff: &Diff<'_>, text: &[u8]) -> Result<Vec<FilePatch>, Appl
     }
     Ok(files)
 }
+
+/// One file's changed lines in a diff, 1-based: the lines of the old file
+/// that it removes and the lines of the new file that it adds (a changed
+/// line is both). `old_path` is `None` for a created file, `new_path` for
+/// a deleted one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangedLines {
+    pub old_path: Option<PathBuf>,
+    pub new_path: Option<PathBuf>,
+    pub binary: bool,
+    pub removed: Vec<usize>,
+    pub added: Vec<usize>,
+}
+
+impl FilePatch {
+    /// Which lines this file's hunks remove and add, by the line numbers
+    /// of their headers (context lines count on both sides).
+    pub fn changed_lines(&self) -> ChangedLines {
+        let mut removed = Vec::new();
+        let mut added = Vec::new();
+        for hunk in &self.hunks {
+            let (mut old, mut new) = (hunk.old_start, hunk.new_start);
+            for line in &hunk.lines {
+                match line.kind {
+                    LineKind::Context => {
+                        old += 1;
+                        new += 1;
+                    }
+                    LineKind::Remove => {
+                        removed.push(old);
+                        old += 1;
+                    }
+                    LineKind::Add => {
+                        added.push(new);
+                        new += 1;
+                    }
+                }
+            }
+        }
+        ChangedLines {
+            old_path: (self.change != Change::Added).then(|| self.old_path.clone()),
+            new_path: (self.change != Change::Deleted).then(|| self.new_path.clone()),
+            binary: self.binary,
+            removed,
+            added,
+        }
+    }
+}

@@ -50,6 +50,9 @@ pub struct RunOptions {
     pub kernels: Option<PathBuf>,
     /// Run only this shard's boots (`run --shard`), for `patchbench merge`.
     pub shard: Option<crate::model::Shard>,
+    /// Why `run --series` chose this campaign for the series (recorded in
+    /// the results, shown by the report); `None` when a file was given.
+    pub reach: Option<crate::results::ReachRecord>,
 }
 
 /// What a finished campaign produced.
@@ -108,6 +111,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     }
     let base_entries = image::base_entries(&image::parse_spec(image::DEFAULT_SPEC)?, &opts.agent)?;
     let mut results = new_results(plan, &lane, &kernels, &workloads, started_at);
+    results.reach = opts.reach.clone();
     if let Some(earlier) = earlier {
         resume(&mut results, earlier, &results_path, &mut stages)?;
     }
@@ -429,6 +433,7 @@ fn new_results(
         boots: Vec::new(),
         timings: Vec::new(),
         comparisons: Vec::new(),
+        reach: None,
         boots_wall_seconds: None,
         shard: None,
     }

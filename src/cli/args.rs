@@ -10,7 +10,10 @@ use crate::config::{self, AccelChoice, Campaign, Overrides, TreeSource};
 /// Where the kernels come from: shared by `run` and `build`.
 #[derive(clap::Args)]
 pub struct CampaignArgs {
-    /// The campaign file (YAML). Without one, the built-in smoke campaign runs.
+    /// The campaign file (YAML). Without one and with --series, the series
+    /// chooses the campaigns of ci/seeds/ that execute what it changes (see
+    /// `patchbench plan --series`); without either, the built-in smoke
+    /// campaign runs.
     pub campaign: Option<PathBuf>,
     #[command(flatten)]
     pub sources: SourceArgs,

@@ -111,6 +111,20 @@ fn verdict(regressed: Vec<String>, stopped: Vec<String>) -> anyhow::Result<()> {
     }
 }
 
+/// Where a finished run's files are, then its exit: 1 when a metric
+/// regressed (`run` and `merge` end alike).
+pub(super) fn written(outcome: &crate::campaign::Outcome, sink: &dyn Sink) -> anyhow::Result<()> {
+    sink.emit(Event::Note(format!(
+        "results: {}",
+        outcome.results_path.display()
+    )));
+    sink.emit(Event::Note(format!(
+        "report:  {}",
+        outcome.markdown_path.display()
+    )));
+    fail_on_regression(&outcome.rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

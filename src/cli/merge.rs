@@ -77,5 +77,5 @@ pub(super) fn merge(args: MergeArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         };
         sink.emit(Event::Output(format!("sequential: {next}\n")));
     }
-    super::written(&outcome, sink)
+    super::compare::written(&outcome, sink)
 }

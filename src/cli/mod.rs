@@ -17,6 +17,7 @@ mod args;
 mod boot;
 mod build;
 mod cache;
+mod choose;
 mod compare;
 pub mod doctor;
 mod merge;
@@ -46,7 +47,7 @@ pub struct Cli {
 pub enum Command {
     /// Run an A/B campaign: apply, build, boot, measure, report.
     #[command(
-        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml\n  patchbench build --out /tmp/k && patchbench run --kernels /tmp/k   # boot kernels built elsewhere"
+        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch: the campaigns that execute what it changes\n  patchbench plan --series ./my-series/                 # which campaigns, and why, without running\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml\n  patchbench build --out /tmp/k && patchbench run --kernels /tmp/k   # boot kernels built elsewhere"
     )]
     Run(RunArgs),
     /// Apply a series to a tree and report, per patch, whether and how it
@@ -124,7 +125,7 @@ impl Cli {
             Command::Boot(args) => boot::boot(args, events).await,
             Command::Compare(args) => compare::compare(args, events),
             Command::Merge(args) => merge::merge(args, events),
-            Command::Plan(args) => plan::plan(args, events),
+            Command::Plan(args) => plan::plan(args, events).await,
             Command::Publish(args) => publish::publish(args, sink.clone()).await,
             Command::Cache(args) => cache::cache(args, events).await,
             Command::Doctor { cache_dir } => {
@@ -198,6 +199,12 @@ pub struct RunArgs {
 }
 
 async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
+    if choose::wanted(
+        usize::from(args.campaign.campaign.is_some()),
+        &args.campaign.sources,
+    ) {
+        return run_chosen(args, sink).await;
+    }
     let shard = args
         .shard
         .as_deref()
@@ -221,6 +228,7 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         cache_max: args.campaign.cache_max,
         kernels: args.kernels,
         shard,
+        reach: None,
     };
     let outcome = campaign::run(&plan, &opts, sink).await?;
     if let Some(shard) = outcome.results.shard {
@@ -244,21 +252,125 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         &outcome.results,
         &outcome.rows,
     )));
-    written(&outcome, sink)
+    compare::written(&outcome, sink)
 }
 
-/// Where a finished run's files are, then its exit: 1 when a metric
-/// regressed (`run` and `merge` end alike).
-fn written(outcome: &campaign::Outcome, sink: &dyn Sink) -> anyhow::Result<()> {
-    sink.emit(Event::Note(format!(
-        "results: {}",
-        outcome.results_path.display()
-    )));
-    sink.emit(Event::Note(format!(
-        "report:  {}",
-        outcome.markdown_path.display()
-    )));
-    compare::fail_on_regression(&outcome.rows)
+/// `run --series X` without a campaign file: the campaigns that execute
+/// what the series changes, one after another, each into its own
+/// subdirectory of --out; or, when none does, the built-in smoke campaign
+/// as a sanity check whose report says it tells nothing about the series.
+/// A regression or a guest failure in one campaign lets the next run (the
+/// exit code is the guest's, else 1); any other failure would repeat in
+/// the next one, and stops the command with its own code.
+async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
+    for (flag, given) in [
+        ("--kernels", args.kernels.is_some()),
+        ("--shard", args.shard.is_some()),
+    ] {
+        if given {
+            return Err(crate::config::ConfigError::Invalid {
+                path: PathBuf::from(flag),
+                message: "needs a campaign file: with --series alone the series chooses the campaigns, each with kernels and boots of its own".into(),
+            }
+            .into());
+        }
+    }
+    let chose = choose::choose(&args.campaign.sources, &cache_dir(&args.campaign), sink).await?;
+    sink.emit(Event::Output(chose.text.clone()));
+    let base_out = args.out.clone().unwrap_or_else(|| {
+        let stamp = jiff::ZonedDateTime::now()
+            .strftime("%Y%m%d-%H%M%S")
+            .to_string();
+        PathBuf::from("patchbench-out").join(format!("series-{stamp}"))
+    });
+    let runs: Vec<(Option<PathBuf>, Option<usize>)> = if chose.choice.chosen.is_empty() {
+        vec![(None, None)]
+    } else {
+        chose
+            .files()
+            .into_iter()
+            .map(Some)
+            .zip((0..).map(Some))
+            .collect()
+    };
+    let agent = crate::find_agent()?;
+    let mut regressed = Vec::new();
+    let mut guest: Option<anyhow::Error> = None;
+    for (file, chosen) in runs {
+        let campaign_args = CampaignArgs {
+            campaign: file.clone(),
+            sources: args.campaign.sources.clone(),
+            cache_dir: args.campaign.cache_dir.clone(),
+            cache_max: args.campaign.cache_max,
+        };
+        let plan = load_plan(&campaign_args, args.accel.map(Into::into))?;
+        let shown = file.as_deref().map_or("ci/smoke.yaml".to_string(), |f| {
+            crate::reach::shown(&chose.root, f)
+        });
+        let stem = file
+            .as_deref()
+            .and_then(|f| f.file_stem())
+            .map_or("smoke".to_string(), |s| s.to_string_lossy().into_owned());
+        let out_dir = base_out.join(stem);
+        sink.emit(Event::Note(format!(
+            "campaign {} ({shown}) into {}",
+            plan.name,
+            out_dir.display()
+        )));
+        let opts = campaign::RunOptions {
+            out_dir,
+            cache_dir: cache_dir(&args.campaign),
+            agent: agent.clone(),
+            cache_max: args.campaign.cache_max,
+            kernels: None,
+            shard: None,
+            reach: Some(chose.choice.record(chosen, &shown)),
+        };
+        match campaign::run(&plan, &opts, sink).await {
+            Ok(outcome) => {
+                sink.emit(Event::Output(format!(
+                    "== {} ({shown})\n{}",
+                    plan.name,
+                    crate::report::terminal_of(&outcome.results, &outcome.rows)
+                )));
+                sink.emit(Event::Note(format!(
+                    "results: {}",
+                    outcome.results_path.display()
+                )));
+                sink.emit(Event::Note(format!(
+                    "report:  {}",
+                    outcome.markdown_path.display()
+                )));
+                regressed.extend(
+                    crate::report::regressed_metrics(&outcome.rows)
+                        .into_iter()
+                        .map(|m| format!("{}: {m}", plan.name)),
+                );
+            }
+            Err(e) if crate::exit::code_for(&e) == crate::exit::GUEST => {
+                let e = e.context(format!("campaign {} ({shown})", plan.name));
+                sink.emit(Event::Note(format!(
+                    "warning: {e:#}; the next campaign runs"
+                )));
+                guest.get_or_insert(e);
+            }
+            Err(e) => return Err(e.context(format!("campaign {} ({shown})", plan.name))),
+        }
+    }
+    if chose.choice.chosen.is_empty() {
+        sink.emit(Event::Output(format!(
+            "WARNING: {}.\n",
+            crate::reach::NOTHING_REACHED
+        )));
+    }
+    if let Some(e) = guest {
+        return Err(e);
+    }
+    if regressed.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::exit::Regressed { metrics: regressed }.into())
+    }
 }
 
 async fn apply(args: ApplyArgs, sink: &dyn Sink) -> anyhow::Result<()> {

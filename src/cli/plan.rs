@@ -44,9 +44,15 @@ pub struct PlanArgs {
     /// With `--jobs shards`: how many runners share each campaign's boots.
     #[arg(long, value_name = "N", default_value_t = 2)]
     shards: u32,
-    /// Overrides every campaign's tree and series, as for `run`.
+    /// Overrides every campaign's tree and series, as for `run`. With
+    /// --series and no campaign file, the series chooses the campaigns.
     #[command(flatten)]
     sources: SourceArgs,
+    /// Imported trees, kept between runs (a series that chooses its
+    /// campaigns is applied to the tree to see what it changes)
+    /// [default: $XDG_CACHE_HOME/patchbench or ~/.cache/patchbench].
+    #[arg(long, value_name = "DIR", env = "PATCHBENCH_CACHE")]
+    cache_dir: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -81,13 +87,34 @@ Matrix format (--matrix), one line of JSON for $GITHUB_OUTPUT:
     in icount or the cost lane: the bench fields, a slug per shard, and
       shard     I/N
 
+Campaigns chosen by the series (--series without a campaign file): the
+series is applied to the tree (--tree, else the built-in campaign's) and
+each function whose lines it changes is found in the tree's C; the
+campaigns of ci/seeds/ whose `reaches:` block declares that function, or
+whose committed runs saw the base kernel execute it, are chosen, and the
+plan says which function each executes and how that is known. A series
+that changes nothing any campaign executes is told so: `run` would run the
+smoke campaign as a sanity check only. Nothing is built or booted.
+
 Examples:
+  patchbench plan --series patches/memcg-dfl-local-skip      # which campaigns, and why
   patchbench plan ci/smoke.yaml
   patchbench plan --matrix --jobs build ci/smoke.yaml
   echo \"bench=$(patchbench plan --matrix --jobs bench ci/*.yaml)\" >> \"$GITHUB_OUTPUT\"";
 
-pub(super) fn plan(args: PlanArgs, sink: &dyn Sink) -> anyhow::Result<()> {
-    let plans = load_all(&args)?;
+pub(super) async fn plan(args: PlanArgs, sink: &dyn Sink) -> anyhow::Result<()> {
+    let (files, chose) = if super::choose::wanted(args.campaigns.len(), &args.sources) {
+        let cache = args
+            .cache_dir
+            .clone()
+            .unwrap_or_else(super::args::default_cache_dir);
+        let chose = super::choose::choose(&args.sources, &cache, sink).await?;
+        let files = chose.files();
+        (files, Some(chose))
+    } else {
+        (args.campaigns.clone(), None)
+    };
+    let plans = load_all(&files, &args.sources)?;
     let text = if args.matrix {
         let matrix = match args.jobs {
             PlanJobs::Build => build_matrix(&plans)?,
@@ -96,7 +123,10 @@ pub(super) fn plan(args: PlanArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         };
         format!("{matrix}\n")
     } else {
-        describe(&plans)?
+        match &chose {
+            Some(chose) => format!("{}\n{}", chose.text, describe(&plans)?),
+            None => describe(&plans)?,
+        }
     };
     sink.emit(Event::Output(text));
     Ok(())
@@ -109,17 +139,18 @@ pub(super) struct Planned {
     plan: Plan,
 }
 
-fn load_all(args: &PlanArgs) -> anyhow::Result<Vec<Planned>> {
-    let files: Vec<Option<PathBuf>> = if args.campaigns.is_empty() {
+/// The plans of `campaigns` (none: the built-in one) with `sources` applied.
+fn load_all(campaigns: &[PathBuf], sources: &SourceArgs) -> anyhow::Result<Vec<Planned>> {
+    let files: Vec<Option<PathBuf>> = if campaigns.is_empty() {
         vec![None]
     } else {
-        args.campaigns.iter().cloned().map(Some).collect()
+        campaigns.iter().cloned().map(Some).collect()
     };
     let mut planned: Vec<Planned> = Vec::new();
     for file in files {
         let campaign_args = CampaignArgs {
             campaign: file.clone(),
-            sources: args.sources.clone(),
+            sources: sources.clone(),
             cache_dir: None,
             cache_max: crate::build::cache::DEFAULT_BUDGET,
         };
@@ -333,7 +364,7 @@ mod tests {
         let Command::Plan(args) = cli.command else {
             panic!("not plan")
         };
-        load_all(&args).unwrap()
+        load_all(&args.campaigns, &args.sources).unwrap()
     }
 
     #[test]
@@ -399,7 +430,10 @@ mod tests {
         let Command::Plan(args) = cli.command else {
             panic!("not plan")
         };
-        let err = load_all(&args).err().unwrap().to_string();
+        let err = load_all(&args.campaigns, &args.sources)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("both named \"smoke\""), "{err}");
     }
 

@@ -47,6 +47,9 @@ fn accelerator(out: &mut String, results: &Results) {
     if let Some(line) = super::format::cputime_line(results) {
         let _ = writeln!(out, "> {line}\n");
     }
+    for line in results.reach.iter().flat_map(|r| r.lines()) {
+        let _ = writeln!(out, "> **{line}**\n");
+    }
 }
 
 /// The boots a guest failure stopped, as a warning above the tables.

@@ -22,6 +22,9 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
     if let Some(line) = super::format::cputime_line(results) {
         out.push_str(&format!("{line}\n"));
     }
+    for line in results.reach.iter().flat_map(|r| r.lines()) {
+        out.push_str(&format!("{line}\n"));
+    }
     for failed in super::failures::failed_boots(results) {
         out.push_str(&format!(
             "stopped: {}\n",

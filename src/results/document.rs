@@ -54,6 +54,10 @@ pub struct Results {
     /// record, not an input.
     #[serde(default)]
     pub comparisons: Vec<ComparisonRecord>,
+    /// Why this campaign ran for the series, when `run --series` chose it
+    /// (absent when a campaign file was given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach: Option<ReachRecord>,
 }
 
 impl Results {

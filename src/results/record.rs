@@ -564,3 +564,60 @@ pub struct Timing {
     pub stage: String,
     pub seconds: f64,
 }
+
+/// Why `run --series` without a campaign file ran this campaign for its
+/// series (absent when a campaign file was given).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReachRecord {
+    /// The functions the series changes that this campaign executes, each
+    /// with how that is known. Empty: no shipped campaign executes any,
+    /// and this run is a sanity check that says nothing about the series.
+    pub executes: Vec<ReachedRecord>,
+    /// Functions the series changes that no shipped campaign executes
+    /// (`file: function`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreached: Vec<String>,
+}
+
+impl ReachRecord {
+    /// What must stand wherever a run of a series that no shipped campaign
+    /// reaches is reported.
+    pub const NOTHING_REACHED: &str = "no shipped workload executes the code this series changes, so this run is a sanity check of the tool only: its \"no clear difference\" says nothing about the series";
+
+    /// The report's lines about why the campaign ran: the functions of the
+    /// series it executes and how that is known, or the warning that it
+    /// executes none; then what no campaign executes.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.executes.is_empty() {
+            out.push(format!("WARNING: {}.", Self::NOTHING_REACHED));
+        } else {
+            for r in &self.executes {
+                out.push(format!(
+                    "Chosen for the series: it executes {} ({}); {}.",
+                    r.function,
+                    r.file,
+                    r.how.join("; ")
+                ));
+            }
+        }
+        if !self.unreached.is_empty() {
+            out.push(format!(
+                "No shipped workload executes {}: this run says nothing about them.",
+                self.unreached.join(", ")
+            ));
+        }
+        out
+    }
+}
+
+/// One function of the series a chosen campaign executes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReachedRecord {
+    pub function: String,
+    pub file: String,
+    /// `declared in ci/seeds/x.yaml: why`, `seen ... (results/.../results.json)`.
+    pub how: Vec<String>,
+}

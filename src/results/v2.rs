@@ -237,6 +237,7 @@ impl From<ResultsV2> for Results {
                 .collect(),
             timings: old.timings,
             comparisons: Vec::new(),
+            reach: None,
             boots_wall_seconds: None,
             shard: None,
         }

@@ -1,0 +1,148 @@
+//! `plan --series` and `run --series` without a campaign file: read what
+//! the series changes in the tree and choose the shipped campaigns that
+//! execute it (`reach`). Shared by both commands, so that `plan` prints
+//! exactly the choice `run` makes.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::args::{SourceArgs, tree_override};
+use crate::config::{self, Campaign, TreeSource};
+use crate::events::{Event, Sink};
+use crate::reach::{self, Candidate, Choice};
+use crate::series::SeriesSource;
+
+/// The choice for one series, and the candidates it chose from.
+pub(super) struct Chose {
+    pub candidates: Vec<Candidate>,
+    pub choice: Choice,
+    /// The choice for people, headed by the tree, base and series.
+    pub text: String,
+    /// The source checkout (where `ci/` is): paths are shown relative to it.
+    pub root: PathBuf,
+}
+
+impl Chose {
+    /// The chosen campaigns' files, in order.
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.choice
+            .chosen
+            .iter()
+            .map(|c| self.candidates[c.candidate].file.clone())
+            .collect()
+    }
+}
+
+/// Whether a command line asks for the series to choose the campaigns: a
+/// series given without a campaign file (`none`, the A/A self-check, has
+/// nothing to choose by and runs the built-in campaign).
+pub(super) fn wanted(campaign_files: usize, sources: &SourceArgs) -> bool {
+    campaign_files == 0 && sources.series.as_deref().is_some_and(|s| s != "none")
+}
+
+/// The tree the series is read against: `--tree`, else the built-in
+/// campaign's, which every candidate must share (checked in [`choose`]).
+fn tree_of(sources: &SourceArgs) -> anyhow::Result<TreeSource> {
+    if let Some(tree) = &sources.tree {
+        return Ok(tree_override(tree.clone(), sources.rev.clone()));
+    }
+    let origin = PathBuf::from("(built-in smoke campaign)");
+    let smoke = Campaign::parse(config::DEFAULT_CAMPAIGN, &origin)?;
+    Ok(resolved(smoke.tree, &config::default_campaign_dir()))
+}
+
+fn resolved(tree: TreeSource, dir: &Path) -> TreeSource {
+    match tree {
+        TreeSource::Tarball(p) => TreeSource::Tarball(dir.join(p)),
+        TreeSource::Git { path, rev } => TreeSource::Git {
+            path: dir.join(path),
+            rev,
+        },
+        url => url,
+    }
+}
+
+/// Apply the series to the tree (as `patchbench apply` does, nothing is
+/// checked out), read what it changes, and choose.
+pub(super) async fn choose(
+    sources: &SourceArgs,
+    cache_dir: &Path,
+    sink: &dyn Sink,
+) -> anyhow::Result<Chose> {
+    let series_text = sources
+        .series
+        .as_deref()
+        .context("--series is needed to choose campaigns by the series")?;
+    let ci = config::default_campaign_dir();
+    let root = ci.parent().unwrap_or(&ci).to_path_buf();
+    let tree_source = tree_of(sources)?;
+    let ci_dir = ci.clone();
+    let candidates = crate::blocking::unblock(move || reach::candidates(&ci_dir)).await?;
+    if sources.tree.is_none() {
+        for c in &candidates {
+            let theirs = resolved(c.tree.clone(), c.file.parent().unwrap_or(Path::new(".")));
+            anyhow::ensure!(
+                same_tree(&theirs, &tree_source),
+                "campaign file {} builds {theirs}, not the built-in campaign's {tree_source} that the series is read against; pass --tree",
+                c.file.display()
+            );
+        }
+    }
+    sink.emit(Event::Note(format!("tree: {tree_source}")));
+    let tree = crate::tree::obtain(&tree_source, cache_dir).await?;
+    let repo = tree.open()?;
+    let source = SeriesSource::parse(series_text, Path::new(""));
+    let lore_url = sources
+        .lore_url
+        .clone()
+        .unwrap_or_else(|| crate::series::lore::DEFAULT_BASE_URL.to_string());
+    // The touched functions are read where the series lands as every
+    // campaign would apply it: with the fuzz the command line allows.
+    let fuzz = sources.fuzz.unwrap_or(0);
+    let applied =
+        crate::campaign::apply_series(&repo, &tree, &tree_source, &source, &lore_url, fuzz).await?;
+    let commits: Vec<Option<git2::Oid>> = applied
+        .patches
+        .iter()
+        .map(|p| (!p.already_applied()).then_some(p.commit))
+        .collect();
+    let (repo_path, base) = (tree.repo_path.clone(), applied.base);
+    let what = source.to_string();
+    let (touched, candidates, notes) = crate::blocking::unblock(move || {
+        let repo = crate::tree::Tree::open_path(&repo_path)?;
+        let touched = reach::touched::of_commits(&repo, base, &commits)
+            .with_context(|| format!("cannot read what series {what} changes"))?;
+        let mut candidates = candidates;
+        let notes = reach::drop_undefined(&repo, base, &mut candidates)
+            .context("cannot read the declared functions' files in the base tree")?;
+        anyhow::Ok((touched, candidates, notes))
+    })
+    .await?;
+    for note in notes {
+        sink.emit(Event::Note(format!("warning: {note}")));
+    }
+    let choice = reach::choose(&touched, &candidates, &root);
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "series {source} on {tree_source}\n{}",
+        applied.summary()
+    );
+    text.push_str(&reach::render(&choice, &candidates));
+    Ok(Chose {
+        candidates,
+        choice,
+        text,
+        root,
+    })
+}
+
+fn same_tree(a: &TreeSource, b: &TreeSource) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    match (a, b) {
+        (TreeSource::Tarball(x), TreeSource::Tarball(y)) => canon(x) == canon(y),
+        _ => a == b,
+    }
+}
