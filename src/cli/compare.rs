@@ -114,6 +114,12 @@ fn verdict(regressed: Vec<String>, stopped: Vec<String>) -> anyhow::Result<()> {
 /// Where a finished run's files are, then its exit: 1 when a metric
 /// regressed (`run` and `merge` end alike).
 pub(super) fn written(outcome: &crate::campaign::Outcome, sink: &dyn Sink) -> anyhow::Result<()> {
+    files_written(outcome, sink);
+    fail_on_regression(&outcome.rows)
+}
+
+/// Where a finished run's results.json and report.md are.
+pub(super) fn files_written(outcome: &crate::campaign::Outcome, sink: &dyn Sink) {
     sink.emit(Event::Note(format!(
         "results: {}",
         outcome.results_path.display()
@@ -122,7 +128,6 @@ pub(super) fn written(outcome: &crate::campaign::Outcome, sink: &dyn Sink) -> an
         "report:  {}",
         outcome.markdown_path.display()
     )));
-    fail_on_regression(&outcome.rows)
 }
 
 #[cfg(test)]

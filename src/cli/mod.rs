@@ -333,14 +333,7 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
                     plan.name,
                     crate::report::terminal_of(&outcome.results, &outcome.rows)
                 )));
-                sink.emit(Event::Note(format!(
-                    "results: {}",
-                    outcome.results_path.display()
-                )));
-                sink.emit(Event::Note(format!(
-                    "report:  {}",
-                    outcome.markdown_path.display()
-                )));
+                compare::files_written(&outcome, sink);
                 regressed.extend(
                     crate::report::regressed_metrics(&outcome.rows)
                         .into_iter()
