@@ -145,11 +145,16 @@ fn smoke_campaign_measures_every_boot_with_zswap_on() {
     // The daemons' time is left out: a periodic work item lands in one
     // sample of three (3.5 ms of kworker time in the second sample of both
     // A boots, under 0.1 ms in the others), an inconclusive that is a fact.
+    // So is the whole guest's system and interrupt time: with two busy
+    // vCPUs one instruction counter serves both (docs/cputime.md), and the
+    // README's smoke run reads guest_sys_ns +17.18% [−9.34%, +70.12%].
     assert!(
         results
             .comparisons
             .iter()
             .filter(|c| !["kworker_ns", "kswapd_ns", "kcompactd_ns"].contains(&c.metric.as_str()))
+            .filter(|c| !["guest_sys_ns", "guest_irq_ns", "guest_softirq_ns"]
+                .contains(&c.metric.as_str()))
             .all(|c| c.verdict != VerdictRecord::Inconclusive),
         "{}",
         outcome.markdown
