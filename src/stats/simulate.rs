@@ -45,25 +45,40 @@ pub fn aa_false_positive_rate(
     simulate(scenario, options, true)
 }
 
+/// A simulated layout's checks, shared by both simulations: boots on each
+/// side, samples per boot, finite non-negative CVs, some simulations.
+fn check_layout(
+    (a_boots, b_boots, per_boot): (usize, usize, usize),
+    cvs_pct: &[f64],
+    simulations: usize,
+) -> Result<(), StatsError> {
+    let invalid = |field| Err(StatsError::ScenarioInvalid { field });
+    if a_boots == 0 || b_boots == 0 {
+        return invalid("boots");
+    }
+    if per_boot == 0 {
+        return invalid("per_boot");
+    }
+    if !cvs_pct.iter().all(|x| *x >= 0.0 && x.is_finite()) {
+        return invalid("cv_pct");
+    }
+    if simulations == 0 {
+        return invalid("simulations");
+    }
+    Ok(())
+}
+
 fn simulate(
     scenario: &NullScenario,
     options: &CompareOptions,
     skip_insignificant: bool,
 ) -> Result<f64, StatsError> {
     options.validate()?;
-    let invalid = |field| Err(StatsError::ScenarioInvalid { field });
-    if scenario.a_boots == 0 || scenario.b_boots == 0 {
-        return invalid("boots");
-    }
-    if scenario.per_boot == 0 {
-        return invalid("per_boot");
-    }
-    if !(scenario.cv_pct >= 0.0 && scenario.cv_pct.is_finite()) {
-        return invalid("cv_pct");
-    }
-    if scenario.simulations == 0 {
-        return invalid("simulations");
-    }
+    check_layout(
+        (scenario.a_boots, scenario.b_boots, scenario.per_boot),
+        &[scenario.cv_pct],
+        scenario.simulations,
+    )?;
     let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
     let mut draw_boots = |boots: usize| -> Vec<Vec<f64>> {
         (0..boots)
@@ -146,23 +161,14 @@ pub fn sequential_rates(
     options: &CompareOptions,
 ) -> Result<SequentialRates, StatsError> {
     options.validate()?;
-    let invalid = |field| Err(StatsError::ScenarioInvalid { field });
-    if scenario.a_boots == 0 || scenario.b_boots == 0 {
-        return invalid("boots");
-    }
-    if scenario.per_boot == 0 {
-        return invalid("per_boot");
-    }
     if scenario.rounds == 0 {
-        return invalid("rounds");
+        return Err(StatsError::ScenarioInvalid { field: "rounds" });
     }
-    let finite = |x: f64| x >= 0.0 && x.is_finite();
-    if !finite(scenario.within_cv_pct) || !finite(scenario.between_cv_pct) {
-        return invalid("cv_pct");
-    }
-    if scenario.simulations == 0 {
-        return invalid("simulations");
-    }
+    check_layout(
+        (scenario.a_boots, scenario.b_boots, scenario.per_boot),
+        &[scenario.within_cv_pct, scenario.between_cv_pct],
+        scenario.simulations,
+    )?;
     let mut rng = ChaCha8Rng::seed_from_u64(scenario.seed);
     let boot = |mean: f64, rng: &mut ChaCha8Rng| -> Vec<f64> {
         let centre = mean * (1.0 + scenario.between_cv_pct / 100.0 * standard_normal(rng));
