@@ -57,10 +57,12 @@ pub struct Campaign {
     /// The variant the others are compared with [default: the first].
     #[serde(default)]
     pub baseline: Option<String>,
-    /// One variant per prefix of the series (the base, + patch 1, ...,
-    /// + the whole series), to see what each patch does.
+    /// `true`: one variant per prefix of the series (the base, + patch 1,
+    /// ..., + the whole series), to see what each patch does. `bisect`:
+    /// base against the whole series, then a hunt by bisection for the
+    /// first patch that makes the change.
     #[serde(default)]
-    pub per_patch: bool,
+    pub per_patch: crate::variants::PerPatch,
     /// The public-inbox archive `lore:` series are fetched from.
     #[serde(default = "default_lore_url")]
     pub lore_url: String,
@@ -222,7 +224,7 @@ pub enum CostModel {
     Cache,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VmConfig {
     pub memory: ByteSize,
@@ -509,12 +511,15 @@ pub struct Overrides {
     pub lore_url: Option<String>,
     /// `--per-patch`: one variant per prefix of the series.
     pub per_patch: bool,
+    /// `--bisect`: hunt the first patch that makes the change.
+    pub bisect: bool,
     /// `--fuzz N`.
     pub fuzz: Option<u32>,
 }
 
-/// A validated campaign with absolute paths.
-#[derive(Debug)]
+/// A validated campaign with absolute paths. Cloned by a hunt, whose
+/// every step is the campaign with two prefixes as its variants.
+#[derive(Debug, Clone)]
 pub struct Plan {
     pub name: String,
     /// The campaign file, or `None` for the built-in default.
@@ -677,13 +682,15 @@ impl Campaign {
         for word in &self.kernel.cmdline {
             crate::variants::check_cmdline_word("kernel", word).map_err(variant_error)?;
         }
-        let variants = crate::variants::plan(
-            self.variants,
-            self.baseline,
-            self.per_patch || overrides.per_patch,
-            base_dir,
-        )
-        .map_err(variant_error)?;
+        let per_patch = if overrides.bisect {
+            crate::variants::PerPatch::Bisect
+        } else if overrides.per_patch {
+            crate::variants::PerPatch::Every
+        } else {
+            self.per_patch
+        };
+        let variants = crate::variants::plan(self.variants, self.baseline, per_patch, base_dir)
+            .map_err(variant_error)?;
         Ok(Plan {
             name: self.name,
             source: Some(origin.to_owned()).filter(|p| p.exists()),
@@ -928,6 +935,34 @@ mod tests {
         assert_eq!(plan(&fuzzy, None), 2);
         assert_eq!(plan(&fuzzy, Some(0)), 0);
         assert_eq!(plan(DEFAULT_CAMPAIGN, Some(1)), 1);
+    }
+
+    #[test]
+    fn a_hunt_is_asked_by_the_campaign_or_by_the_command_line() {
+        let plan = |text: &str, overrides: Overrides| {
+            Campaign::parse(text, Path::new("x.yaml"))
+                .unwrap()
+                .into_plan(Path::new("x.yaml"), &default_campaign_dir(), overrides)
+                .map(|p| p.variants)
+                .map_err(|e| e.chain())
+        };
+        let hunt = format!("per_patch: bisect\n{DEFAULT_CAMPAIGN}");
+        assert_eq!(plan(&hunt, Overrides::default()), Ok(VariantSet::Bisect));
+        let bisect = Overrides {
+            bisect: true,
+            ..Overrides::default()
+        };
+        assert_eq!(
+            plan(DEFAULT_CAMPAIGN, bisect.clone()),
+            Ok(VariantSet::Bisect)
+        );
+        // The command line wins over the campaign's every-prefix waterfall.
+        let waterfall = format!("per_patch: true\n{DEFAULT_CAMPAIGN}");
+        assert_eq!(plan(&waterfall, bisect), Ok(VariantSet::Bisect));
+        let with_variants =
+            format!("per_patch: bisect\nvariants: [{{name: a}}, {{name: b}}]\n{DEFAULT_CAMPAIGN}");
+        let err = plan(&with_variants, Overrides::default()).unwrap_err();
+        assert!(err.contains("remove `variants:`"), "{err}");
     }
 
     #[test]

@@ -45,6 +45,17 @@ pub struct Regressed {
     pub metrics: Vec<String>,
 }
 
+/// A hunt (`run --bisect`) over a series that regressed: the metrics the
+/// whole series regressed, and what the hunt found of where.
+#[derive(Debug, thiserror::Error)]
+#[error("the series regressed: {}; {found}", .metrics.join(", "))]
+pub struct HuntRegressed {
+    pub metrics: Vec<String>,
+    /// "the first patch with the regression is 4/7 ...", or why the hunt
+    /// named none.
+    pub found: String,
+}
+
 /// Stored results in which a guest failure stopped boots (`patchbench
 /// compare`): what was measured is shown, and the exit code is the
 /// guest's, as the run's was.
@@ -60,7 +71,7 @@ pub struct Stopped {
 /// Anything else (a full disk while writing results, say) is the host's.
 pub fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
-        if cause.is::<Regressed>() {
+        if cause.is::<Regressed>() || cause.is::<HuntRegressed>() {
             return REGRESSION;
         }
         if cause.is::<Stopped>() {
@@ -75,6 +86,15 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         // A results document that is not one (truncated, hand-edited, of a
         // future schema, of another experiment) is bad input; one that
         // cannot be read is the host's.
+        if let Some(hunt) = cause.downcast_ref::<crate::results::hunt::HuntError>() {
+            use crate::results::hunt::HuntError;
+            return match hunt {
+                HuntError::Parse { .. } | HuntError::Schema { .. } | HuntError::Foreign { .. } => {
+                    USAGE
+                }
+                HuntError::Read { .. } => INFRASTRUCTURE,
+            };
+        }
         if let Some(results) = cause.downcast_ref::<ResultsError>() {
             return match results {
                 ResultsError::Parse { .. }
@@ -216,6 +236,19 @@ mod tests {
         });
         assert_eq!(code_for(&regressed), REGRESSION);
         assert_eq!(regressed.to_string(), "the patch regressed: pageout_cpu_ns");
+        // A hunt over a regressed series exits as a run of it would, and
+        // says where the hunt found the regression.
+        let hunted = anyhow::Error::new(HuntRegressed {
+            metrics: vec!["pageout_cpu_ns (p7 vs base)".into()],
+            found: "the first patch with the regression is 4/7".into(),
+        })
+        .context("bisect");
+        assert_eq!(code_for(&hunted), REGRESSION);
+        let foreign_hunt = anyhow::Error::new(crate::results::hunt::HuntError::Foreign {
+            path: "out/bisect.json".into(),
+            what: "the series",
+        });
+        assert_eq!(code_for(&foreign_hunt), USAGE);
         let kvm = anyhow::Error::new(KvmUnusable {
             reason: "no".into(),
         });

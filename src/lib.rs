@@ -2,11 +2,13 @@
 //!
 //! [`model`] is the vocabulary at the bottom, importing nothing of the crate.
 //! The modules follow the pipeline: [`config`] → [`tree`] / [`series`] →
-//! [`kconfig`] / [`build`] → [`kbuild`] / [`image`] / [`vm`] (and [`cost`], the cost lane) → [`campaign`] → [`stats`] →
+//! [`kconfig`] / [`build`] → [`kbuild`] / [`image`] / [`vm`] (and [`cost`], the cost lane) → [`campaign`] (and
+//! [`bisect`], a hunt of campaigns) → [`stats`] →
 //! [`results`] / [`report`] → [`html`] / [`github`]. [`process`] is the only module that spawns host
 //! processes; [`events`] is how the engine talks to the UI.
 
 pub mod apply;
+pub mod bisect;
 pub mod blocking;
 pub mod build;
 pub mod campaign;

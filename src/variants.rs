@@ -1,7 +1,9 @@
 //! The variants of a campaign: what each kernel-and-settings combination
 //! is, validated from the campaign's `variants:` (or made by `per_patch`,
 //! or today's A/B when neither is given), then resolved against the loaded
-//! series into the list the campaign boots, the baseline first.
+//! series into the list the campaign boots, the baseline first. A hunt
+//! (`per_patch: bisect`) has no fixed variants: each of its steps is an
+//! A/B of two prefixes ([`VariantSet::prefixes`]).
 //!
 //! A variant is the base plus any of: a prefix of the series (`patches:
 //! none | all | N`), extra kconfig fragments, extra kernel command-line
@@ -43,6 +45,39 @@ impl<'de> Deserialize<'de> for Patches {
             Ok(Raw::Word(w)) if w == "all" => Ok(Patches::All),
             _ => Err(serde::de::Error::custom(
                 "patches: expected `none`, `all` or how many of the series' first patches",
+            )),
+        }
+    }
+}
+
+/// `per_patch:` in a campaign: what the campaign does with the series'
+/// prefixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PerPatch {
+    /// `false` (the default): the variants the campaign lists, or A/B.
+    #[default]
+    Off,
+    /// `true`: the base and every prefix of the series, with a waterfall.
+    Every,
+    /// `bisect`: base against the whole series, then a hunt by bisection
+    /// for the first patch that makes the change (`crate::bisect`).
+    Bisect,
+}
+
+impl<'de> Deserialize<'de> for PerPatch {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Flag(bool),
+            Word(String),
+        }
+        match Raw::deserialize(d) {
+            Ok(Raw::Flag(false)) => Ok(PerPatch::Off),
+            Ok(Raw::Flag(true)) => Ok(PerPatch::Every),
+            Ok(Raw::Word(w)) if w == "bisect" => Ok(PerPatch::Bisect),
+            _ => Err(serde::de::Error::custom(
+                "per_patch: expected `true` (every prefix, a waterfall), `false` or `bisect` (hunt the first patch that makes the change)",
             )),
         }
     }
@@ -95,6 +130,9 @@ pub enum VariantSet {
     Listed(Vec<VariantPlan>),
     /// `per_patch`: the base, then the base plus each prefix of the series.
     PerPatch,
+    /// `per_patch: bisect`: no fixed variants; the hunt runs one A/B of
+    /// two prefixes per step ([`VariantSet::prefixes`]).
+    Bisect,
 }
 
 /// A variant resolved against the series: what the campaign builds and
@@ -140,6 +178,10 @@ pub enum VariantError {
     PerPatchWithVariants,
     #[error("per_patch needs a series of at least one patch; this one has none")]
     PerPatchEmpty,
+    #[error(
+        "per_patch: bisect chooses its prefixes as the hunt goes: only `patchbench run` runs it, one A/B of two prefixes per step"
+    )]
+    BisectHasNoFixedVariants,
     #[error("{at}.settings: {path:?} {problem}")]
     SettingPath {
         at: String,
@@ -260,13 +302,21 @@ fn check_settings(at: &str, settings: yaml_serde::Mapping) -> Result<Vec<Setting
 pub fn plan(
     variants: Option<Vec<VariantConfig>>,
     baseline: Option<String>,
-    per_patch: bool,
+    per_patch: PerPatch,
     base_dir: &Path,
 ) -> Result<VariantSet, VariantError> {
+    if per_patch != PerPatch::Off && variants.is_some() {
+        return Err(VariantError::PerPatchWithVariants);
+    }
+    if per_patch != PerPatch::Off
+        && let Some(name) = baseline
+    {
+        return Err(VariantError::BaselineWithoutVariants { name });
+    }
     let configs = match (variants, per_patch) {
-        (Some(_), true) => return Err(VariantError::PerPatchWithVariants),
-        (None, true) => return Ok(VariantSet::PerPatch),
-        (None, false) => {
+        (_, PerPatch::Every) => return Ok(VariantSet::PerPatch),
+        (_, PerPatch::Bisect) => return Ok(VariantSet::Bisect),
+        (None, PerPatch::Off) => {
             if let Some(name) = baseline {
                 return Err(VariantError::BaselineWithoutVariants { name });
             }
@@ -287,7 +337,7 @@ pub fn plan(
                 },
             ]));
         }
-        (Some(configs), false) => configs,
+        (Some(configs), PerPatch::Off) => configs,
     };
     if configs.len() < 2 {
         return Err(VariantError::TooFew {
@@ -355,7 +405,33 @@ impl VariantSet {
                 .collect::<Vec<_>>()
                 .join("/"),
             VariantSet::PerPatch => "base, p1 ... pN (one variant per prefix of the series)".into(),
+            VariantSet::Bisect => format!(
+                "base/pN, then base/pK for each bisection step (about log2(N) steps), each {}",
+                order
+                    .boots(2)
+                    .into_iter()
+                    .map(|i| ["base", "pK"][i])
+                    .collect::<Vec<_>>()
+                    .join("/")
+            ),
         }
+    }
+
+    /// One step of a hunt: the base plus the first `baseline` patches
+    /// against the base plus the first `variant` (`variant > baseline`),
+    /// named `base` or `p<K>`.
+    pub fn prefixes(baseline: usize, variant: usize) -> VariantSet {
+        let plan = |patches: usize| VariantPlan {
+            name: prefix_name(patches),
+            patches: match patches {
+                0 => Patches::None,
+                k => Patches::First(k),
+            },
+            fragments: Vec::new(),
+            cmdline: Vec::new(),
+            settings: Vec::new(),
+        };
+        VariantSet::Listed(vec![plan(baseline), plan(variant)])
     }
 
     /// The variants of a series of `patches` patches (each prefix checked
@@ -370,12 +446,7 @@ impl VariantSet {
                 }
                 Ok((0..=have)
                     .map(|k| Variant {
-                        name: VariantName::new(if k == 0 {
-                            "base".to_string()
-                        } else {
-                            format!("p{k}")
-                        })
-                        .expect("base and pN are valid names"),
+                        name: prefix_name(k),
                         description: match k {
                             0 => "the base".to_string(),
                             k => format!("+ patch {k}/{have}: {}", subjects[k - 1]),
@@ -387,6 +458,7 @@ impl VariantSet {
                     })
                     .collect())
             }
+            VariantSet::Bisect => Err(VariantError::BisectHasNoFixedVariants),
             VariantSet::Listed(plans) => plans
                 .iter()
                 .map(|v| {
@@ -414,6 +486,16 @@ impl VariantSet {
                 .collect(),
         }
     }
+}
+
+/// The name of the variant with the first `patches` patches: `base`, `p1`,
+/// `p2`...
+pub fn prefix_name(patches: usize) -> VariantName {
+    VariantName::new(match patches {
+        0 => "base".to_string(),
+        k => format!("p{k}"),
+    })
+    .expect("base and pN are valid names")
 }
 
 /// "the base + the series", "the base + patches 1-2 of 3; kconfig x.config;
@@ -460,7 +542,7 @@ mod tests {
 
     fn parse(yaml: &str) -> Result<VariantSet, VariantError> {
         let configs: Vec<VariantConfig> = yaml_serde::from_str(yaml).unwrap();
-        plan(Some(configs), None, false, Path::new("/"))
+        plan(Some(configs), None, PerPatch::Off, Path::new("/"))
     }
 
     fn names(set: &VariantSet, subjects: usize) -> Vec<(String, usize)> {
@@ -474,7 +556,7 @@ mod tests {
 
     #[test]
     fn without_variants_a_campaign_is_a_and_b() {
-        let set = plan(None, None, false, Path::new("/")).unwrap();
+        let set = plan(None, None, PerPatch::Off, Path::new("/")).unwrap();
         assert_eq!(names(&set, 3), [("A".into(), 0), ("B".into(), 3)]);
         let resolved = set.resolve(&["x".into()]).unwrap();
         assert_eq!(resolved[0].description, "the base");
@@ -485,7 +567,7 @@ mod tests {
 
     #[test]
     fn per_patch_makes_the_base_and_every_prefix() {
-        let set = plan(None, None, true, Path::new("/")).unwrap();
+        let set = plan(None, None, PerPatch::Every, Path::new("/")).unwrap();
         assert_eq!(
             names(&set, 3),
             [
@@ -499,13 +581,53 @@ mod tests {
     }
 
     #[test]
+    fn a_hunt_has_no_fixed_variants_and_each_step_is_two_prefixes() {
+        let set = plan(None, None, PerPatch::Bisect, Path::new("/")).unwrap();
+        assert_eq!(set, VariantSet::Bisect);
+        let err = set.resolve(&["x".into()]).unwrap_err().to_string();
+        assert!(err.contains("only `patchbench run` runs it"), "{err}");
+        assert_eq!(
+            set.describe_boots(crate::model::BootOrder::Aba),
+            "base/pN, then base/pK for each bisection step (about log2(N) steps), each base/pK/base"
+        );
+        let step = VariantSet::prefixes(0, 3);
+        assert_eq!(names(&step, 7), [("base".into(), 0), ("p3".into(), 3)]);
+        let own = VariantSet::prefixes(3, 4);
+        assert_eq!(names(&own, 7), [("p3".into(), 3), ("p4".into(), 4)]);
+        assert!(
+            own.resolve(&["1".into(), "2".into()]).is_err(),
+            "p4 of 2 patches"
+        );
+        // A hunt makes its own variants, as per_patch does.
+        assert_eq!(
+            plan(Some(vec![]), None, PerPatch::Bisect, Path::new("/")),
+            Err(VariantError::PerPatchWithVariants)
+        );
+    }
+
+    #[test]
+    fn per_patch_is_true_false_or_bisect() {
+        let p = |y: &str| yaml_serde::from_str::<PerPatch>(y).map_err(|e| e.to_string());
+        assert_eq!(p("true"), Ok(PerPatch::Every));
+        assert_eq!(p("false"), Ok(PerPatch::Off));
+        assert_eq!(p("bisect"), Ok(PerPatch::Bisect));
+        assert!(p("halves").unwrap_err().contains("`bisect`"));
+    }
+
+    #[test]
     fn knob_variants_share_a_kernel_and_the_baseline_comes_first() {
         let configs: Vec<VariantConfig> = yaml_serde::from_str(
             "- {name: on, settings: {/sys/module/zswap/parameters/shrinker_enabled: Y}}\n\
              - {name: off, settings: {/sys/module/zswap/parameters/shrinker_enabled: N}}",
         )
         .unwrap();
-        let set = plan(Some(configs), Some("off".into()), false, Path::new("/")).unwrap();
+        let set = plan(
+            Some(configs),
+            Some("off".into()),
+            PerPatch::Off,
+            Path::new("/"),
+        )
+        .unwrap();
         let resolved = set.resolve(&[]).unwrap();
         assert_eq!(resolved[0].name.as_str(), "off");
         assert_eq!(resolved[0].kernel_key(), resolved[1].kernel_key());
@@ -559,14 +681,14 @@ mod tests {
             "variant b: patches: 4, but the series has 2 patch(es)"
         );
         assert!(
-            plan(None, None, true, Path::new("/")).is_ok()
-                && plan(Some(vec![]), None, true, Path::new("/"))
+            plan(None, None, PerPatch::Every, Path::new("/")).is_ok()
+                && plan(Some(vec![]), None, PerPatch::Every, Path::new("/"))
                     == Err(VariantError::PerPatchWithVariants)
         );
         let unknown = plan(
             Some(yaml_serde::from_str("- {name: a}\n- {name: b}").unwrap()),
             Some("c".into()),
-            false,
+            PerPatch::Off,
             Path::new("/"),
         )
         .unwrap_err();

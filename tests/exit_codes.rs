@@ -109,6 +109,60 @@ fn bad_usage_exits_2_and_names_the_culprit() {
     );
 }
 
+/// A hunt (`run --bisect`, `per_patch: bisect`) refuses, with exit 2 and
+/// before anything is imported or built, what it cannot do: a waterfall,
+/// prebuilt kernels or a shard at once, `patchbench build` or a CI matrix
+/// (the hunt chooses its prefixes as it goes), and a damaged bisect.json
+/// to resume.
+#[test]
+fn what_a_hunt_cannot_do_exits_2_before_anything_runs() {
+    for conflict in [["--per-patch"], ["--kernels=/nowhere"], ["--shard=1/2"]] {
+        let mut args = vec!["run", "--bisect"];
+        args.extend(conflict);
+        let output = patchbench(&args);
+        let err = stderr(&output);
+        assert_eq!(code(&output), Some(exit::USAGE), "{conflict:?}: {err}");
+        assert!(err.contains("cannot be used with"), "{err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let campaign = dir.path().join("hunt.yaml");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = patchbench::config::DEFAULT_CAMPAIGN.replace("../", &format!("{}/", root.display()));
+    std::fs::write(&campaign, format!("per_patch: bisect\n{text}")).unwrap();
+    let cache = dir.path().join("cache");
+    let cache_arg = format!("--cache-dir={}", cache.display());
+    for args in [
+        vec!["build", campaign.to_str().unwrap(), &cache_arg],
+        vec!["plan", "--matrix", campaign.to_str().unwrap()],
+    ] {
+        let output = patchbench(&args);
+        let err = stderr(&output);
+        assert_eq!(code(&output), Some(exit::USAGE), "{args:?}: {err}");
+        assert!(
+            err.contains("hunt.yaml") && err.contains("per_patch: bisect"),
+            "{err}"
+        );
+    }
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(
+        out.join("bisect.json"),
+        "{\"hunt_schema_version\": 1, \"steps\": [",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(["run", "--bisect", "--out"])
+        .arg(&out)
+        .arg(&cache_arg)
+        .env("PATCHBENCH_AGENT", patchbench::find_agent().unwrap())
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert_eq!(code(&output), Some(exit::USAGE), "{err}");
+    assert!(err.contains("bisect.json is not a hunt document"), "{err}");
+    assert!(!cache.exists(), "the cache was touched: {err}");
+}
+
 /// A results.json left in `--out` that is not a results document, met by
 /// the same command resuming: refused with exit 2, naming the file and the
 /// byte, before anything is imported, built or booted; the file untouched.

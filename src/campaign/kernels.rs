@@ -736,7 +736,7 @@ mod tests {
     }
 
     fn ab() -> Vec<Variant> {
-        crate::variants::plan(None, None, false, Path::new("/"))
+        crate::variants::plan(None, None, crate::variants::PerPatch::Off, Path::new("/"))
             .unwrap()
             .resolve(&["x".into()])
             .unwrap()

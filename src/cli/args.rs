@@ -52,6 +52,8 @@ pub struct SourceArgs {
     /// One variant per prefix of the series: the base, the base + patch 1,
     /// ..., the base + the whole series. The report adds a waterfall of
     /// what each patch did. (A campaign's `per_patch: true` does the same.)
+    /// To find one patch in a long series in fewer kernels, see `run
+    /// --bisect`.
     #[arg(long)]
     pub per_patch: bool,
     /// Let a hunk apply with up to N context lines at each end that differ
@@ -110,6 +112,16 @@ pub fn tree_override(path: PathBuf, rev: Option<String>) -> TreeSource {
 
 /// Load the campaign (or the built-in one) and apply the flags to it.
 pub fn load_plan(args: &CampaignArgs, accel: Option<AccelChoice>) -> anyhow::Result<config::Plan> {
+    load_run_plan(args, accel, false)
+}
+
+/// [`load_plan`] for `patchbench run`, which may also be told to hunt
+/// (`--bisect`).
+pub fn load_run_plan(
+    args: &CampaignArgs,
+    accel: Option<AccelChoice>,
+    bisect: bool,
+) -> anyhow::Result<config::Plan> {
     let s = &args.sources;
     let overrides = Overrides {
         tree: s.tree.clone().map(|t| tree_override(t, s.rev.clone())),
@@ -117,9 +129,27 @@ pub fn load_plan(args: &CampaignArgs, accel: Option<AccelChoice>) -> anyhow::Res
         accel,
         lore_url: s.lore_url.clone(),
         per_patch: s.per_patch,
+        bisect,
         fuzz: s.fuzz,
     };
     load_plan_with(args.campaign.as_deref(), overrides)
+}
+
+/// Refuse a hunt (`per_patch: bisect`) where a command needs fixed
+/// variants: `what` says what cannot take it.
+pub fn refuse_bisect(plan: &config::Plan, what: &str) -> Result<(), config::ConfigError> {
+    if plan.variants != crate::variants::VariantSet::Bisect {
+        return Ok(());
+    }
+    Err(config::ConfigError::Invalid {
+        path: plan
+            .source
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("(built-in smoke campaign)")),
+        message: format!(
+            "per_patch: bisect (or --bisect) chooses the prefixes it builds as the hunt goes, so {what} cannot take it: run the hunt with `patchbench run`, or use per_patch: true for every prefix"
+        ),
+    })
 }
 
 /// Load a campaign file (or the built-in one) with only `accel` overridden.

@@ -25,6 +25,7 @@ pub struct BuildArgs {
 
 pub(super) async fn build(args: BuildArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let plan = load_plan(&args.campaign, None)?;
+    super::args::refuse_bisect(&plan, "`patchbench build`")?;
     let outcome = campaign::build_only(
         &plan,
         &cache_dir(&args.campaign),

@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use crate::campaign;
 use crate::events::{Event, Sink};
 pub use args::default_cache_dir;
-use args::{AccelArg, CampaignArgs, cache_dir, load_plan, tree_override};
+use args::{AccelArg, CampaignArgs, cache_dir, load_run_plan, tree_override};
 
 mod args;
 mod boot;
@@ -47,7 +47,7 @@ pub struct Cli {
 pub enum Command {
     /// Run an A/B campaign: apply, build, boot, measure, report.
     #[command(
-        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch: the campaigns that execute what it changes\n  patchbench plan --series ./my-series/                 # which campaigns, and why, without running\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml\n  patchbench build --out /tmp/k && patchbench run --kernels /tmp/k   # boot kernels built elsewhere"
+        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch: the campaigns that execute what it changes\n  patchbench plan --series ./my-series/                 # which campaigns, and why, without running\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml\n  patchbench build --out /tmp/k && patchbench run --kernels /tmp/k   # boot kernels built elsewhere\n  patchbench run --bisect --series ./my-series/ --out /tmp/hunt   # which patch of the series did it?"
     )]
     Run(RunArgs),
     /// Apply a series to a tree and report, per patch, whether and how it
@@ -196,6 +196,24 @@ pub struct RunArgs {
     /// (merge says when another round is needed).
     #[arg(long, value_name = "K", default_value_t = 1, requires = "shard")]
     round: u32,
+    /// Hunt the first patch of the series that makes the change, by
+    /// bisection: base against the whole series first, in the campaign's
+    /// protocol; then, if its primary metrics regressed (else improved,
+    /// else changed), base against the prefix halfway between the last
+    /// one without the change and the first with it, until one patch is
+    /// left: 1 + log2(N) kernel pairs at most (4 for 7 patches) where
+    /// --per-patch boots N + 1 kernels. A step that is neither the change
+    /// nor "no clear difference" stops the hunt, saying why. The patch
+    /// found gets its own interval against the prefix before it: across
+    /// the two steps' boots under icount (where the base, booted in both,
+    /// must agree with itself), in a step of its own elsewhere. Each step
+    /// is a campaign in OUT/bisect/p<K>/ (results.json, report.md); the
+    /// hunt is OUT/bisect.json and OUT/report.md, written after each step,
+    /// and the same --out resumes. Exit code: that of the whole series'
+    /// run (1 if it regressed). (A campaign's `per_patch: bisect` does the
+    /// same.)
+    #[arg(long, conflicts_with_all = ["per_patch", "kernels", "shard"])]
+    bisect: bool,
 }
 
 async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
@@ -214,7 +232,7 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
             path: PathBuf::from("--shard"),
             message,
         })?;
-    let plan = load_plan(&args.campaign, args.accel.map(Into::into))?;
+    let plan = load_run_plan(&args.campaign, args.accel.map(Into::into), args.bisect)?;
     let out_dir = args.out.unwrap_or_else(|| {
         let stamp = jiff::ZonedDateTime::now()
             .strftime("%Y%m%d-%H%M%S")
@@ -230,6 +248,9 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         shard,
         reach: None,
     };
+    if plan.variants == crate::variants::VariantSet::Bisect {
+        return hunt(&plan, &opts, sink).await;
+    }
     let outcome = campaign::run(&plan, &opts, sink).await?;
     if let Some(shard) = outcome.results.shard {
         sink.emit(Event::Output(format!(
@@ -275,6 +296,13 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
             .into());
         }
     }
+    if args.bisect {
+        return Err(crate::config::ConfigError::Invalid {
+            path: PathBuf::from("--bisect"),
+            message: "needs a campaign file: a hunt runs within one campaign (`patchbench plan --series X` names the campaigns that execute what the series changes; pass one of them)".into(),
+        }
+        .into());
+    }
     let chose = choose::choose(&args.campaign.sources, &cache_dir(&args.campaign), sink).await?;
     sink.emit(Event::Output(chose.text.clone()));
     let base_out = args.out.clone().unwrap_or_else(|| {
@@ -303,7 +331,7 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
             cache_dir: args.campaign.cache_dir.clone(),
             cache_max: args.campaign.cache_max,
         };
-        let plan = load_plan(&campaign_args, args.accel.map(Into::into))?;
+        let plan = args::load_plan(&campaign_args, args.accel.map(Into::into))?;
         let shown = file.as_deref().map_or("ci/smoke.yaml".to_string(), |f| {
             crate::reach::shown(&chose.root, f)
         });
@@ -364,6 +392,48 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     } else {
         Err(crate::exit::Regressed { metrics: regressed }.into())
     }
+}
+
+/// `run --bisect`: the hunt, its report, and the whole series' exit code.
+async fn hunt(
+    plan: &crate::config::Plan,
+    opts: &campaign::RunOptions,
+    sink: &dyn Sink,
+) -> anyhow::Result<()> {
+    let outcome = crate::bisect::run(plan, opts, sink).await?;
+    let spec = crate::workload::spec_for_kind(&outcome.hunt.workload);
+    sink.emit(Event::Output(crate::report::hunt::terminal(
+        &outcome.hunt,
+        spec.as_ref(),
+    )));
+    sink.emit(Event::Note(format!(
+        "hunt:   {}",
+        outcome.hunt_path.display()
+    )));
+    sink.emit(Event::Note(format!(
+        "report: {}",
+        outcome.markdown_path.display()
+    )));
+    if outcome.regressed.is_empty() {
+        return Ok(());
+    }
+    let found = match &outcome.hunt.state {
+        crate::results::hunt::HuntState::Found { .. }
+            if crate::bisect::hunts_regression(&outcome.hunt) =>
+        {
+            crate::report::hunt::conclusion(&outcome.hunt)
+        }
+        crate::results::hunt::HuntState::Stopped { lo, hi, .. } => format!(
+            "the hunt stopped with the first patch somewhere in {}",
+            crate::report::hunt::patch_range(*lo, *hi)
+        ),
+        _ => "no primary metric regressed, so the hunt looked for another change".to_string(),
+    };
+    Err(crate::exit::HuntRegressed {
+        metrics: outcome.regressed,
+        found,
+    }
+    .into())
 }
 
 async fn apply(args: ApplyArgs, sink: &dyn Sink) -> anyhow::Result<()> {

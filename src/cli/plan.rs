@@ -115,6 +115,14 @@ pub(super) async fn plan(args: PlanArgs, sink: &dyn Sink) -> anyhow::Result<()> 
         (args.campaigns.clone(), None)
     };
     let plans = load_all(&files, &args.sources)?;
+    if args.matrix {
+        for p in &plans {
+            super::args::refuse_bisect(
+                &p.plan,
+                "a CI matrix (its build jobs build fixed kernels)",
+            )?;
+        }
+    }
     let text = if args.matrix {
         let matrix = match args.jobs {
             PlanJobs::Build => build_matrix(&plans)?,
@@ -226,6 +234,7 @@ pub(super) fn build_key(plan: &Plan) -> anyhow::Result<String> {
     }
     match &plan.variants {
         VariantSet::PerPatch => field("per-patch", b""),
+        VariantSet::Bisect => field("bisect", b""),
         VariantSet::Listed(variants) => {
             for v in variants {
                 let patches = match v.patches {

@@ -82,7 +82,7 @@ pub fn candidates(ci_dir: &Path) -> Result<Vec<Candidate>, ReachError> {
             None => true,
             Some(variants) => variants.iter().any(|v| v.patches == Patches::All),
         };
-        if !measures_series && !campaign.per_patch {
+        if !measures_series && campaign.per_patch == crate::variants::PerPatch::Off {
             return Err(ReachError::NoSeriesVariant { file });
         }
         let here = file.parent().unwrap_or(Path::new("."));

@@ -5,6 +5,7 @@
 //!   steps of a per-patch campaign);
 //! - `markdown` and `terminal`: the two text renderings;
 //! - `waterfall`: what each patch of a series did;
+//! - `hunt`: a bisection's steps, the patch it found and its own interval;
 //! - `profile`: the cost lane's top symbols by Δ modeled cycles, and its
 //!   banner;
 //! - `failures`: the boots a guest failure stopped;
@@ -12,6 +13,7 @@
 
 mod failures;
 mod format;
+pub mod hunt;
 mod markdown;
 pub mod profile;
 mod rows;

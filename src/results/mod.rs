@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 pub mod comparison;
 mod document;
+pub mod hunt;
 pub mod merge;
 pub mod record;
 mod v2;
