@@ -11,13 +11,18 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const SERIES: &[(&str, &[(&str, &str)])] = &[
+/// (series, the fuzz it needs, [(campaign, function it executes)]).
+type Row = (&'static str, u32, &'static [(&'static str, &'static str)]);
+
+const SERIES: &[Row] = &[
     (
         "patches/zswap-counter",
+        0,
         &[("seed-000-counter", "mm/memcontrol.c: obj_cgroup_may_zswap")],
     ),
     (
         "patches/memcg-dfl-local-skip",
+        0,
         &[
             (
                 "seed-000-counter",
@@ -35,6 +40,7 @@ const SERIES: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "patches/swapin-margin",
+        0,
         &[
             (
                 "seed-003-reclaim-refault-cost",
@@ -46,20 +52,70 @@ const SERIES: &[(&str, &[(&str, &str)])] = &[
             ),
         ],
     ),
-    ("tests/fixtures/reach/ksm-nice.patch", &[]),
+    ("tests/fixtures/reach/ksm-nice.patch", 0, &[]),
+    // Real upstream series (tests/fixtures/outside-series, PROVENANCE.md in
+    // each); the two that need fuzz 2 are refused without it.
+    (
+        "tests/fixtures/outside-series/zswap-skip-empty-invalidate",
+        0,
+        &[(
+            "seed-003-reclaim-refault-cost",
+            "mm/zswap.c: zswap_invalidate",
+        )],
+    ),
+    (
+        "tests/fixtures/outside-series/memcg-stat-tracing",
+        0,
+        &[(
+            "seed-003-reclaim-refault-cost",
+            "mm/memcontrol.c: __mod_memcg_lruvec_state",
+        )],
+    ),
+    (
+        "tests/fixtures/outside-series/page-alloc-pcp-free-high",
+        0,
+        &[(
+            "seed-003-reclaim-refault-cost",
+            "mm/page_alloc.c: free_unref_page_commit",
+        )],
+    ),
+    (
+        "tests/fixtures/outside-series/memcg-tracing-stack",
+        2,
+        &[
+            ("seed-000-counter", "mm/memcontrol.c: do_flush_stats"),
+            (
+                "seed-002-dfl-rstat",
+                "mm/memcontrol.c: mem_cgroup_flush_stats",
+            ),
+            (
+                "seed-003-reclaim-refault-cost",
+                "mm/memcontrol.c: __mod_memcg_state",
+            ),
+        ],
+    ),
+    (
+        "tests/fixtures/outside-series/vmscan-skip-empty-memcg",
+        2,
+        &[(
+            "seed-003-reclaim-refault-cost",
+            "mm/vmscan.c: shrink_node_memcgs",
+        )],
+    ),
 ];
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn plan(series: &str) -> Output {
+fn plan(series: &str, fuzz: u32) -> Output {
     assert!(
         Path::new("/usr/src/linux-source-6.12.tar.xz").exists(),
         "the kernel source is missing: run ci/setup-host.sh (Debian package linux-source-6.12)"
     );
+    let fuzz = fuzz.to_string();
     Command::new(env!("CARGO_BIN_EXE_patchbench"))
-        .args(["plan", "--series", series])
+        .args(["plan", "--fuzz", &fuzz, "--series", series])
         .current_dir(repo_root())
         .output()
         .expect("patchbench runs")
@@ -106,11 +162,27 @@ fn changed(stdout: &str) -> Vec<String> {
 #[test]
 fn each_series_chooses_the_campaigns_that_execute_what_it_changes() {
     let mut failures = Vec::new();
-    for (series, expected) in SERIES {
-        let out = plan(series);
+    for (series, fuzz, expected) in SERIES {
+        if *fuzz > 0 {
+            // Refused as git am refuses it, naming the fuzz that would do.
+            let out = plan(series, 0);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(4), "{series}: {stderr}");
+            assert!(
+                stderr.contains(&format!("--fuzz {fuzz}")),
+                "{series}: {stderr}"
+            );
+        }
+        let out = plan(series, *fuzz);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{series}: {stderr}\n{stdout}");
+        // A fuzzed series is measured with a warning that says so.
+        assert_eq!(
+            *fuzz > 0,
+            stdout.contains("WARNING: \"") && stdout.contains("fuzz 2"),
+            "{series}\n{stdout}"
+        );
         // Every declaration of the map names a function the tree defines.
         assert!(!stderr.contains("does not define"), "{series}: {stderr}");
         let changed = changed(&stdout);

@@ -130,6 +130,16 @@ pub(super) async fn choose(
         "series {source} on {tree_source}\n{}",
         applied.summary()
     );
+    for (patch, how) in applied.series.patches.iter().zip(&applied.patches) {
+        if how.has_fuzz() {
+            let _ = writeln!(
+                text,
+                "WARNING: \"{}\" applied {}: the kernels measured are patched where the context differs from what its author saw",
+                patch.subject(),
+                how.describe()
+            );
+        }
+    }
     text.push_str(&reach::render(&choice, &candidates));
     Ok(Chose {
         candidates,

@@ -183,6 +183,8 @@ pub struct Hit {
     pub function: String,
     /// The `why` of the campaign's declaration, if it declares it.
     pub declared: Option<String>,
+    /// Why no profile can show it (the declaration's `unprofiled`).
+    pub unprofiled: Option<String>,
     /// The runs that saw it on the base kernel (their files, shown).
     pub seen: Vec<(String, Seen)>,
 }
@@ -218,12 +220,13 @@ pub fn choose(touched: &[Touched], candidates: &[Candidate], root: &Path) -> Cho
             let Place::Function { name, in_base } = &place.place else {
                 continue;
             };
-            let declared = candidate
+            let declaration = candidate
                 .reaches
                 .functions
                 .iter()
-                .find(|f| f.name == *name && Path::new(&place.file) == f.file)
-                .map(|f| f.why.clone());
+                .find(|f| f.name == *name && Path::new(&place.file) == f.file);
+            let declared = declaration.map(|f| f.why.clone());
+            let unprofiled = declaration.and_then(|f| f.unprofiled.clone());
             let seen: Vec<(String, Seen)> = if *in_base {
                 candidate
                     .evidence
@@ -239,6 +242,7 @@ pub fn choose(touched: &[Touched], candidates: &[Candidate], root: &Path) -> Cho
                     file: place.file.clone(),
                     function: name.clone(),
                     declared,
+                    unprofiled,
                     seen,
                 });
             }
@@ -304,6 +308,9 @@ fn how(hit: &Hit, campaign_file: &str) -> Vec<String> {
     if let Some(why) = &hit.declared {
         out.push(format!("declared in {campaign_file}: {why}"));
     }
+    if let Some(reason) = &hit.unprofiled {
+        out.push(format!("no profile can show it: {reason}"));
+    }
     for (file, seen) in &hit.seen {
         out.push(format!("seen {seen} ({file})"));
     }
@@ -344,12 +351,41 @@ pub fn render(choice: &Choice, candidates: &[Candidate]) -> String {
         .collect();
     if !outside.is_empty() {
         let _ = writeln!(s, "and, outside any function (not used to choose):");
-        for t in outside {
-            let what = match &t.place {
-                Place::Outside { what } => what.as_str(),
-                _ => "(not C source)",
+        // A new header or a table adds dozens of such lines; a file shows
+        // its first few and how many more.
+        const SHOWN_PER_FILE: usize = 4;
+        let mut files: Vec<&str> = Vec::new();
+        for t in &outside {
+            if !files.contains(&t.file.as_str()) {
+                files.push(&t.file);
+            }
+        }
+        for file in files {
+            let here: Vec<&&Touched> = outside.iter().filter(|t| t.file == file).collect();
+            let cut = if here.len() > SHOWN_PER_FILE + 1 {
+                SHOWN_PER_FILE
+            } else {
+                here.len()
             };
-            let _ = writeln!(s, "  {}: {what}  (patch {})", t.file, join(&t.patches));
+            for t in &here[..cut] {
+                let what = match &t.place {
+                    Place::Outside { what } => what.as_str(),
+                    _ => "(not C source)",
+                };
+                let _ = writeln!(s, "  {}: {what}  (patch {})", t.file, join(&t.patches));
+            }
+            if cut < here.len() {
+                let mut patches: Vec<usize> =
+                    here[cut..].iter().flat_map(|t| t.patches.clone()).collect();
+                patches.sort_unstable();
+                patches.dedup();
+                let _ = writeln!(
+                    s,
+                    "  {file}: ... and {} more declarations, macros or lines outside functions  (patch {})",
+                    here.len() - cut,
+                    join(&patches)
+                );
+            }
         }
     }
     if choice.chosen.is_empty() {

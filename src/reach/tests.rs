@@ -322,3 +322,64 @@ fn the_report_of_a_sanity_run_says_it_tells_nothing_about_the_series() {
         "{markdown}"
     );
 }
+
+#[test]
+fn a_new_header_shows_its_first_lines_and_how_many_more() {
+    let mut touched = vec![function("mm/memcontrol.c", "__mod_memcg_state", true)];
+    for k in 0..9 {
+        touched.push(Touched {
+            file: "include/trace/events/memcg.h".into(),
+            place: Place::Outside {
+                what: format!("line {k}"),
+            },
+            patches: vec![1 + k % 2],
+        });
+    }
+    for k in 0..5 {
+        touched.push(Touched {
+            file: "mm/memcontrol.c".into(),
+            place: Place::Outside {
+                what: format!("macro {k}"),
+            },
+            patches: vec![1],
+        });
+    }
+    let candidates = [candidate("c", &[], vec![])];
+    let text = render(
+        &choose(&touched, &candidates, Path::new("/src")),
+        &candidates,
+    );
+    let header: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("include/trace/events/memcg.h"))
+        .collect();
+    assert_eq!(header.len(), 5, "{text}");
+    assert!(header[3].contains("line 3"), "{text}");
+    assert!(
+        header[4].contains(
+            "... and 5 more declarations, macros or lines outside functions  (patch 1, 2)"
+        ),
+        "{text}"
+    );
+    // Five lines are shown whole: hiding one would save no line.
+    assert!(
+        text.contains("mm/memcontrol.c: macro 4  (patch 1)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_declaration_no_profile_can_show_says_why() {
+    let touched = [function("mm/vmscan.c", "shrink_node_memcgs", true)];
+    let mut c = candidate("reclaim", &[("mm/vmscan.c", "shrink_node_memcgs")], vec![]);
+    c.reaches.functions[0].unprofiled = Some("inlined into shrink_node()".into());
+    let candidates = [c];
+    let text = render(
+        &choose(&touched, &candidates, Path::new("/src")),
+        &candidates,
+    );
+    assert!(
+        text.contains("      no profile can show it: inlined into shrink_node()"),
+        "{text}"
+    );
+}
