@@ -135,7 +135,10 @@ pub enum SeriesError {
         #[source]
         source: lore::LoreError,
     },
-    #[error("patch {number}/{total} \"{subject}\" ({origin}) does not apply{}", details.as_ref().map(|d| format!(" (evidence below)\n{d}")).unwrap_or_default())]
+    // The cause is part of the message, before the evidence, not a
+    // `source`: anyhow would print it after the evidence, on a line of its
+    // own that starts with ": ".
+    #[error("patch {number}/{total} \"{subject}\" ({origin}) does not apply: {failure}{}", details.as_ref().map(|d| format!("\n{}", d.trim_end())).unwrap_or_default())]
     DoesNotApply {
         number: usize,
         total: usize,
@@ -143,7 +146,6 @@ pub enum SeriesError {
         origin: String,
         /// The hunk and the nearest region of the file, for a conflict.
         details: Option<String>,
-        #[source]
         failure: Box<apply::ApplyFailure>,
     },
     #[error(
