@@ -128,7 +128,7 @@ impl std::fmt::Display for TreeSource {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct KernelConfig {
     /// The starting `.config`: `tinyconfig`, `defconfig`, or `{file: PATH}`.

@@ -19,6 +19,9 @@
 //!       calls: pageout_flushes      # the metric that counts facts.profiled_symbol
 //!     - results: ../../results/seeds/003-reclaim-refault-cost/results.json
 //! ```
+//!
+//! A campaign that runs another's workload on the same kernels in another
+//! lane shares its block: `reaches: {same_as: 003-reclaim-refault-cost.yaml}`.
 
 use std::path::PathBuf;
 
@@ -31,7 +34,13 @@ pub struct Reaches {
     /// must be set `=y` by the campaign's fragments.
     #[serde(default)]
     pub kconfig: Vec<String>,
+    /// Another campaign file (relative to this one) whose block this
+    /// campaign shares, whole: the same workload on the same kernels in
+    /// another lane (checked when the map is read, `reach::candidates`).
+    #[serde(default)]
+    pub same_as: Option<PathBuf>,
     /// The functions the workload executes.
+    #[serde(default)]
     pub functions: Vec<DeclaredFunction>,
     /// Committed runs of this campaign that witness what it executes.
     #[serde(default)]
@@ -71,6 +80,15 @@ impl Reaches {
     /// Every value that can be checked without the tree: names are C
     /// identifiers, files relative, reasons given, options bare.
     pub fn check(&self) -> Result<(), String> {
+        if let Some(other) = &self.same_as {
+            if !self.functions.is_empty() || !self.kconfig.is_empty() || !self.evidence.is_empty() {
+                return Err(format!(
+                    "reaches.same_as: {} shares that campaign's block whole; declare nothing beside it",
+                    other.display()
+                ));
+            }
+            return Ok(());
+        }
         if self.functions.is_empty() {
             return Err("reaches.functions is empty: declare what the workload executes, or leave reaches out".into());
         }
@@ -172,6 +190,10 @@ mod tests {
             (
                 "functions:\n  - {name: foo, file: mm/x.c, why: y, because: z}\n",
                 "unknown field `because`",
+            ),
+            (
+                "same_as: x.yaml\nfunctions:\n  - {name: foo, file: mm/x.c, why: y}\n",
+                "declare nothing beside it",
             ),
         ] {
             let err = parsed(text).unwrap_err();

@@ -52,12 +52,19 @@ pub enum ReachError {
     Campaign(#[from] ConfigError),
     #[error("campaign file {}: it has `reaches:`, but no variant applies the whole series, so a series run through it would not be measured", file.display())]
     NoSeriesVariant { file: PathBuf },
+    #[error("campaign file {}: reaches.same_as {}: {message}", file.display(), other.display())]
+    SameAs {
+        file: PathBuf,
+        other: PathBuf,
+        message: String,
+    },
     #[error(transparent)]
     Evidence(#[from] evidence::EvidenceError),
 }
 
 /// Every campaign file directly in `ci_dir/seeds` that has a `reaches:`
-/// block, in name order, with its evidence read.
+/// block, in name order (the cost lane's after the others), with its
+/// evidence read.
 pub fn candidates(ci_dir: &Path) -> Result<Vec<Candidate>, ReachError> {
     let dir = ci_dir.join("seeds");
     let list = |source| ReachError::List {
@@ -85,11 +92,39 @@ pub fn candidates(ci_dir: &Path) -> Result<Vec<Candidate>, ReachError> {
         if !measures_series && campaign.per_patch == crate::variants::PerPatch::Off {
             return Err(ReachError::NoSeriesVariant { file });
         }
-        let here = file.parent().unwrap_or(Path::new("."));
+        let mut here = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+        // The campaign whose runs the evidence must be.
+        let mut evidence_of = campaign.name.clone();
+        let reaches = match &reaches.same_as {
+            None => reaches,
+            Some(other) => {
+                let other_file = here.join(other);
+                let wrong = |message: &str| ReachError::SameAs {
+                    file: file.clone(),
+                    other: other.clone(),
+                    message: message.to_string(),
+                };
+                let theirs = Campaign::load(&other_file)?;
+                let Some(block) = theirs.reaches.filter(|r| r.same_as.is_none()) else {
+                    return Err(wrong("that campaign has no `reaches:` block of its own"));
+                };
+                if theirs.workload != campaign.workload
+                    || theirs.kernel != campaign.kernel
+                    || theirs.tree != campaign.tree
+                {
+                    return Err(wrong(
+                        "that campaign runs another workload, kernel or tree, so what it executes says nothing of this one",
+                    ));
+                }
+                here = other_file.parent().unwrap_or(Path::new(".")).to_path_buf();
+                evidence_of = theirs.name;
+                block
+            }
+        };
         let evidence = reaches
             .evidence
             .iter()
-            .map(|e| evidence::read(&campaign.name, &here.join(&e.results), e.calls.as_deref()))
+            .map(|e| evidence::read(&evidence_of, &here.join(&e.results), e.calls.as_deref()))
             .collect::<Result<Vec<_>, _>>()?;
         let workload = campaign
             .workload
@@ -97,17 +132,24 @@ pub fn candidates(ci_dir: &Path) -> Result<Vec<Candidate>, ReachError> {
             .and_then(|k| k.as_str())
             .unwrap_or("?")
             .to_string();
-        out.push(Candidate {
-            name: campaign.name,
-            shown: shown(root, &file),
-            file,
-            workload,
-            tree: campaign.tree,
-            reaches,
-            evidence,
-        });
+        let cost_lane = campaign.vm.cost_model != crate::config::CostModel::None;
+        out.push((
+            cost_lane,
+            Candidate {
+                name: campaign.name,
+                shown: shown(root, &file),
+                file,
+                workload,
+                tree: campaign.tree,
+                reaches,
+                evidence,
+            },
+        ));
     }
-    Ok(out)
+    // The cost lane takes ten times as long as icount: a series that
+    // chooses both gets its first verdict from the quicker one.
+    out.sort_by_key(|(cost_lane, _)| *cost_lane);
+    Ok(out.into_iter().map(|(_, c)| c).collect())
 }
 
 /// Drop each declared function the base tree does not define in the file

@@ -23,6 +23,7 @@ fn candidate(name: &str, declared: &[(&str, &str)], evidence: Vec<EvidenceFile>)
         workload: "zswap-pageout".into(),
         tree: TreeSource::Tarball("/t.tar.xz".into()),
         reaches: Reaches {
+            same_as: None,
             kconfig: vec!["MEMCG".into()],
             functions: declared
                 .iter()
