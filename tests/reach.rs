@@ -255,7 +255,6 @@ fn a_series_that_chooses_prints_a_matrix_of_its_campaigns() {
     assert_eq!(
         campaigns,
         [
-            "seed-003-reclaim-refault",
             "seed-004-swapin-margin-anon",
             "seed-003-reclaim-refault-cost"
         ]

@@ -384,3 +384,33 @@ fn a_declaration_no_profile_can_show_says_why() {
         "{text}"
     );
 }
+
+#[test]
+fn a_shared_block_is_the_other_campaigns_and_needs_its_workload_and_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let seeds = dir.path().join("seeds");
+    std::fs::create_dir(&seeds).unwrap();
+    let own = crate::config::DEFAULT_CAMPAIGN.replace("name: smoke", "name: own")
+        + "reaches:\n  functions:\n    - {name: zswap_store, file: mm/zswap.c, why: it stores}\n";
+    assert!(
+        own.contains("name: own"),
+        "the smoke campaign is named smoke"
+    );
+    std::fs::write(seeds.join("a-own.yaml"), own).unwrap();
+    let shared = crate::config::DEFAULT_CAMPAIGN.replace("name: smoke", "name: shared")
+        + "reaches: {same_as: a-own.yaml}\n";
+    std::fs::write(seeds.join("b-shared.yaml"), &shared).unwrap();
+    let got = candidates(dir.path()).unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1].name, "shared");
+    assert_eq!(got[1].reaches.functions[0].name, "zswap_store");
+    // Another workload: what the other executes says nothing of it.
+    let other = shared.replace("kind: zswap-pageout", "kind: rstat-flush");
+    assert_ne!(other, shared);
+    std::fs::write(seeds.join("b-shared.yaml"), other).unwrap();
+    let err = candidates(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("b-shared.yaml") && err.contains("another workload, kernel or tree"),
+        "{err}"
+    );
+}
