@@ -275,6 +275,29 @@ pub fn top_symbol_deltas(
     b: &[SymbolProfile],
     limit: usize,
 ) -> Vec<SymbolDelta> {
+    let mut rows = symbol_deltas(a, b);
+    rows.retain(|r| r.delta != 0.0);
+    // Stable: equal |Δ| keep name order.
+    rows.sort_by(|x, y| y.delta.abs().total_cmp(&x.delta.abs()));
+    rows.truncate(limit);
+    rows
+}
+
+/// The rows of the symbols that are `functions` (a compiler suffix such as
+/// `.isra.0` aside), in name order, changed or not: what a series' own
+/// functions did, however small beside the phase.
+pub fn function_deltas(
+    a: &[SymbolProfile],
+    b: &[SymbolProfile],
+    functions: &[&str],
+) -> Vec<SymbolDelta> {
+    let mut rows = symbol_deltas(a, b);
+    rows.retain(|r| functions.contains(&r.symbol.split('.').next().unwrap_or("")));
+    rows
+}
+
+/// Every symbol's row, in name order. Empty if either side has no sample.
+fn symbol_deltas(a: &[SymbolProfile], b: &[SymbolProfile]) -> Vec<SymbolDelta> {
     if a.is_empty() || b.is_empty() {
         return Vec::new();
     }
@@ -282,7 +305,7 @@ pub fn top_symbol_deltas(
     let total = b_means.values().sum::<f64>() - a_means.values().sum::<f64>();
     let symbols: std::collections::BTreeSet<&str> =
         a_means.keys().chain(b_means.keys()).copied().collect();
-    let mut rows: Vec<SymbolDelta> = symbols
+    symbols
         .into_iter()
         .map(|symbol| {
             let a_mean = a_means.get(symbol).copied().unwrap_or(0.0);
@@ -296,12 +319,7 @@ pub fn top_symbol_deltas(
                 share: (total != 0.0).then(|| delta / total),
             }
         })
-        .filter(|r| r.delta != 0.0)
-        .collect();
-    // Stable: equal |Δ| keep name order.
-    rows.sort_by(|x, y| y.delta.abs().total_cmp(&x.delta.abs()));
-    rows.truncate(limit);
-    rows
+        .collect()
 }
 
 /// Mean cycles per sample of each symbol (absent in a sample: 0).

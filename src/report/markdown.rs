@@ -522,6 +522,18 @@ fn profile_markdown(out: &mut String, results: &Results) {
                     .map_or_else(|| "n/a".to_string(), |s| pct(s * 100.0)),
             );
         }
+        for r in &table.series_rows {
+            let _ = writeln!(
+                out,
+                "| {} (changed by the series) | {} | {} | {} | {} |",
+                code_span(&r.symbol),
+                mcycles(r.a_mean),
+                mcycles(r.b_mean),
+                signed_mcycles(r.delta),
+                r.share
+                    .map_or_else(|| "n/a".to_string(), |s| pct(s * 100.0)),
+            );
+        }
         let _ = writeln!(
             out,
             "\nThe whole phase: {a} {}, {b} {}, \u{394} {} Mcycles per sample ({} and {} sample(s)){}.",

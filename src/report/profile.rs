@@ -25,6 +25,9 @@ pub struct ProfileTable {
     pub b_total: f64,
     /// The symbols, largest |Δ| first.
     pub rows: Vec<SymbolDelta>,
+    /// The functions the series changes that the chosen campaign executes
+    /// (`results.reach`), in name order, when not among `rows`.
+    pub series_rows: Vec<SymbolDelta>,
 }
 
 impl ProfileTable {
@@ -54,6 +57,11 @@ impl ProfileTable {
 /// lane.
 pub fn profile_tables(results: &Results) -> Vec<ProfileTable> {
     let baseline = results.baseline();
+    let changed: Vec<&str> = results
+        .reach
+        .iter()
+        .flat_map(|r| r.executes.iter().map(|e| e.function.as_str()))
+        .collect();
     let mut tables = Vec::new();
     for variant in results.candidates() {
         let a = profiles(results, baseline);
@@ -69,6 +77,9 @@ pub fn profile_tables(results: &Results) -> Vec<ProfileTable> {
                     .sum::<f64>()
                     / side.len() as f64
             };
+            let rows = cost::top_symbol_deltas(pa, pb, TOP_SYMBOLS);
+            let mut series_rows = cost::function_deltas(pa, pb, &changed);
+            series_rows.retain(|r| !rows.iter().any(|t| t.symbol == r.symbol));
             tables.push(ProfileTable {
                 phase: phase.clone(),
                 baseline: baseline.to_string(),
@@ -77,7 +88,8 @@ pub fn profile_tables(results: &Results) -> Vec<ProfileTable> {
                 b_samples: pb.len(),
                 a_total: mean_total(pa),
                 b_total: mean_total(pb),
-                rows: cost::top_symbol_deltas(pa, pb, TOP_SYMBOLS),
+                rows,
+                series_rows,
             });
         }
     }
@@ -166,5 +178,40 @@ mod tests {
         let plain = crate::results::tests::with_control(None);
         assert!(profile_tables(&plain).is_empty());
         assert!(cost_banner(&plain).is_none());
+    }
+
+    #[test]
+    fn the_series_functions_get_a_row_however_small() {
+        let mut results = crate::results::tests::cost_lane();
+        let executed = |function: &str| crate::results::ReachedRecord {
+            function: function.into(),
+            file: "mm/memcontrol.c".into(),
+            how: vec![],
+        };
+        results.reach = Some(crate::results::ReachRecord {
+            executes: vec![executed("do_flush_stats"), executed("user")],
+            unreached: vec![],
+        });
+        let tables = profile_tables(&results);
+        let pageout = &tables[0];
+        // Already among the top rows: not twice; unchanged: still shown.
+        let names: Vec<&str> = pageout
+            .series_rows
+            .iter()
+            .map(|r| r.symbol.as_str())
+            .collect();
+        assert_eq!(names, ["user"]);
+        assert_eq!(pageout.series_rows[0].delta, 0.0);
+        let spec = crate::workload::spec_for_kind(&results.workload.kind);
+        let md = super::super::markdown(&results, spec.as_ref());
+        assert!(
+            md.contains("| `user` (changed by the series) | 0.010 | 0.010 | +0.000 |"),
+            "{md}"
+        );
+        let text = super::super::terminal(&results, spec.as_ref());
+        assert!(text.contains("user (changed)"), "{text}");
+        // The share of the listed symbols is the top rows' alone.
+        let share = pageout.listed_share().unwrap();
+        assert!((share - 1.0).abs() < 1e-9, "{share}");
     }
 }

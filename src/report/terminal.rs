@@ -160,9 +160,11 @@ fn profile_text(results: &Results) -> String {
             "share".to_string(),
         ];
         let mut rows: Vec<Vec<String>> = vec![header.to_vec()];
-        for r in &table.rows {
+        let listed = table.rows.iter().map(|r| (r, ""));
+        let changed = table.series_rows.iter().map(|r| (r, " (changed)"));
+        for (r, mark) in listed.chain(changed) {
             rows.push(vec![
-                r.symbol.clone(),
+                format!("{}{mark}", r.symbol),
                 format!("{:.3}", r.a_mean / 1e6),
                 format!("{:.3}", r.b_mean / 1e6),
                 format!("{:+.3}", r.delta / 1e6),
