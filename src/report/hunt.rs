@@ -329,30 +329,11 @@ fn comparison_table_markdown(
     }
 }
 
-/// Rows as aligned text, the first `left` columns left-aligned.
+/// Rows as aligned text, the first `left` columns and the last
+/// left-aligned.
 fn aligned(rows: &[Vec<String>], left: usize) -> String {
     let columns = rows.first().map_or(0, Vec::len);
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(c, (cell, w))| {
-                if c < left || c + 1 == columns {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    super::terminal::aligned(rows, |c| c < left || c + 1 == columns)
 }
 
 /// The hunt as terminal text.

@@ -510,22 +510,15 @@ fn profile_markdown(out: &mut String, results: &Results) {
             out,
             "| symbol | {a} (Mcycles) | {b} (Mcycles) | \u{394} (Mcycles) | share of total \u{394} |\n|---|---:|---:|---:|---:|"
         );
-        for r in &table.rows {
+        let listed = table.rows.iter().map(|r| (r, ""));
+        let changed = table
+            .series_rows
+            .iter()
+            .map(|r| (r, " (changed by the series)"));
+        for (r, mark) in listed.chain(changed) {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} |",
-                code_span(&r.symbol),
-                mcycles(r.a_mean),
-                mcycles(r.b_mean),
-                signed_mcycles(r.delta),
-                r.share
-                    .map_or_else(|| "n/a".to_string(), |s| pct(s * 100.0)),
-            );
-        }
-        for r in &table.series_rows {
-            let _ = writeln!(
-                out,
-                "| {} (changed by the series) | {} | {} | {} | {} |",
+                "| {}{mark} | {} | {} | {} | {} |",
                 code_span(&r.symbol),
                 mcycles(r.a_mean),
                 mcycles(r.b_mean),

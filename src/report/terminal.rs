@@ -181,25 +181,34 @@ fn profile_text(results: &Results) -> String {
                 .listed_share()
                 .map_or_else(String::new, |s| format!("listed {:.1}%", s * 100.0)),
         ]);
-        let widths: Vec<usize> = (0..5)
-            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        out.push_str(&aligned(&rows, |c| c == 0));
+    }
+    out
+}
+
+/// Rows as aligned text, two spaces apart: the columns `left` says are
+/// left-aligned, the others right-aligned; trailing blanks trimmed.
+pub(super) fn aligned(rows: &[Vec<String>], left: impl Fn(usize) -> bool) -> String {
+    let columns = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, w))| {
+                if left(c) {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
             .collect();
-        for row in rows {
-            let cells: Vec<String> = row
-                .iter()
-                .zip(&widths)
-                .enumerate()
-                .map(|(c, (cell, w))| {
-                    if c == 0 {
-                        format!("{cell:<w$}")
-                    } else {
-                        format!("{cell:>w$}")
-                    }
-                })
-                .collect();
-            out.push_str(cells.join("  ").trim_end());
-            out.push('\n');
-        }
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
     }
     out
 }
