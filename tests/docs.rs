@@ -71,7 +71,10 @@ fn every_relative_link_and_results_path_resolves() {
         }
         // A results/ path named in running text, a link or code.
         for word in text.split(|c: char| c.is_whitespace() || "`()[]<>,;\"'".contains(c)) {
-            let Some(at) = word.find("results/seeds/") else {
+            let Some(at) = ["results/seeds/", "results/outside/"]
+                .iter()
+                .find_map(|prefix| word.find(prefix))
+            else {
                 continue;
             };
             let path = word[at..].trim_end_matches(['.', ':']);
@@ -283,7 +286,19 @@ const SITE: &str = "https://patchbench.github.io/patchbench/";
 
 #[test]
 fn every_figure_in_the_seeds_table_is_its_results_file_compared_again() {
-    let path = root().join("docs/seeds.md");
+    figures_are_their_files("docs/seeds.md", "not re-run", true, 8);
+}
+
+#[test]
+fn every_figure_in_the_outside_series_table_is_its_results_file_compared_again() {
+    figures_are_their_files("docs/outside-series.md", "—", false, 6);
+}
+
+/// Each figure in the first table of `doc` is its row's results file
+/// compared again (change, interval, verdict); a row without one says why
+/// with `no_figure`; with `pages`, a row links the site's page of its file.
+fn figures_are_their_files(doc: &str, no_figure: &str, pages: bool, at_least: usize) {
+    let path = root().join(doc);
     let text = read(&path);
     let mut checked = 0;
     for row in headline_rows(&text) {
@@ -293,35 +308,36 @@ fn every_figure_in_the_seeds_table_is_its_results_file_compared_again() {
             .collect();
         let found = figures(row);
         if found.is_empty() {
-            // A row that quotes no figure says why (not re-run).
             assert!(
-                row.contains("not re-run"),
-                "docs/seeds.md: a row with no figure: {row}"
+                row.contains(no_figure) && files.is_empty(),
+                "{doc}: a row with no figure says why ({no_figure:?}) and links no file: {row}"
             );
             continue;
         }
         assert_eq!(
             files.len(),
             1,
-            "docs/seeds.md: a row with figures links one results file: {row}"
+            "{doc}: a row with figures links one results file: {row}"
         );
         let file = path.parent().unwrap().join(&files[0]);
         let results = Results::load(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        // Its page is the one the site renders from that very file.
-        let slug = format!(
-            "{}-{}",
-            results.started_at.strftime("%Y%m%dT%H%M%SZ"),
-            patchbench::html::view::slugify(&results.campaign)
-        );
-        let pages: Vec<String> = links(row)
-            .into_iter()
-            .filter(|l| l.starts_with(SITE))
-            .collect();
-        assert_eq!(
-            pages,
-            [format!("{SITE}runs/{slug}/")],
-            "docs/seeds.md: a row links the page of its results file: {row}"
-        );
+        if pages {
+            // Its page is the one the site renders from that very file.
+            let slug = format!(
+                "{}-{}",
+                results.started_at.strftime("%Y%m%dT%H%M%SZ"),
+                patchbench::html::view::slugify(&results.campaign)
+            );
+            let pages: Vec<String> = links(row)
+                .into_iter()
+                .filter(|l| l.starts_with(SITE))
+                .collect();
+            assert_eq!(
+                pages,
+                [format!("{SITE}runs/{slug}/")],
+                "{doc}: a row links the page of its results file: {row}"
+            );
+        }
         let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
         let rows = patchbench::report::rows(&results, spec.as_ref());
         for f in found {
@@ -338,14 +354,9 @@ fn every_figure_in_the_seeds_table_is_its_results_file_compared_again() {
                 r.comparison.verdict.kind.label().to_string(),
             );
             let want = (f.pct.clone(), f.lo.clone(), f.hi.clone(), f.verdict.clone());
-            assert_eq!(
-                got,
-                want,
-                "docs/seeds.md quotes {f:?} from {}",
-                file.display()
-            );
+            assert_eq!(got, want, "{doc} quotes {f:?} from {}", file.display());
             checked += 1;
         }
     }
-    assert!(checked >= 8, "only {checked} figures checked");
+    assert!(checked >= at_least, "{doc}: only {checked} figures checked");
 }
