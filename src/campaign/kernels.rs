@@ -61,15 +61,7 @@ pub(crate) async fn prepare(
     let repo = tree.open()?;
     let applied = stages
         .time("apply", &plan.series.to_string(), async {
-            apply_series(
-                &repo,
-                &tree,
-                &plan.tree,
-                &plan.series,
-                &plan.lore_url,
-                plan.fuzz,
-            )
-            .await
+            apply_plan_series(&repo, &tree, plan).await
         })
         .await?;
     sink.emit(Event::Note(applied.summary()));
@@ -230,6 +222,23 @@ impl AppliedSeries {
             self.base_choice,
         )
     }
+}
+
+/// [`apply_series`] with a campaign plan's tree, series, archive and fuzz.
+pub async fn apply_plan_series(
+    repo: &git2::Repository,
+    tree: &tree::Tree,
+    plan: &Plan,
+) -> anyhow::Result<AppliedSeries> {
+    apply_series(
+        repo,
+        tree,
+        &plan.tree,
+        &plan.series,
+        &plan.lore_url,
+        plan.fuzz,
+    )
+    .await
 }
 
 /// Load a series, choose its base, and apply it, one commit per patch.

@@ -27,8 +27,8 @@ pub use boots::{BootJob, prepare_boot};
 use boots::{Boots, Workloads};
 pub use cputime::CputimeRefused;
 pub use kernels::{
-    AppliedSeries, BuildOutcome, KernelManifest, MANIFEST, Prebuilt, PrebuiltError, apply_series,
-    build_only, describe, export,
+    AppliedSeries, BuildOutcome, KernelManifest, MANIFEST, Prebuilt, PrebuiltError,
+    apply_plan_series, apply_series, build_only, describe, export,
 };
 use kernels::{Kernels, prepare};
 use lane::Lane;
