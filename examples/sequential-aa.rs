@@ -4,8 +4,10 @@
 //! simulated campaigns (rounds of A, B, A′ with that noise) are judged by
 //! the sequential rule, by naive peeking (the fixed rules after every
 //! round, stopping at the first change) and by the fixed protocol of the
-//! same size, with no true change (false calls) and with B shifted (power).
-//! docs/statistics.md, "Sequential campaigns", quotes its output.
+//! same size, with no true change (false calls) and with B shifted (power;
+//! and, at twice the ±2% band, how often each ends in "no clear
+//! difference": false reassurance). docs/statistics.md, "Sequential
+//! campaigns", quotes its output.
 //!
 //!   cargo run --release --example sequential-aa -- \
 //!       results/seeds/000-counter/results.json:pageout_cpu_ns ...
@@ -60,9 +62,9 @@ fn main() {
         ..CompareOptions::default()
     };
     println!(
-        "| source | within CV | between CV | rounds × samples | true change | sequential calls | peeking calls | fixed calls | decided early | mean rounds |"
+        "| source | within CV | between CV | rounds × samples | true change | sequential calls | peeking calls | fixed calls | sequential no clear difference | fixed no clear difference | decided early | mean rounds |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for arg in &args {
         let (path, metric) = arg.rsplit_once(':').expect("RESULTS.json:METRIC");
         let results = Results::load(std::path::Path::new(path)).expect("a results document");
@@ -70,7 +72,7 @@ fn main() {
             eprintln!("{path}: {metric} has too few A boots with samples");
             continue;
         };
-        for shift in [0.0, -2.0, -3.0, -5.0] {
+        for shift in [0.0, -2.0, -3.0, -4.0, 4.0, -5.0] {
             let scenario = RoundsScenario {
                 a_boots: 2,
                 b_boots: 1,
@@ -86,11 +88,13 @@ fn main() {
             let r = sequential_rates(&scenario, &options).expect("a valid scenario");
             let pct = |x: f64| format!("{:.2}%", x * 100.0);
             println!(
-                "| {} `{metric}` | {within:.3}% | {between:.3}% | 3 × 3 | {shift:+.0}% | {} | {} | {} | {} | {:.2} |",
+                "| {} `{metric}` | {within:.3}% | {between:.3}% | 3 × 3 | {shift:+.0}% | {} | {} | {} | {} | {} | {} | {:.2} |",
                 results.campaign,
                 pct(r.sequential_calls),
                 pct(r.peeking_calls),
                 pct(r.fixed_calls),
+                pct(r.sequential_same),
+                pct(r.fixed_same),
                 pct(r.stopped_early),
                 r.mean_rounds
             );

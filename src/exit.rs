@@ -99,7 +99,8 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
             return match results {
                 ResultsError::Parse { .. }
                 | ResultsError::Schema { .. }
-                | ResultsError::Foreign { .. } => USAGE,
+                | ResultsError::Foreign { .. }
+                | ResultsError::Unjudged { .. } => USAGE,
                 ResultsError::Read { .. } => INFRASTRUCTURE,
             };
         }

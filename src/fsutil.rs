@@ -23,6 +23,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `path` as a kept document names it, so that no path of one machine is
+/// recorded: below `base` when it lies there, else (an absolute path) from
+/// its last component named `anchor` (`boots/1-B/console.log` of any run
+/// directory, `builds/<tree>/<key>` of any cache), else as it is.
+pub fn portable(path: &Path, base: Option<&Path>, anchor: &str) -> PathBuf {
+    if let Some(rel) = base.and_then(|b| path.strip_prefix(b).ok())
+        && !rel.as_os_str().is_empty()
+    {
+        return rel.to_path_buf();
+    }
+    if path.is_absolute()
+        && let Some(at) = path
+            .components()
+            .collect::<Vec<_>>()
+            .iter()
+            .rposition(|c| c.as_os_str() == anchor)
+    {
+        return path.components().skip(at).collect();
+    }
+    path.to_path_buf()
+}
+
 /// Count the non-directory entries below `dir` that `counts` accepts,
 /// descending only into directories `descend` accepts. Symlinks count as
 /// entries and are not followed.
@@ -147,5 +169,39 @@ mod tests {
         write_atomic(&path, b"second").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"second");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn portable_paths_name_no_machine() {
+        let p = |path: &str, base: Option<&str>, anchor: &str| {
+            portable(Path::new(path), base.map(Path::new), anchor)
+        };
+        // Below the base: relative to it.
+        assert_eq!(
+            p("/out/run/boots/0-A/console.log", Some("/out/run"), "boots"),
+            Path::new("boots/0-A/console.log")
+        );
+        // Elsewhere: from the anchor on.
+        assert_eq!(
+            p("/work/seeds30/x/boots/0-base/console.log", None, "boots"),
+            Path::new("boots/0-base/console.log")
+        );
+        assert_eq!(
+            p(
+                "/root/.cache/patchbench/builds/t/k/arch/x86/boot/bzImage",
+                Some("/c"),
+                "builds"
+            ),
+            Path::new("builds/t/k/arch/x86/boot/bzImage")
+        );
+        // Relative already, or with no anchor: as it is.
+        assert_eq!(
+            p("boots/1-B/console.log", Some("/out"), "boots"),
+            Path::new("boots/1-B/console.log")
+        );
+        assert_eq!(
+            p("/k/bzImage-A", Some("/c"), "builds"),
+            Path::new("/k/bzImage-A")
+        );
     }
 }

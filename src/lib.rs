@@ -23,6 +23,7 @@ pub mod github;
 pub mod hostnoise;
 pub mod html;
 pub mod image;
+pub mod judge;
 pub mod kbuild;
 pub mod kconfig;
 pub mod model;

@@ -338,20 +338,21 @@ fn figures_are_their_files(doc: &str, no_figure: &str, pages: bool, at_least: us
                 "{doc}: a row links the page of its results file: {row}"
             );
         }
-        let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
-        let rows = patchbench::report::rows(&results, spec.as_ref());
+        // The figure as stored: the judgement the file holds is what its
+        // report and page show.
+        let rows = patchbench::report::rows(&results);
         for f in found {
             let r = rows
                 .iter()
                 .find(|r| r.metric == f.metric && r.condition == f.condition)
                 .unwrap_or_else(|| panic!("{}: no {f:?}", file.display()));
-            let change = r.comparison.mean_change.as_ref().expect("a change");
+            let change = r.mean_change.as_ref().expect("a change");
             let ci = change.ci.expect("an interval");
             let got = (
                 signed(change.pct),
                 signed(ci.lo),
                 signed(ci.hi),
-                r.comparison.verdict.kind.label().to_string(),
+                r.kind().label().to_string(),
             );
             let want = (f.pct.clone(), f.lo.clone(), f.hi.clone(), f.verdict.clone());
             assert_eq!(got, want, "{doc} quotes {f:?} from {}", file.display());

@@ -24,7 +24,7 @@ fn patchbench() -> Command {
 /// A kernel of the build cache: the one `ci/workloads/kernel-build.yaml`
 /// boots as A (built or reused by the kernel-build test's campaign).
 fn kernel_a(results: &Results) -> PathBuf {
-    results.variants[0].kernel.bzimage.clone()
+    common::cache_dir().join(&results.variants[0].kernel.bzimage)
 }
 
 fn campaign(dir: &Path) -> PathBuf {

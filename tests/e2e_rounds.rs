@@ -115,7 +115,7 @@ fn a_sequential_round_in_four_shards_merges_into_the_unsplit_run() {
         let shard = Results::load(&out.join("results.json")).unwrap();
         assert_eq!(shard.boots.len(), 1, "shard {}", i + 1);
         assert_eq!(shard.boots[0].index, i);
-        assert!(shard.comparisons.is_empty(), "a shard judges nothing");
+        assert!(shard.judgement.is_none(), "a shard judges nothing");
     }
     let merged_dir = dir.path().join("merged");
     let merged_run = merge(&shard_dirs, &merged_dir);
@@ -134,9 +134,10 @@ fn a_sequential_round_in_four_shards_merges_into_the_unsplit_run() {
     assert_eq!(looks(&merged), 1);
     let labels = |r: &Results| r.boots.iter().map(|b| b.label.clone()).collect::<Vec<_>>();
     assert_eq!(labels(&merged), labels(&whole));
-    for c in &whole.comparisons {
-        let m = merged
-            .comparisons
+    let rows = |r: &Results| r.judgement.as_ref().expect("judged").rows.clone();
+    let merged_rows = rows(&merged);
+    for c in &rows(&whole) {
+        let m = merged_rows
             .iter()
             .find(|m| m.metric == c.metric && m.condition == c.condition)
             .unwrap_or_else(|| panic!("merged has no {}", c.metric));

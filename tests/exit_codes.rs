@@ -2,14 +2,14 @@
 //! branches on. 0 and 1 come from `compare` on stored results, 2 from bad
 //! usage and from a damaged results.json met by resume, 3 from a missing
 //! piece of the host, 4 from a series that does not apply, 5 from `compare`
-//! on stored results a guest failure stopped. A guest failing in a run
+//! on stored results a guest failure stopped. The codes are literal
+//! numbers: what a CI script compares them with. A guest failing in a run
 //! needs a booted kernel: tests/e2e.rs pins that with a panicking guest, a
 //! hang and a failing workload.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use patchbench::exit;
 use patchbench::results::Results;
 
 fn patchbench(args: &[&str]) -> Output {
@@ -34,9 +34,14 @@ fn fixture() -> PathBuf {
 
 #[test]
 fn a_run_without_a_regression_exits_0() {
-    let output = patchbench(&["compare", fixture().to_str().unwrap()]);
-    assert_eq!(code(&output), Some(exit::OK), "{}", stderr(&output));
+    let output = patchbench(&["compare", "--rejudge", fixture().to_str().unwrap()]);
+    assert_eq!(code(&output), Some(0), "{}", stderr(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("pageout_cpu_ns"));
+    // Without --rejudge, a document of an older schema has no judgement,
+    // and says how to get one.
+    let output = patchbench(&["compare", fixture().to_str().unwrap()]);
+    assert_eq!(code(&output), Some(0), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("patchbench judge RESULTS.json"));
 }
 
 #[test]
@@ -52,9 +57,19 @@ fn a_regressed_metric_exits_1_and_is_named_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("results.json");
     results.save(&path).unwrap();
+    // `judge` judges it in place, writes report.md beside it, and exits 1
+    // for the regression it found; `compare` then renders what it stored.
+    let output = patchbench(&["judge", path.to_str().unwrap()]);
+    assert_eq!(code(&output), Some(1), "{}", stderr(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("judged under rule 2"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(dir.path().join("report.md").is_file());
     let output = patchbench(&["compare", path.to_str().unwrap()]);
     let err = stderr(&output);
-    assert_eq!(code(&output), Some(exit::REGRESSION), "{err}");
+    assert_eq!(code(&output), Some(1), "{err}");
     assert!(
         err.contains("the patch regressed: pageout_cpu_ns in"),
         "{err}"
@@ -77,9 +92,9 @@ fn stored_results_with_a_stopped_boot_exit_5_and_name_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("results.json");
     results.save(&path).unwrap();
-    let output = patchbench(&["compare", path.to_str().unwrap()]);
+    let output = patchbench(&["compare", "--rejudge", path.to_str().unwrap()]);
     let err = stderr(&output);
-    assert_eq!(code(&output), Some(exit::GUEST), "{err}");
+    assert_eq!(code(&output), Some(5), "{err}");
     assert!(
         err.contains(&format!(
             "a guest failure stopped boot {label} in {}",
@@ -95,14 +110,14 @@ fn stored_results_with_a_stopped_boot_exit_5_and_name_it() {
 #[test]
 fn bad_usage_exits_2_and_names_the_culprit() {
     let output = patchbench(&["run", "--no-such-flag"]);
-    assert_eq!(code(&output), Some(exit::USAGE), "{}", stderr(&output));
+    assert_eq!(code(&output), Some(2), "{}", stderr(&output));
     let dir = tempfile::tempdir().unwrap();
     let campaign = dir.path().join("typo.yaml");
     let text = patchbench::config::DEFAULT_CAMPAIGN.replace("protocol:", "protocl:");
     std::fs::write(&campaign, text).unwrap();
     let output = patchbench(&["plan", campaign.to_str().unwrap()]);
     let err = stderr(&output);
-    assert_eq!(code(&output), Some(exit::USAGE), "{err}");
+    assert_eq!(code(&output), Some(2), "{err}");
     assert!(
         err.contains("typo.yaml") && err.contains("protocl"),
         "{err}"
@@ -121,7 +136,7 @@ fn what_a_hunt_cannot_do_exits_2_before_anything_runs() {
         args.extend(conflict);
         let output = patchbench(&args);
         let err = stderr(&output);
-        assert_eq!(code(&output), Some(exit::USAGE), "{conflict:?}: {err}");
+        assert_eq!(code(&output), Some(2), "{conflict:?}: {err}");
         assert!(err.contains("cannot be used with"), "{err}");
     }
     let dir = tempfile::tempdir().unwrap();
@@ -137,7 +152,7 @@ fn what_a_hunt_cannot_do_exits_2_before_anything_runs() {
     ] {
         let output = patchbench(&args);
         let err = stderr(&output);
-        assert_eq!(code(&output), Some(exit::USAGE), "{args:?}: {err}");
+        assert_eq!(code(&output), Some(2), "{args:?}: {err}");
         assert!(
             err.contains("hunt.yaml") && err.contains("per_patch: bisect"),
             "{err}"
@@ -158,7 +173,7 @@ fn what_a_hunt_cannot_do_exits_2_before_anything_runs() {
         .output()
         .unwrap();
     let err = stderr(&output);
-    assert_eq!(code(&output), Some(exit::USAGE), "{err}");
+    assert_eq!(code(&output), Some(2), "{err}");
     assert!(err.contains("bisect.json is not a hunt document"), "{err}");
     assert!(!cache.exists(), "the cache was touched: {err}");
 }
@@ -199,7 +214,7 @@ fn a_damaged_results_json_met_by_resume_exits_2_before_anything_runs() {
             .output()
             .unwrap();
         let err = stderr(&output);
-        assert_eq!(code(&output), Some(exit::USAGE), "{damage}: {err}");
+        assert_eq!(code(&output), Some(2), "{damage}: {err}");
         let Err(patchbench::results::ResultsError::Parse { offset: at, .. }) =
             Results::load(&results)
         else {
@@ -237,7 +252,7 @@ fn a_missing_piece_of_the_host_exits_3() {
         .output()
         .unwrap();
     let err = stderr(&output);
-    assert_eq!(code(&output), Some(exit::INFRASTRUCTURE), "{err}");
+    assert_eq!(code(&output), Some(3), "{err}");
     assert!(err.contains("PATCHBENCH_AGENT"), "{err}");
 }
 
@@ -298,7 +313,7 @@ fn a_series_that_does_not_apply_exits_4_naming_the_patch() {
         cache.to_str().unwrap(),
     ]);
     let err = stderr(&output);
-    assert_eq!(code(&output), Some(exit::PATCH), "{err}");
+    assert_eq!(code(&output), Some(4), "{err}");
     assert!(
         err.contains("mm: change x") && err.contains("mm/file.c"),
         "{err}"

@@ -12,6 +12,12 @@ fn fixture() -> Results {
     Results::load(&path).unwrap()
 }
 
+/// `r` with its judgement, which is what pages render.
+fn judged(mut r: Results) -> Results {
+    patchbench::judge::judge_into(&mut r);
+    r
+}
+
 const METRICS: [&str; 6] = [
     "pageout_cpu_ns",
     "verify_cpu_ns",
@@ -105,8 +111,8 @@ fn svgs(html: &str) -> Vec<&str> {
 #[test]
 fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
     let results = fixture();
-    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
-    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let results = judged(results);
+    let run = Run::new(&results, Path::new("/out"));
     let page = html::render_run(&run).unwrap();
 
     assert!(page.starts_with("<!DOCTYPE html>"));
@@ -119,7 +125,8 @@ fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
     // Each TCG lane is labelled, as in Markdown.
     let mut icount = results.clone();
     icount.host.icount = true;
-    let page = html::render_run(&Run::new(&icount, spec.as_ref(), Path::new("/out"))).unwrap();
+    let icount = judged(icount);
+    let page = html::render_run(&Run::new(&icount, Path::new("/out"))).unwrap();
     assert!(
         page.contains(
             "Accelerator: TCG (software emulation) with icount (deterministic guest clock)"
@@ -132,7 +139,8 @@ fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
     for (boot, layout) in layouts.boots.iter_mut().zip([1, 1, 2]) {
         boot.layout = Some(layout);
     }
-    let page = html::render_run(&Run::new(&layouts, spec.as_ref(), Path::new("/out"))).unwrap();
+    let layouts = judged(layouts);
+    let page = html::render_run(&Run::new(&layouts, Path::new("/out"))).unwrap();
     assert_eq!(
         page.matches(r#"<p class="note" id="judged-by-boot">Judged by boot: each boot ran in a memory layout of its own"#)
             .count(),
@@ -149,11 +157,21 @@ fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
     for metric in METRICS {
         assert!(page.contains(&format!("<code>{metric}</code>")), "{metric}");
     }
-    // The same numbers as the Markdown report.
-    for value in ["641.308", "684.703", "+6.77%", "1343.326", "8192", "+0.00%"] {
+    // The same numbers as the Markdown report, each labelled for the
+    // narrow layout.
+    for (label, value) in [
+        ("A mean", "641.308"),
+        ("B mean", "684.703"),
+        ("change", "+6.77%"),
+        ("A mean", "1.343"),
+        ("A mean", "8192"),
+        ("change", "+0.00%"),
+    ] {
         assert!(
-            page.contains(&format!(r#"<td class="num">{value}</td>"#)),
-            "{value}"
+            page.contains(&format!(
+                r#"<td class="num" data-label="{label}">{value}</td>"#
+            )),
+            "{label} {value}"
         );
     }
     // The stored smoke run's verdicts: four times inconclusive (A drifted),
@@ -184,9 +202,10 @@ fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
 fn rendering_is_deterministic() {
     let results = fixture();
     let again = fixture();
-    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
-    let one = Run::new(&results, spec.as_ref(), Path::new("/out"));
-    let two = Run::new(&again, spec.as_ref(), Path::new("/out"));
+    let results = judged(results);
+    let one = Run::new(&results, Path::new("/out"));
+    let again = judged(again);
+    let two = Run::new(&again, Path::new("/out"));
     assert_eq!(
         html::render_run(&one).unwrap(),
         html::render_run(&two).unwrap()
@@ -250,9 +269,9 @@ fn hostile() -> Results {
 #[test]
 fn hostile_text_never_becomes_markup() {
     let results = hostile();
-    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
-    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
-    assert!(run.rows.iter().any(|r| r.name.contains("<script>")));
+    let results = judged(results);
+    let run = Run::new(&results, Path::new("/out"));
+    assert!(run.rows.iter().any(|r| r.metric.contains("<script>")));
     let runs = [run];
     let pages = [
         ("run", html::render_run(&runs[0]).unwrap()),
@@ -300,10 +319,11 @@ fn the_index_lists_runs_newest_first_with_their_verdicts() {
     let mut newer = fixture();
     newer.started_at = "2026-12-01T08:00:00Z".parse().unwrap();
     newer.campaign = "nightly".into();
-    let spec = patchbench::workload::spec_for_kind(&older.workload.kind);
+    let older = judged(older);
+    let newer = judged(newer);
     let runs = [
-        Run::new(&older, spec.as_ref(), Path::new("/out")),
-        Run::new(&newer, spec.as_ref(), Path::new("/out")),
+        Run::new(&older, Path::new("/out")),
+        Run::new(&newer, Path::new("/out")),
     ];
     let page = html::render_index(&runs, |i| format!("runs/{i}/index.html")).unwrap();
     let first = page.find(r#"href="runs/1/index.html""#).unwrap();
@@ -324,9 +344,11 @@ fn the_index_lists_runs_newest_first_with_their_verdicts() {
     let mut icount = fixture();
     icount.host.icount = true;
     let cost = cost_lane();
+    let icount = judged(icount);
+    let cost = judged(cost);
     let runs = [
-        Run::new(&icount, spec.as_ref(), Path::new("/out")),
-        Run::new(&cost, spec.as_ref(), Path::new("/out")),
+        Run::new(&icount, Path::new("/out")),
+        Run::new(&cost, Path::new("/out")),
     ];
     let page = html::render_index(&runs, |i| format!("runs/{i}/index.html")).unwrap();
     assert!(
@@ -346,11 +368,13 @@ fn the_trend_page_has_a_plot_per_metric_over_the_campaigns_runs() {
     second.started_at = "2026-12-01T08:00:00Z".parse().unwrap();
     let mut other = fixture();
     other.campaign = "other".into();
-    let spec = patchbench::workload::spec_for_kind(&first.workload.kind);
+    let second = judged(second);
+    let first = judged(first);
+    let other = judged(other);
     let runs = [
-        Run::new(&second, spec.as_ref(), Path::new("/out")),
-        Run::new(&first, spec.as_ref(), Path::new("/out")),
-        Run::new(&other, spec.as_ref(), Path::new("/out")),
+        Run::new(&second, Path::new("/out")),
+        Run::new(&first, Path::new("/out")),
+        Run::new(&other, Path::new("/out")),
     ];
     let page = html::render_trend("smoke", &runs, |i| format!("r{i}.html")).unwrap();
     assert_eq!(svgs(&page).len(), METRICS.len());
@@ -374,8 +398,8 @@ fn the_site_links_resolve_and_logs_are_copied() {
     let present = &results.boots[0].console_log;
     std::fs::create_dir_all(present.parent().unwrap()).unwrap();
     std::fs::write(present, "Linux version 6.12.117+\n").unwrap();
-    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
-    let runs = [Run::new(&results, spec.as_ref(), source.path())];
+    let results = judged(results);
+    let runs = [Run::new(&results, source.path())];
 
     let site = tempfile::tempdir().unwrap();
     let report = html::write_site(site.path(), &runs).unwrap();
@@ -447,11 +471,11 @@ fn with_control(name: &str) -> Results {
 #[test]
 fn the_run_page_has_a_table_and_plots_per_control() {
     let results = with_control("unlimited");
-    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
-    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let results = judged(results);
+    let run = Run::new(&results, Path::new("/out"));
     let page = html::render_run(&run).unwrap();
-    assert!(page.contains(r#"<table id="comparison-table">"#));
-    assert!(page.contains(r#"<table id="control-1">"#));
+    assert!(page.contains(r#"<table id="comparison-table" class="comparison">"#));
+    assert!(page.contains(r#"<table id="control-1" class="comparison">"#));
     assert!(
         page.contains(r#"<h3 class="control">Control `unlimited` (zswap_max: max)</h3>"#),
         "{page}"
@@ -470,8 +494,8 @@ fn the_run_page_has_a_table_and_plots_per_control() {
 #[test]
 fn a_control_name_from_a_hostile_document_stays_text() {
     let results = with_control("<b>x</b>");
-    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
-    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let results = judged(results);
+    let run = Run::new(&results, Path::new("/out"));
     let page = html::render_run(&run).unwrap();
     assert!(!page.contains("<b>x</b>"));
     assert!(tags(&page).iter().all(|t| !t.starts_with("b>")));
@@ -504,8 +528,8 @@ fn cost_lane() -> Results {
 #[test]
 fn a_cost_lane_page_has_its_banner_and_a_symbol_chart_with_escaped_names() {
     let results = cost_lane();
-    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
-    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let results = judged(results);
+    let run = Run::new(&results, Path::new("/out"));
     let page = html::render_run(&run).unwrap();
     assert_markup_is_ours("cost-lane run", &page);
     assert!(page.contains(r#"id="cost-lane""#), "the lane's banner");
@@ -529,7 +553,7 @@ fn a_cost_lane_page_has_its_banner_and_a_symbol_chart_with_escaped_names() {
     assert!(chart.contains("&lt;script&gt;"), "{chart}");
     // Outside the cost lane there is neither.
     let plain = fixture();
-    let spec = patchbench::workload::spec_for_kind(&plain.workload.kind);
-    let page = html::render_run(&Run::new(&plain, spec.as_ref(), Path::new("/out"))).unwrap();
+    let plain = judged(plain);
+    let page = html::render_run(&Run::new(&plain, Path::new("/out"))).unwrap();
     assert!(!page.contains("cost-lane") && !page.contains("profile-0"));
 }

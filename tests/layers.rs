@@ -528,6 +528,27 @@ fn the_model_and_the_statistics_sit_at_the_bottom() {
     }
 }
 
+/// The renderers render the stored judgement and never judge: `report`,
+/// `html` and `github` import neither the statistics nor the judge.
+#[test]
+fn the_renderers_never_judge() {
+    let lib = crates().remove(0);
+    let under = |p: &ModPath, top: &str| p.first().is_some_and(|f| f == top);
+    for (module, targets) in &lib.edges {
+        if ["report", "html", "github"]
+            .iter()
+            .any(|r| under(module, r))
+        {
+            let judging: Vec<String> = targets
+                .iter()
+                .filter(|t| under(t, "stats") || under(t, "judge"))
+                .map(show)
+                .collect();
+            assert!(judging.is_empty(), "{} imports {judging:?}", show(module));
+        }
+    }
+}
+
 #[test]
 fn the_checker_sees_groups_children_and_inline_paths() {
     let code = code_only(

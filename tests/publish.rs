@@ -14,11 +14,13 @@ const SHA: &str = "9b96fe89a6f48ab291b00f765a3a15462a42af37";
 const COMMENTS: &str = "/repos/o/r/issues/7/comments";
 const MARKER: &str = "<!-- patchbench:smoke -->";
 
-/// The stored smoke run's results.json, copied into `dir/run/`, with
-/// `edit` applied to it.
+/// The stored smoke run's results.json, judged, copied into `dir/run/`,
+/// with `edit` applied to it.
 fn run_dir(dir: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-results.json");
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let mut results = patchbench::results::Results::load(&fixture).unwrap();
+    patchbench::judge::judge_into(&mut results);
+    let mut doc: Value = serde_json::to_value(&results).unwrap();
     edit(&mut doc);
     let run = dir.join("run");
     std::fs::create_dir_all(&run).unwrap();
@@ -240,6 +242,7 @@ async fn a_stopped_boot_makes_the_status_an_error() {
         what: "kernel panic".into(),
         excerpt: "Kernel panic - not syncing".into(),
     });
+    patchbench::judge::judge_into(&mut results);
     let run = tmp.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
     results.save(&run.join("results.json")).unwrap();

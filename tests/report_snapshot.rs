@@ -1,6 +1,7 @@
 //! Snapshot of the Markdown report for a stored real smoke run
-//! (`tests/fixtures/smoke-results.json`, machine paths redacted). A change to
-//! the report shows up here as a diff; update the `.md` file on purpose.
+//! (`tests/fixtures/smoke-results.json`, machine paths redacted), judged
+//! under today's rule. A change to the judgement or the report shows up
+//! here as a diff; update the `.md` file on purpose.
 
 use std::path::Path;
 
@@ -11,14 +12,14 @@ fn the_smoke_report_renders_as_stored() {
     render_as_stored("smoke-results.json", "smoke-report.md");
 }
 
-/// The stored run `results` (under tests/fixtures) rendered as Markdown
-/// must equal the stored report `report`; UPDATE_SNAPSHOTS=1 accepts it.
-/// Returns the run.
+/// The stored run `results` (under tests/fixtures), judged and rendered as
+/// Markdown, must equal the stored report `report`; UPDATE_SNAPSHOTS=1
+/// accepts it. Returns the run.
 fn render_as_stored(results: &str, report: &str) -> Results {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let results = Results::load(&fixtures.join(results)).unwrap();
-    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
-    let markdown = patchbench::report::markdown(&results, spec.as_ref());
+    let mut results = Results::load(&fixtures.join(results)).unwrap();
+    patchbench::judge::judge_into(&mut results);
+    let markdown = patchbench::report::markdown(&results);
     let expected_path = fixtures.join(report);
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&expected_path, &markdown).unwrap();
@@ -32,7 +33,7 @@ fn render_as_stored(results: &str, report: &str) -> Results {
 }
 
 #[test]
-fn a_schema_2_document_becomes_a_schema_3_document_that_round_trips() {
+fn a_schema_2_document_becomes_a_schema_4_document_that_round_trips() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let text = std::fs::read_to_string(fixtures.join("smoke-results.json")).unwrap();
     assert!(
@@ -71,13 +72,13 @@ fn the_cost_lane_report_renders_as_stored() {
 }
 
 /// `--quiet` silences progress, not the command's output: `compare -q
-/// --markdown` prints the stored report to stdout, and nothing to stderr.
-/// It printed nothing at all, so `> report.md` wrote an empty file.
+/// --markdown` prints the report to stdout, and nothing to stderr. It
+/// printed nothing at all, so `> report.md` wrote an empty file.
 #[test]
 fn compare_quiet_markdown_prints_the_report_and_nothing_else() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_patchbench"))
-        .args(["compare", "-q", "--markdown"])
+        .args(["compare", "-q", "--markdown", "--rejudge"])
         .arg(fixtures.join("smoke-results.json"))
         .output()
         .unwrap();

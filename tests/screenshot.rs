@@ -85,12 +85,12 @@ fn png_size(bytes: &[u8]) -> (u32, u32) {
 #[test]
 fn the_run_page_draws_its_table_and_plots() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-results.json");
-    let results = Results::load(&fixture).unwrap();
-    let spec = patchbench::workload::spec_for_kind(&results.workload.kind);
+    let mut results = Results::load(&fixture).unwrap();
+    patchbench::judge::judge_into(&mut results);
     let tmp = tempfile::tempdir().unwrap();
     let run_dir = fixture.parent().unwrap();
     let site = tmp.path().join("site");
-    html::write_site(&site, &[Run::new(&results, spec.as_ref(), run_dir)]).unwrap();
+    html::write_site(&site, &[Run::new(&results, run_dir)]).unwrap();
     let page = std::fs::read_dir(site.join("runs"))
         .unwrap()
         .next()

@@ -4,9 +4,8 @@
 //! two steps ([`across`]).
 
 use crate::model::Verdict;
-use crate::report::Row;
 use crate::results::hunt::{HuntStep, Hunted, MetricKey, StepOutcome, StepVerdict};
-use crate::results::{Results, VerdictRecord};
+use crate::results::{ComparisonRecord, Results, VerdictRecord};
 use crate::workload::WorkloadSpec;
 
 /// The bounds of a bisection over `n` patches: prefix `lo` is known not
@@ -60,7 +59,7 @@ fn primary(spec: Option<&WorkloadSpec>) -> Vec<&str> {
     .unwrap_or_default()
 }
 
-fn key(row: &Row) -> MetricKey {
+fn key(row: &ComparisonRecord) -> MetricKey {
     MetricKey {
         condition: row.condition.clone(),
         metric: row.metric.clone(),
@@ -71,7 +70,7 @@ fn key(row: &Row) -> MetricKey {
 /// metrics (of every condition) it called a regression; if none, those it
 /// called an improvement; if none, those it called changed. `None` when no
 /// primary metric changed.
-pub fn hunted(rows: &[Row], spec: Option<&WorkloadSpec>) -> Option<Hunted> {
+pub fn hunted(rows: &[ComparisonRecord], spec: Option<&WorkloadSpec>) -> Option<Hunted> {
     let primary = primary(spec);
     [Verdict::Regression, Verdict::Improvement, Verdict::Changed]
         .into_iter()
@@ -79,7 +78,7 @@ pub fn hunted(rows: &[Row], spec: Option<&WorkloadSpec>) -> Option<Hunted> {
             let metrics: Vec<MetricKey> = rows
                 .iter()
                 .filter(|r| primary.contains(&r.metric.as_str()))
-                .filter(|r| r.comparison.verdict.kind == verdict)
+                .filter(|r| r.kind() == verdict)
                 .map(key)
                 .collect();
             (!metrics.is_empty()).then(|| Hunted {
@@ -92,18 +91,18 @@ pub fn hunted(rows: &[Row], spec: Option<&WorkloadSpec>) -> Option<Hunted> {
 /// Every primary metric's verdict in a step's rows, the hunted ones
 /// first (in the hunt's order), then the others in the rows' order.
 pub fn verdicts(
-    rows: &[Row],
+    rows: &[ComparisonRecord],
     spec: Option<&WorkloadSpec>,
     hunted: Option<&Hunted>,
 ) -> Vec<StepVerdict> {
     let primary = primary(spec);
     let is_hunted = |k: &MetricKey| hunted.is_some_and(|h| h.metrics.contains(k));
-    let verdict = |r: &Row| StepVerdict {
+    let verdict = |r: &ComparisonRecord| StepVerdict {
         condition: r.condition.clone(),
         metric: r.metric.clone(),
         hunted: is_hunted(&key(r)),
-        verdict: r.comparison.verdict.kind.into(),
-        change: r.comparison.mean_change.as_ref().map(Into::into),
+        verdict: r.verdict,
+        change: r.mean_change,
     };
     let mut out: Vec<StepVerdict> = hunted
         .map(|h| {
@@ -127,19 +126,19 @@ pub fn verdicts(
 /// already in this prefix); unchanged when every hunted metric is "no
 /// clear difference"; undecided otherwise (a hunted metric inconclusive,
 /// changed the other way, or not compared), which stops the hunt.
-pub fn classify(rows: &[Row], hunted: &Hunted) -> (StepOutcome, String) {
+pub fn classify(rows: &[ComparisonRecord], hunted: &Hunted) -> (StepOutcome, String) {
     let want: Verdict = hunted.verdict.into();
     let mut changed = Vec::new();
     let mut neither = Vec::new();
     for k in &hunted.metrics {
         match rows.iter().find(|r| key(r) == *k) {
-            Some(r) if r.comparison.verdict.kind == want => changed.push(k.label()),
-            Some(r) if r.comparison.verdict.kind == Verdict::NoClearDifference => {}
+            Some(r) if r.kind() == want => changed.push(k.label()),
+            Some(r) if r.kind() == Verdict::NoClearDifference => {}
             Some(r) => neither.push(format!(
                 "{}: {} ({})",
                 k.label(),
-                r.comparison.verdict.kind.label(),
-                r.comparison.verdict.reason
+                r.kind().label(),
+                r.reason
             )),
             None => neither.push(format!("{}: not compared in this step", k.label())),
         }
@@ -169,7 +168,7 @@ pub fn step_verdict(step: &HuntStep, metric: &MetricKey) -> Option<VerdictRecord
 
 /// One document of two steps' boots: `a`'s boots of variant `a_variant`
 /// (as the baseline, renamed `a_name`) and `b`'s of `b_variant` (renamed
-/// `b_name`), for [`crate::report::rows`] to compare. Only meaningful where
+/// `b_name`), for [`crate::judge::judge`] to compare. Only meaningful where
 /// boots of different steps are comparable (a deterministic lane). The
 /// document is judged by the fixed protocol's rules: each step's
 /// sequential looks were about that step's own A/B.
@@ -211,7 +210,7 @@ pub fn across(
     }
     doc.protocol.sequential = None;
     doc.protocol.boots = doc.boots.iter().map(|b| b.variant.clone()).collect();
-    doc.comparisons = Vec::new();
+    doc.judgement = None;
     doc.shard = None;
     doc
 }
@@ -273,11 +272,11 @@ mod tests {
     }
 
     /// [`smoke`]'s rows, after `edit`.
-    fn smoke_rows(edit: impl Fn(&mut Results)) -> (Vec<Row>, Option<WorkloadSpec>) {
+    fn smoke_rows(edit: impl Fn(&mut Results)) -> (Vec<ComparisonRecord>, Option<WorkloadSpec>) {
         let mut results = smoke();
         edit(&mut results);
         let spec = crate::workload::spec_for_kind(&results.workload.kind);
-        (crate::report::rows(&results, spec.as_ref()), spec)
+        (crate::judge::judge(&results).rows, spec)
     }
 
     #[test]
@@ -286,15 +285,8 @@ mod tests {
         let h = hunted(&rows, spec.as_ref()).unwrap();
         assert_eq!(h.verdict, VerdictRecord::Improvement);
         let names: Vec<String> = h.metrics.iter().map(MetricKey::label).collect();
-        assert_eq!(
-            names,
-            [
-                "pageout_cpu_ns",
-                "total_cpu_ns",
-                "elapsed_ns",
-                "pageout_flushes"
-            ]
-        );
+        // The flush count is a count: changed, never an improvement.
+        assert_eq!(names, ["pageout_cpu_ns", "total_cpu_ns", "elapsed_ns"]);
         // The same run backwards: B regresses those metrics.
         let (rows, spec) = smoke_rows(|r| {
             for boot in &mut r.boots {
@@ -414,17 +406,16 @@ mod tests {
                 .collect::<Vec<_>>(),
             [(0, "p3"), (1, "p4")]
         );
-        let spec = crate::workload::spec_for_kind(&doc.workload.kind);
-        let rows = crate::report::rows(&doc, spec.as_ref());
+        let rows = crate::judge::judge(&doc).rows;
         let row = rows.iter().find(|r| r.metric == "pageout_cpu_ns").unwrap();
         assert_eq!((row.baseline.as_str(), row.variant.as_str()), ("p3", "p4"));
-        assert_eq!(row.comparison.verdict.kind, Verdict::Regression);
+        assert_eq!(row.kind(), Verdict::Regression);
         assert!((row.change_pct().unwrap() - 30.0).abs() < 0.5);
         // The bases of the two steps: the same boots, no clear difference.
         let witness = across(&step3, "A", "base@p3", &step4, "A", "base@p4");
-        let rows = crate::report::rows(&witness, spec.as_ref());
+        let rows = crate::judge::judge(&witness).rows;
         let row = rows.iter().find(|r| r.metric == "pageout_cpu_ns").unwrap();
-        assert_eq!(row.comparison.verdict.kind, Verdict::NoClearDifference);
+        assert_eq!(row.kind(), Verdict::NoClearDifference);
         assert_eq!(witness.boots.len(), 4);
     }
 }

@@ -195,7 +195,11 @@ impl Hunter<'_> {
     async fn hunt(&mut self) -> anyhow::Result<Vec<String>> {
         let n = self.hunt.series.patches.len();
         let (whole, rows) = self.step(0, n, StepRole::Whole).await?;
-        let regressed = crate::report::regressed_metrics(&rows);
+        let regressed = whole
+            .judgement
+            .as_ref()
+            .map(|j| j.regressed.clone())
+            .unwrap_or_default();
         self.hunt.lane = Some(HuntLane {
             accel: whole.host.accel,
             icount: whole.host.icount,
@@ -303,7 +307,7 @@ impl Hunter<'_> {
         baseline: usize,
         patches: usize,
         role: StepRole,
-    ) -> anyhow::Result<(Results, Vec<crate::report::Row>)> {
+    ) -> anyhow::Result<(Results, Vec<ComparisonRecord>)> {
         let dir = step_dir(baseline, patches, role);
         let mut plan = self.plan.clone();
         plan.variants = VariantSet::prefixes(baseline, patches);
@@ -331,7 +335,11 @@ impl Hunter<'_> {
                     opts.out_dir.display()
                 )
             })?;
-        Ok((outcome.results, outcome.rows))
+        let rows = outcome
+            .judgement()
+            .map(|j| j.rows.clone())
+            .unwrap_or_default();
+        Ok((outcome.results, rows))
     }
 
     /// Record a measured step and say what it showed.
@@ -342,7 +350,7 @@ impl Hunter<'_> {
         patches: usize,
         role: StepRole,
         results: &Results,
-        rows: &[crate::report::Row],
+        rows: &[ComparisonRecord],
         outcome: Option<StepOutcome>,
         reason: String,
     ) {
@@ -378,15 +386,18 @@ impl Hunter<'_> {
         let before = prefix_name(k - 1).to_string();
         let this = prefix_name(k).to_string();
         let spec = self.spec;
-        let primary = |rows: &[crate::report::Row], a: &str, b: &str| -> Vec<ComparisonRecord> {
+        let primary = |rows: &[ComparisonRecord], a: &str, b: &str| -> Vec<ComparisonRecord> {
             let keep = judge::verdicts(rows, spec, Some(hunted));
             rows.iter()
                 .filter(|r| {
                     keep.iter()
                         .any(|v| v.metric == r.metric && v.condition == r.condition)
                 })
-                .map(|r| {
-                    ComparisonRecord::new(r.condition.as_deref(), &r.metric, a, b, &r.comparison)
+                .cloned()
+                .map(|mut r| {
+                    r.baseline = a.to_string();
+                    r.variant = b.to_string();
+                    r
                 })
                 .collect()
         };
@@ -395,7 +406,7 @@ impl Hunter<'_> {
             .get(&k)
             .expect("the patch's prefix was measured");
         if k == 1 {
-            let rows = crate::report::rows(step, self.spec);
+            let rows = crate::judge::judge(step).rows;
             return Ok(OwnInterval {
                 method: OwnMethod::InStep,
                 note: format!(
@@ -414,7 +425,7 @@ impl Hunter<'_> {
         let why_not = if lane.deterministic() {
             let (a_name, b_name) = (format!("base@{before}"), format!("base@{this}"));
             let doc = judge::across(earlier, "base", &a_name, step, "base", &b_name);
-            let rows = crate::report::rows(&doc, self.spec);
+            let rows = crate::judge::judge(&doc).rows;
             witness = primary(&rows, &a_name, &b_name);
             let moved: Vec<String> = hunted
                 .metrics
@@ -423,7 +434,7 @@ impl Hunter<'_> {
                     let r = rows
                         .iter()
                         .find(|r| r.condition == m.condition && r.metric == m.metric);
-                    match r.map(|r| r.comparison.verdict.kind) {
+                    match r.map(ComparisonRecord::kind) {
                         Some(crate::model::Verdict::NoClearDifference) => None,
                         Some(v) => Some(format!("{}: {}", m.label(), v.label())),
                         None => Some(format!("{}: not compared", m.label())),
@@ -432,7 +443,7 @@ impl Hunter<'_> {
                 .collect();
             if moved.is_empty() {
                 let doc = judge::across(earlier, &before, &before, step, &this, &this);
-                let rows = crate::report::rows(&doc, self.spec);
+                let rows = crate::judge::judge(&doc).rows;
                 return Ok(OwnInterval {
                     method: OwnMethod::AcrossSteps,
                     note: format!(

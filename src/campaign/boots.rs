@@ -284,7 +284,9 @@ impl Boots<'_> {
             variant: this.name.to_string(),
             layout,
             initramfs_sha256,
-            console_log: spec.console_log(),
+            // Relative to the run's directory: a kept run names no path of
+            // one machine.
+            console_log: crate::fsutil::portable(&spec.console_log(), Some(self.out_dir), "boots"),
             facts: None,
             warmups: Vec::new(),
             samples: Vec::new(),

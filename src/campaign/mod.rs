@@ -12,8 +12,8 @@ use crate::config::Plan;
 use crate::events::{Event, Sink};
 use crate::image;
 use crate::results::{
-    self, ComparisonRecord, ControlRecord, Host, PatchInfo, Results, SeriesInfo, TreeInfo,
-    VariantRecord, WorkloadRecord,
+    self, ControlRecord, Host, PatchInfo, Results, SeriesInfo, TreeInfo, VariantRecord,
+    WorkloadRecord,
 };
 use crate::vm::accel;
 use crate::workload::{Planned, Prepared};
@@ -62,8 +62,20 @@ pub struct Outcome {
     pub results_path: PathBuf,
     pub markdown: String,
     pub markdown_path: PathBuf,
-    /// Every metric's comparison, as the report and `comparisons` hold it.
-    pub rows: Vec<crate::report::Row>,
+}
+
+impl Outcome {
+    /// The stored judgement (a shard has none).
+    pub fn judgement(&self) -> Option<&crate::results::JudgementRecord> {
+        self.results.judgement.as_ref()
+    }
+
+    /// The metrics that regressed, by label: the exit code's.
+    pub fn regressed(&self) -> Vec<String> {
+        self.judgement()
+            .map(|j| j.regressed.clone())
+            .unwrap_or_default()
+    }
 }
 
 /// Run a whole campaign: choose the accelerator, build the kernels,
@@ -111,6 +123,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     }
     let base_entries = image::base_entries(&image::parse_spec(image::DEFAULT_SPEC)?, &opts.agent)?;
     let mut results = new_results(plan, &lane, &kernels, &workloads, started_at);
+    results.portable_paths(Some(&opts.cache_dir), Some(&opts.out_dir));
     results.reach = opts.reach.clone();
     if let Some(earlier) = earlier {
         resume(&mut results, earlier, &results_path, &mut stages)?;
@@ -190,7 +203,6 @@ async fn sequential(
     results: &mut Results,
     stages: &mut Stages<'_>,
 ) -> anyhow::Result<()> {
-    let spec = crate::workload::spec_for_kind(&results.workload.kind);
     let per_round = round.len();
     let mut k = results.boots.len().div_ceil(per_round).max(1) as u32;
     loop {
@@ -201,7 +213,12 @@ async fn sequential(
             .map(|&v| boots.variants[v].name.to_string())
             .collect();
         boots.run_all(results, stages).await?;
-        let undecided = crate::report::undecided_primary(results, spec.as_ref());
+        crate::judge::judge_into(results);
+        let undecided = results
+            .judgement
+            .as_ref()
+            .map(|j| j.undecided.clone())
+            .unwrap_or_default();
         let boot_seconds = results.boots_wall_seconds.unwrap_or_default();
         let record = results
             .protocol
@@ -252,9 +269,9 @@ fn report_stopped(results: &Results, error: &anyhow::Error, out_dir: &Path, sink
     if crate::exit::code_for(error) != crate::exit::GUEST {
         return;
     }
-    let spec = crate::workload::spec_for_kind(&results.workload.kind);
-    let rows = crate::report::rows(results, spec.as_ref());
-    match write_markdown(results, spec.as_ref(), &rows, out_dir) {
+    let mut judged = results.clone();
+    crate::judge::judge_into(&mut judged);
+    match write_markdown(&judged, out_dir) {
         Ok((_, path)) => sink.emit(Event::Note(format!(
             "what was measured before the failure: {}",
             path.display()
@@ -264,13 +281,8 @@ fn report_stopped(results: &Results, error: &anyhow::Error, out_dir: &Path, sink
 }
 
 /// Write report.md into `out_dir`: the Markdown and where it went.
-fn write_markdown(
-    results: &Results,
-    spec: Option<&crate::workload::WorkloadSpec>,
-    rows: &[crate::report::Row],
-    out_dir: &Path,
-) -> anyhow::Result<(String, PathBuf)> {
-    let markdown = crate::report::markdown_of(results, spec, rows);
+fn write_markdown(results: &Results, out_dir: &Path) -> anyhow::Result<(String, PathBuf)> {
+    let markdown = crate::report::markdown(results);
     let path = out_dir.join("report.md");
     crate::fsutil::write_atomic(&path, markdown.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
@@ -432,7 +444,7 @@ fn new_results(
         },
         boots: Vec::new(),
         timings: Vec::new(),
-        comparisons: Vec::new(),
+        judgement: None,
         reach: None,
         boots_wall_seconds: None,
         shard: None,
@@ -502,7 +514,6 @@ pub fn judge_merged(
 ) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create output directory {}", out_dir.display()))?;
-    let spec = crate::workload::spec_for_kind(&results.workload.kind);
     if let Some(s) = results.protocol.sequential.clone() {
         let mut looks = Vec::new();
         let mut wall = 0.0;
@@ -515,7 +526,7 @@ pub fn judge_merged(
             looks.push(results::LookRecord {
                 round,
                 boot_seconds: wall,
-                undecided: crate::report::undecided_primary(&upto, spec.as_ref()),
+                undecided: crate::judge::judge(&upto).undecided,
             });
         }
         results
@@ -529,43 +540,27 @@ pub fn judge_merged(
     finish(results, path, out_dir)
 }
 
-/// Judge every metric, record the comparisons, and write report.md. A
+/// Judge every metric, store the judgement, and write report.md. A
 /// shard judges nothing: its boots are a part of the campaign, which
 /// `patchbench merge` judges whole.
 fn finish(mut results: Results, results_path: PathBuf, out_dir: &Path) -> anyhow::Result<Outcome> {
     if results.shard.is_some() {
+        results.judgement = None;
         results.save(&results_path)?;
         return Ok(Outcome {
             results,
             markdown_path: out_dir.join("report.md"),
             results_path,
             markdown: String::new(),
-            rows: Vec::new(),
         });
     }
-    let spec = crate::workload::spec_for_kind(&results.workload.kind);
-    let rows = crate::report::rows(&results, spec.as_ref());
-    let steps = crate::report::steps(&results, spec.as_ref());
-    results.comparisons = rows
-        .iter()
-        .chain(&steps)
-        .map(|r| {
-            ComparisonRecord::new(
-                r.condition.as_deref(),
-                &r.metric,
-                &r.baseline,
-                &r.variant,
-                &r.comparison,
-            )
-        })
-        .collect();
+    crate::judge::judge_into(&mut results);
     results.save(&results_path)?;
-    let (markdown, markdown_path) = write_markdown(&results, spec.as_ref(), &rows, out_dir)?;
+    let (markdown, markdown_path) = write_markdown(&results, out_dir)?;
     Ok(Outcome {
         results,
         results_path,
         markdown,
         markdown_path,
-        rows,
     })
 }

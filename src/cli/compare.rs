@@ -1,5 +1,5 @@
-//! `patchbench compare`: render stored results again, or compare the B
-//! kernels of two runs, without booting anything.
+//! `patchbench compare`: render stored results again, as judged, or
+//! compare the B kernels of two runs, without booting anything.
 
 use std::path::PathBuf;
 
@@ -7,7 +7,6 @@ use crate::events::{Event, Sink};
 use crate::exit::{Regressed, Stopped};
 use crate::report;
 use crate::results::Results;
-use crate::workload;
 
 #[derive(clap::Args)]
 pub struct CompareArgs {
@@ -17,12 +16,17 @@ pub struct CompareArgs {
     /// Print Markdown (as report.md) instead of the terminal table.
     #[arg(long)]
     markdown: bool,
-    /// A run whose B kernel becomes the baseline (A) for each RESULTS' B.
+    /// A run whose B kernel becomes the baseline (A) for each RESULTS' B
+    /// (a new comparison, judged under today's rule).
     #[arg(long, value_name = "RESULTS")]
     against: Option<PathBuf>,
+    /// Judge each document again under today's rule before rendering it,
+    /// without writing it (`patchbench judge` writes it back).
+    #[arg(long)]
+    rejudge: bool,
 }
 
-fn load(path: &std::path::Path) -> anyhow::Result<Results> {
+pub(super) fn load(path: &std::path::Path) -> anyhow::Result<Results> {
     let file = if path.is_dir() {
         path.join("results.json")
     } else {
@@ -54,9 +58,14 @@ pub fn b_against_b(old: &Results, new: &Results) -> Results {
     merged
 }
 
-/// The error that exits 1 when any metric regressed.
-pub fn fail_on_regression(rows: &[report::Row]) -> anyhow::Result<()> {
-    let metrics = report::regressed_metrics(rows);
+/// The error that exits 1 when any metric regressed, from a stored
+/// judgement.
+pub fn fail_on_regression(results: &Results) -> anyhow::Result<()> {
+    let metrics = results
+        .judgement
+        .as_ref()
+        .map(|j| j.regressed.clone())
+        .unwrap_or_default();
     if metrics.is_empty() {
         Ok(())
     } else {
@@ -72,20 +81,23 @@ pub(super) fn compare(args: CompareArgs, sink: &dyn Sink) -> anyhow::Result<()> 
         let mut results = load(path)?;
         if let Some(old) = &baseline {
             results = b_against_b(old, &results);
+            crate::judge::judge_into(&mut results);
+        } else if args.rejudge {
+            crate::judge::judge_into(&mut results);
         }
-        let spec = workload::spec_for_kind(&results.workload.kind);
         if args.results.len() > 1 {
             sink.emit(Event::Output(format!("== {}\n", path.display())));
         }
-        let rows = report::rows(&results, spec.as_ref());
         sink.emit(Event::Output(if args.markdown {
-            format!("{}\n", report::markdown_of(&results, spec.as_ref(), &rows))
+            format!("{}\n", report::markdown(&results))
         } else {
-            report::terminal_of(&results, &rows)
+            report::terminal(&results)
         }));
         regressed.extend(
-            report::regressed_metrics(&rows)
-                .into_iter()
+            results
+                .judgement
+                .iter()
+                .flat_map(|j| &j.regressed)
                 .map(|m| format!("{m} in {}", path.display())),
         );
         stopped.extend(
@@ -115,7 +127,7 @@ fn verdict(regressed: Vec<String>, stopped: Vec<String>) -> anyhow::Result<()> {
 /// regressed (`run` and `merge` end alike).
 pub(super) fn written(outcome: &crate::campaign::Outcome, sink: &dyn Sink) -> anyhow::Result<()> {
     files_written(outcome, sink);
-    fail_on_regression(&outcome.rows)
+    fail_on_regression(&outcome.results)
 }
 
 /// Where a finished run's results.json and report.md are.
@@ -152,21 +164,28 @@ mod tests {
     #[test]
     fn a_run_against_itself_has_only_b_boots_on_both_sides() {
         let r = fixture();
-        let merged = b_against_b(&r, &r);
+        let mut merged = b_against_b(&r, &r);
         assert_eq!(merged.protocol.boots, ["A", "B"]);
         assert_eq!(merged.boots[0].samples, merged.boots[1].samples);
         // Identical samples: nothing can have regressed.
-        let spec = workload::spec_for_kind(&merged.workload.kind);
-        fail_on_regression(&report::rows(&merged, spec.as_ref())).unwrap();
+        crate::judge::judge_into(&mut merged);
+        fail_on_regression(&merged).unwrap();
     }
 
     #[test]
-    fn the_terminal_table_has_a_row_per_metric_and_a_verdict() {
-        let r = fixture();
-        let text = report::terminal(&r, workload::spec_for_kind(&r.workload.kind).as_ref());
-        assert!(text.starts_with("accelerator: TCG"), "{text}");
+    fn the_terminal_table_opens_with_the_headline_and_has_a_row_per_metric() {
+        let mut r = fixture();
+        crate::judge::judge_into(&mut r);
+        let text = report::terminal(&r);
+        assert!(text.starts_with("B: "), "{text}");
+        assert!(text.contains("\nlane: TCG"), "{text}");
         assert!(text.contains("pageout_cpu_ns"), "{text}");
         assert!(text.contains("inconclusive"), "{text}");
-        assert_eq!(text.lines().count(), 2 + 6, "{text}");
+    }
+
+    #[test]
+    fn an_unjudged_document_says_how_to_judge_it() {
+        let text = report::terminal(&fixture());
+        assert!(text.contains("patchbench judge RESULTS.json"), "{text}");
     }
 }

@@ -50,10 +50,7 @@ pub(super) fn merge(args: MergeArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     }
     let (merged, round_walls) = crate::results::merge::merge(shards)?;
     let outcome = crate::campaign::judge_merged(merged, &round_walls, &args.out)?;
-    sink.emit(Event::Output(crate::report::terminal_of(
-        &outcome.results,
-        &outcome.rows,
-    )));
+    sink.emit(Event::Output(crate::report::terminal(&outcome.results)));
     if let Some(s) = &outcome.results.protocol.sequential
         && let Some(last) = s.looks.last()
     {

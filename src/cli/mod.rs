@@ -20,6 +20,7 @@ mod cache;
 mod choose;
 mod compare;
 pub mod doctor;
+mod judge;
 mod merge;
 mod plan;
 mod publish;
@@ -72,8 +73,9 @@ pub enum Command {
     )]
     Boot(boot::BootArgs),
     /// Re-render stored results without running anything: the terminal
-    /// table (or --markdown) of each results.json. With --against, compare
-    /// the B kernels of two runs: FIRST's B becomes A, the other's B is B.
+    /// table (or --markdown) of each results.json, as it was judged
+    /// (--rejudge: under today's rule). With --against, compare the B
+    /// kernels of two runs: FIRST's B becomes A, the other's B is B.
     /// Exits 1 if a metric regressed, in the main workload or in any
     /// control condition (a control that regresses is a regression of the
     /// patch too).
@@ -81,6 +83,11 @@ pub enum Command {
         after_help = "Examples:\n  patchbench compare patchbench-out/smoke-20261130-031500/results.json\n  patchbench compare --markdown out/results.json > report.md\n  patchbench compare --against old/results.json new/results.json   # B of old vs B of new"
     )]
     Compare(compare::CompareArgs),
+    /// Judge kept runs again under today's verdict rule, without running
+    /// anything: each results.json gets its new judgement and report.md
+    /// beside it is rendered again; the verdicts that changed are listed.
+    #[command(after_help = judge::AFTER_HELP)]
+    Judge(judge::JudgeArgs),
     /// Combine the results of a campaign's shards (`run --shard I/N`, one
     /// per runner) into one run, judged as if one runner had run every boot.
     /// Only shards of one experiment merge: the same campaign, kernels,
@@ -124,6 +131,7 @@ impl Cli {
             Command::Build(args) => build::build(args, events).await,
             Command::Boot(args) => boot::boot(args, events).await,
             Command::Compare(args) => compare::compare(args, events),
+            Command::Judge(args) => judge::judge(args, events),
             Command::Merge(args) => merge::merge(args, events),
             Command::Plan(args) => plan::plan(args, events).await,
             Command::Publish(args) => publish::publish(args, sink.clone()).await,
@@ -269,10 +277,7 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         )));
         return Ok(());
     }
-    sink.emit(Event::Output(crate::report::terminal_of(
-        &outcome.results,
-        &outcome.rows,
-    )));
+    sink.emit(Event::Output(crate::report::terminal(&outcome.results)));
     compare::written(&outcome, sink)
 }
 
@@ -324,6 +329,9 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let agent = crate::find_agent()?;
     let mut regressed = Vec::new();
     let mut guest: Option<anyhow::Error> = None;
+    // Each campaign's headlines and the series' functions it reached, or
+    // how it ended: the summary across them all, at the end.
+    let mut summary: Vec<String> = Vec::new();
     for (file, chosen) in runs {
         let campaign_args = CampaignArgs {
             campaign: file.clone(),
@@ -359,11 +367,13 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
                 sink.emit(Event::Output(format!(
                     "== {} ({shown})\n{}",
                     plan.name,
-                    crate::report::terminal_of(&outcome.results, &outcome.rows)
+                    crate::report::terminal(&outcome.results)
                 )));
                 compare::files_written(&outcome, sink);
+                summary.push(campaign_summary(&plan.name, &shown, &outcome.results));
                 regressed.extend(
-                    crate::report::regressed_metrics(&outcome.rows)
+                    outcome
+                        .regressed()
                         .into_iter()
                         .map(|m| format!("{}: {m}", plan.name)),
                 );
@@ -373,10 +383,21 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
                 sink.emit(Event::Note(format!(
                     "warning: {e:#}; the next campaign runs"
                 )));
+                summary.push(format!(
+                    "{} ({shown}): stopped by a guest failure ({e:#})",
+                    plan.name
+                ));
                 guest.get_or_insert(e);
             }
             Err(e) => return Err(e.context(format!("campaign {} ({shown})", plan.name))),
         }
+    }
+    if summary.len() > 1 {
+        sink.emit(Event::Output(format!(
+            "\n== The series, across {} campaigns\n{}",
+            summary.len(),
+            summary.join("")
+        )));
     }
     if chose.choice.chosen.is_empty() {
         sink.emit(Event::Output(format!(
@@ -392,6 +413,30 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     } else {
         Err(crate::exit::Regressed { metrics: regressed }.into())
     }
+}
+
+/// One campaign of a `run --series` in the summary across them: its
+/// headlines, and the series' functions it executes.
+fn campaign_summary(name: &str, shown: &str, results: &crate::results::Results) -> String {
+    let mut out = format!("{name} ({shown})\n");
+    let reached: Vec<&str> = results
+        .reach
+        .iter()
+        .flat_map(|r| &r.executes)
+        .map(|r| r.function.as_str())
+        .collect();
+    if !reached.is_empty() {
+        out.push_str(&format!("  reaches {}\n", reached.join(", ")));
+    }
+    match &results.judgement {
+        Some(j) => {
+            for h in &j.headlines {
+                out.push_str(&format!("  {}\n", h.text));
+            }
+        }
+        None => out.push_str("  not judged\n"),
+    }
+    out
 }
 
 /// `run --bisect`: the hunt, its report, and the whole series' exit code.

@@ -116,25 +116,22 @@ pub(super) async fn publish(args: PublishArgs, sink: Arc<dyn Sink>) -> anyhow::R
         }
         // Refuse a name the marker cannot carry before anything is written.
         github::campaign_marker(&results.campaign)?;
+        // Pages and comments render the stored judgement; a document
+        // without one (a shard, a run cut short, an older schema) is
+        // judged first, on purpose.
+        if results.judgement.is_none() {
+            return Err(crate::results::ResultsError::Unjudged { path: file }.into());
+        }
         loaded.push((run_dir, results));
     }
-    let specs: Vec<_> = loaded
-        .iter()
-        .map(|(_, r)| crate::workload::spec_for_kind(&r.workload.kind))
-        .collect();
-    let runs: Vec<Run> = loaded
-        .iter()
-        .zip(&specs)
-        .map(|((dir, r), spec)| Run::new(r, spec.as_ref(), dir))
-        .collect();
+    let runs: Vec<Run> = loaded.iter().map(|(dir, r)| Run::new(r, dir)).collect();
     let items: Vec<Item> = runs
         .iter()
-        .zip(&specs)
-        .map(|(run, spec)| {
+        .map(|run| {
             let (state, description) = status_for(run);
             Item {
                 campaign: run.results.campaign.clone(),
-                markdown: crate::report::markdown(run.results, spec.as_ref()),
+                markdown: crate::report::markdown(run.results),
                 state,
                 description,
             }

@@ -518,8 +518,8 @@ fn hostile_subjects_and_authors_render_as_no_mention_link_or_image() {
     let patch = &mut results.series.patches[0];
     patch.subject = format!("mm: {HOSTILE}");
     patch.author = format!("{HOSTILE} <evil@example.org>");
-    let spec = crate::workload::spec_for_kind(&results.workload.kind);
-    let mut report = crate::report::markdown(&results, spec.as_ref());
+    crate::judge::judge_into(&mut results);
+    let mut report = crate::report::markdown(&results);
     // A line that names them outside code spans.
     report.push_str(&format!(
         "\nPatch 1/1 {} by {}\n",

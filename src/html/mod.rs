@@ -8,9 +8,9 @@
 //! is escaped by askama; the SVG plots `plot` draws are the only markup
 //! embedded unescaped.
 //!
-//! The rows (means, changes, intervals, verdicts) come from
-//! [`view::default_rows`] through [`Run::new`]; a caller with real
-//! statistics builds [`Run`] with its own rows instead.
+//! The rows (means, changes, intervals, verdicts) are the stored
+//! judgement's, through [`Run::new`]: a page renders them and never
+//! judges.
 //!
 //! Site layout, as [`write_site`] writes it:
 //!
@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use askama::Template;
 
 pub use plot::{PlotError, Svg};
-pub use view::{MetricRow, Run, default_rows};
+pub use view::Run;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HtmlError {
@@ -202,23 +202,18 @@ pub fn write_site(dir: &Path, runs: &[Run]) -> Result<SiteReport, HtmlError> {
         json.push('\n');
         write(&out.join("results.json"), json.as_bytes(), &mut report)?;
         for boot in &run.results.boots {
-            let Ok(log_rel) = boot.console_log.strip_prefix(run.run_dir) else {
+            // The log below the run's directory (a document records it
+            // relative to that; older ones recorded it whole).
+            let Some(log_rel) = pages::log_below(run.run_dir, &boot.console_log) else {
                 continue;
             };
-            if pages::log_href(run.run_dir, &boot.console_log).is_none() {
-                continue;
-            }
-            match std::fs::read(&boot.console_log) {
-                Ok(bytes) => write(&out.join(log_rel), &bytes, &mut report)?,
+            let log = run.run_dir.join(&log_rel);
+            match std::fs::read(&log) {
+                Ok(bytes) => write(&out.join(&log_rel), &bytes, &mut report)?,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    report.missing_logs.push(boot.console_log.clone());
+                    report.missing_logs.push(log);
                 }
-                Err(source) => {
-                    return Err(HtmlError::Io {
-                        path: boot.console_log.clone(),
-                        source,
-                    });
-                }
+                Err(source) => return Err(HtmlError::Io { path: log, source }),
             }
         }
     }

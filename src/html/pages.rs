@@ -7,11 +7,10 @@ use std::path::{Component, Path};
 
 use askama::Template;
 
-use super::plot::{self, Svg, TrendPoint, display_unit};
-use super::view::{MetricRow, Run, samples_by_boot};
+use super::plot::{self, Svg, TrendPoint};
+use super::view::{Run, plot_key, samples_by_boot};
 use crate::model::{Direction, Verdict};
-use crate::report::format_value;
-use crate::results::{Accel, Results};
+use crate::results::{Accel, ComparisonRecord, Results};
 
 /// Links from a page to the rest of the site; empty for a page on its own.
 #[derive(Debug, Clone, Default)]
@@ -43,7 +42,11 @@ pub struct RunPage<'a> {
     /// The baseline's name.
     pub baseline: String,
     /// `p1, p2, p3 against base`: what a multi-variant page compares.
-    pub headline: String,
+    pub compared: String,
+    /// What each candidate did, in a line (the judgement's headlines).
+    pub headlines: Vec<String>,
+    /// The lane the verdicts belong to, and the rule's version.
+    pub lane: String,
     /// Every variant, the baseline first, with its colour on the plots.
     pub variant_keys: Vec<VariantKey>,
     /// The main workload's table, then each control's.
@@ -53,9 +56,10 @@ pub struct RunPage<'a> {
     /// (`report::nothing_compared`); the guest's words in them are escaped
     /// like all text.
     pub stopped: Vec<String>,
-    /// Metrics no sample of one side has (`report::uncompared`), one line
-    /// each.
+    /// Metrics no sample of one side has, one line each.
     pub uncompared: Vec<String>,
+    /// The context rows, grouped by why (`report::context_lines`).
+    pub context: Vec<String>,
     /// Under the tables when the boots ran in memory layouts of their own
     /// (`report::layouts_line`): what one observation is.
     pub judged_by_boot: Option<String>,
@@ -86,6 +90,7 @@ pub struct TableView {
     pub rows: Vec<RowView>,
 }
 
+/// One row's cells, formatted from the stored comparison record.
 pub struct RowView {
     /// The anchor of the metric's plot.
     pub anchor: String,
@@ -304,39 +309,79 @@ pub fn series_title(results: &Results) -> String {
     }
 }
 
-fn row_view(row: &MetricRow, anchor: String) -> RowView {
-    let (_, unit) = display_unit(row.unit);
+fn row_view(results: &Results, row: &ComparisonRecord, anchor: String) -> RowView {
+    let scale = crate::report::row_scale(row);
     RowView {
         anchor,
-        name: row.name.clone(),
+        name: row.metric.clone(),
         variant: row.variant.clone(),
-        unit,
-        better: match row.direction {
-            Some(Direction::LowerIsBetter) => "lower",
-            Some(Direction::HigherIsBetter) => "higher",
-            Some(Direction::Neither) | None => "",
+        unit: scale.label,
+        better: match Direction::from(row.direction) {
+            Direction::LowerIsBetter => "lower",
+            Direction::HigherIsBetter => "higher",
+            Direction::Neither => "",
         },
-        a_mean: format_value(row.a_mean, row.unit),
-        b_mean: format_value(row.b_mean, row.unit),
-        change: row.change_pct.map_or("n/a".into(), signed_pct),
-        change_ci: row.change_ci.map_or(String::new(), |(lo, hi)| {
-            format!("[{}, {}]", signed_pct(lo), signed_pct(hi))
+        a_mean: crate::report::show(row.a.mean, scale),
+        b_mean: crate::report::show(row.b.mean, scale),
+        change: row.change_pct().map_or("n/a".into(), signed_pct),
+        change_ci: row.change_ci().map_or(String::new(), |ci| {
+            format!("[{}, {}]", signed_pct(ci.lo), signed_pct(ci.hi))
         }),
-        p: match row.p_value {
+        p: match row.welch.as_ref().map(|w| w.p) {
             None => "\u{2014}".into(),
             Some(p) if p < 0.001 => "<0.001".into(),
             Some(p) => format!("{p:.3}"),
         },
-        verdict: row.verdict,
-        note: row.note.clone(),
+        verdict: row.kind(),
+        note: note(results, row),
     }
+}
+
+/// A short remark beside a row's verdict: its reason and, when they
+/// matter, what it rules out, the host's noise, a drift, a large CV, the
+/// samples it stands on.
+fn note(results: &Results, row: &ComparisonRecord) -> String {
+    let mut notes = vec![format!(
+        "{}{}",
+        row.reason,
+        crate::report::undecided_note(row)
+    )];
+    if let Some(noisy) = crate::report::noisy_host(results, row.kind()) {
+        notes.push(noisy);
+    }
+    if let Some(drift) = row.drift_pct.filter(|d| d.abs() >= 5.0) {
+        let sign = if drift < 0.0 { '\u{2212}' } else { '+' };
+        notes.push(format!(
+            "A drifted {sign}{:.1}% between its first and last boot",
+            drift.abs()
+        ));
+    }
+    if let Some(cv) = row.max_boot_cv_pct.filter(|c| *c >= 10.0) {
+        notes.push(format!("within-boot CV up to {cv:.1}%"));
+    }
+    notes.extend(row.coverage());
+    notes.extend(row.repeat_note());
+    notes.join("; ")
+}
+
+/// A console log's path below `run_dir`: as recorded when relative (a
+/// document records it relative to its run), else below `run_dir`. `None`
+/// for a log outside it, or a path that climbs out (`..`).
+pub fn log_below(run_dir: &Path, log: &Path) -> Option<std::path::PathBuf> {
+    let rel = if log.is_absolute() {
+        log.strip_prefix(run_dir).ok()?
+    } else {
+        log
+    };
+    let normal = rel.components().all(|c| matches!(c, Component::Normal(_)));
+    (normal && rel.components().next().is_some()).then(|| rel.to_path_buf())
 }
 
 /// The href of a console log: its path below `run_dir`, percent-encoded
 /// segment by segment. `None` for a log outside `run_dir`, which a
 /// published page cannot reach.
 pub fn log_href(run_dir: &Path, log: &Path) -> Option<String> {
-    let rel = log.strip_prefix(run_dir).ok()?;
+    let rel = log_below(run_dir, log)?;
     let mut segments = Vec::new();
     for c in rel.components() {
         match c {
@@ -363,7 +408,8 @@ fn percent_encode(segment: &str) -> String {
 
 fn method(results: &Results) -> String {
     let order = crate::report::boot_order(results);
-    let stats = if crate::report::judged_by_boot(results) {
+    let rows = crate::report::rows(results);
+    let stats = if crate::report::judged_by_boot(rows) {
         "Each boot ran in a memory layout of its own, and intervals, p-values and verdicts come from the statistics over the boots' means (Welch's t)."
     } else {
         "Intervals, p-values and verdicts come from the statistics over the pooled samples."
@@ -479,13 +525,13 @@ fn anchor(i: usize) -> String {
 
 /// The first row of each metric in each condition (one samples plot
 /// each), with the index of that row.
-fn plotted_rows<'r>(run: &'r Run) -> Vec<(usize, &'r MetricRow)> {
+fn plotted_rows<'r>(run: &'r Run) -> Vec<(usize, &'r ComparisonRecord)> {
     let mut seen: Vec<String> = Vec::new();
     run.rows
         .iter()
         .enumerate()
         .filter(|(_, row)| {
-            let key = row.plot_key();
+            let key = plot_key(row);
             let new = !seen.contains(&key);
             if new {
                 seen.push(key);
@@ -496,7 +542,7 @@ fn plotted_rows<'r>(run: &'r Run) -> Vec<(usize, &'r MetricRow)> {
 }
 
 /// Every variant's mean of the metric `row` is about, for its plot.
-fn means_of(run: &Run, row: &MetricRow) -> Vec<plot::Mean> {
+fn means_of(run: &Run, row: &ComparisonRecord) -> Vec<plot::Mean> {
     let index = |name: &str| {
         run.results
             .variants
@@ -504,12 +550,13 @@ fn means_of(run: &Run, row: &MetricRow) -> Vec<plot::Mean> {
             .position(|v| v.name == name)
             .unwrap_or(usize::MAX)
     };
-    std::iter::once((0, row.a_mean, row.a_ci))
+    let ci = |s: &crate::results::comparison::SummaryRecord| s.mean_ci.map(|i| (i.lo, i.hi));
+    std::iter::once((0, row.a.mean, ci(&row.a)))
         .chain(
             run.rows
                 .iter()
-                .filter(|r| r.plot_key() == row.plot_key())
-                .map(|r| (index(&r.variant), r.b_mean, r.b_ci)),
+                .filter(|r| plot_key(r) == plot_key(row))
+                .map(|r| (index(&r.variant), r.b.mean, ci(&r.b))),
         )
         .collect()
 }
@@ -519,7 +566,7 @@ fn waterfalls(run: &Run) -> Result<Vec<PlotView>, plot::PlotError> {
     if run.steps.is_empty() {
         return Ok(Vec::new());
     }
-    crate::report::waterfall::metrics(run.results, &run.steps, &run.report_rows)
+    crate::report::waterfall::metrics(run.results, run.steps, run.rows)
         .iter()
         .enumerate()
         .map(|(i, m)| {
@@ -529,13 +576,13 @@ fn waterfalls(run: &Run) -> Result<Vec<PlotView>, plot::PlotError> {
                 .map(|s| plot::WaterfallStep {
                     label: s.variant.to_string(),
                     points: s.points,
-                    verdict: Some(s.row.comparison.verdict.kind),
+                    verdict: Some(s.row.kind()),
                 })
                 .collect();
             let whole = plot::WaterfallStep {
                 label: "whole".into(),
                 points: m.whole.and_then(|w| w.change_pct()),
-                verdict: m.whole.map(|w| w.comparison.verdict.kind),
+                verdict: m.whole.map(ComparisonRecord::kind),
             };
             Ok(PlotView {
                 name: m.metric.to_string(),
@@ -555,21 +602,22 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
     let plots = plotted_rows(run)
         .into_iter()
         .map(|(i, row)| {
-            let boots = samples_by_boot(r, row.condition.as_deref(), &row.name);
-            let svg = plot::samples_plot(row, &boots, &means_of(run, row))?;
-            let (_, unit) = display_unit(row.unit);
-            let band = if row.a_ci.is_some() || row.b_ci.is_some() {
+            let boots = samples_by_boot(r, row.condition.as_deref(), &row.metric);
+            let means = means_of(run, row);
+            let svg = plot::samples_plot(&plot_key(row), row.unit, &boots, &means)?;
+            let unit = crate::report::row_scale(row).label;
+            let band = if row.a.mean_ci.is_some() || row.b.mean_ci.is_some() {
                 ", bands their confidence intervals"
             } else {
                 ""
             };
             Ok(PlotView {
-                name: row.plot_key(),
+                name: plot_key(row),
                 anchor: anchor(i),
                 svg,
                 caption: format!(
                     "{} ({unit}): every measured sample by boot; lines are each variant's mean{band}.",
-                    row.plot_key()
+                    plot_key(row)
                 ),
             })
         })
@@ -603,9 +651,9 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
                         let plot = run
                             .rows
                             .iter()
-                            .position(|p| p.plot_key() == row.plot_key())
+                            .position(|p| plot_key(p) == plot_key(row))
                             .unwrap_or(i);
-                        row_view(row, anchor(plot))
+                        row_view(r, row, anchor(plot))
                     })
                     .collect(),
             }
@@ -627,15 +675,32 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
             .map(|f| f.sentence(str::to_string))
             .chain(crate::report::nothing_compared(r))
             .collect(),
-        uncompared: crate::report::uncompared(r)
+        uncompared: r
+            .judgement
             .iter()
-            .map(crate::report::Uncompared::sentence)
+            .flat_map(|j| &j.uncompared)
+            .map(crate::results::UncomparedRecord::sentence)
             .collect(),
-        judged_by_boot: crate::report::layouts_line(&run.report_rows.iter().collect::<Vec<_>>()),
+        context: crate::report::context_lines(&run.rows.iter().collect::<Vec<_>>()),
+        judged_by_boot: crate::report::layouts_line(&run.rows.iter().collect::<Vec<_>>()),
         profiles: profiles(r)?,
         multi: run.multi(),
         baseline: r.baseline().to_string(),
-        headline: format!(
+        headlines: r
+            .judgement
+            .iter()
+            .flat_map(|j| &j.headlines)
+            .map(|h| h.text.clone())
+            .chain(crate::report::unjudged(r))
+            .collect(),
+        lane: r.judgement.as_ref().map_or_else(String::new, |j| {
+            format!(
+                "Lane: {}; verdicts under rule {} (docs/statistics.md).",
+                j.lane.label(),
+                j.rule
+            )
+        }),
+        compared: format!(
             "{} against {}",
             r.candidates()
                 .iter()
@@ -663,7 +728,8 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
             crate::report::max_time_cv(
                 run.rows
                     .iter()
-                    .map(|row| (row.unit, row.direction, row.max_cv)),
+                    .filter(|row| row.measured())
+                    .map(|row| (row.unit, Some(row.direction.into()), row.max_boot_cv_pct)),
             ),
         ),
         cputime: crate::report::cputime_line(r),
@@ -758,13 +824,13 @@ pub fn trend_page(
     // them.
     let mut names: Vec<String> = Vec::new();
     for (run, _) in runs {
-        for row in &run.rows {
+        for row in run.rows {
             if !names.contains(&row.label()) {
                 names.push(row.label());
             }
         }
     }
-    let by_name: Vec<BTreeMap<String, &MetricRow>> = runs
+    let by_name: Vec<BTreeMap<String, &ComparisonRecord>> = runs
         .iter()
         .map(|(run, _)| run.rows.iter().map(|r| (r.label(), r)).collect())
         .collect();
@@ -779,9 +845,9 @@ pub fn trend_page(
                     let row = rows.get(name.as_str());
                     TrendPoint {
                         label: run.results.started_at.strftime("%m-%d").to_string(),
-                        change_pct: row.and_then(|r| r.change_pct),
-                        change_ci: row.and_then(|r| r.change_ci),
-                        verdict: row.map(|r| r.verdict),
+                        change_pct: row.and_then(|r| r.change_pct()),
+                        change_ci: row.and_then(|r| r.change_ci()).map(|ci| (ci.lo, ci.hi)),
+                        verdict: row.map(|r| r.kind()),
                     }
                 })
                 .collect();

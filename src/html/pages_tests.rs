@@ -20,9 +20,9 @@ fn log_links_stay_below_the_run_directory_and_are_encoded() {
 
 #[test]
 fn a_per_patch_run_has_a_variant_column_a_plot_per_metric_and_waterfalls() {
-    let results = crate::results::tests::per_patch();
-    let spec = crate::workload::spec_for_kind(&results.workload.kind);
-    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    let mut results = crate::results::tests::per_patch();
+    crate::judge::judge_into(&mut results);
+    let run = Run::new(&results, Path::new("/out"));
     let page = crate::html::render_run(&run).unwrap();
     assert!(page.contains("p1, p2, p3 against base"), "{page}");
     assert!(page.contains("<th>variant</th>"));
@@ -52,10 +52,11 @@ fn a_stopped_boot_is_a_warning_whose_guest_text_is_escaped() {
         what: "OOM kill <script>alert(1)</script>".into(),
         excerpt: String::new(),
     });
-    let spec = crate::workload::spec_for_kind(&results.workload.kind);
     // The page, and how many stopped-boot warnings it has.
     let render = |results: &crate::results::Results| {
-        let run = Run::new(results, spec.as_ref(), Path::new("/out"));
+        let mut results = results.clone();
+        crate::judge::judge_into(&mut results);
+        let run = Run::new(&results, Path::new("/out"));
         let page = crate::html::render_run(&run).unwrap();
         let warnings = page.matches(r#"<p class="warn stopped">"#).count();
         (page, warnings)
@@ -79,7 +80,8 @@ fn a_stopped_boot_is_a_warning_whose_guest_text_is_escaped() {
     );
     assert_eq!(page.matches("<table").count(), tables - 1, "{page}");
     // The index shows the stopped boot beside the run's verdicts.
-    let run = Run::new(&results, spec.as_ref(), Path::new("/out"));
+    crate::judge::judge_into(&mut results);
+    let run = Run::new(&results, Path::new("/out"));
     let index = crate::html::render_index(&[run], |_| "r/".into()).unwrap();
     assert!(
         index.contains(r#"<span class="badge v-regression stopped">boot B stopped</span>"#),

@@ -13,8 +13,8 @@ use std::fmt;
 
 use plotters::prelude::*;
 
-use super::view::MetricRow;
 use crate::model::{Unit, Verdict};
+use crate::results::ComparisonRecord;
 
 /// An SVG document this module drew. Only this module makes one, so a
 /// template may embed it unescaped.
@@ -67,8 +67,9 @@ fn colour(index: usize) -> RGBColor {
     }
 }
 
-/// A run's point on a trend plot: its verdict's colour, or blue when the
-/// run did not measure the metric.
+/// A run's point on a trend plot: its verdict's colour (light grey for a
+/// context row, which has none), or blue when the run did not measure the
+/// metric.
 fn verdict_colour(verdict: Option<Verdict>) -> RGBColor {
     match verdict {
         Some(Verdict::Improvement) => RGBColor(0x1a, 0x7f, 0x37),
@@ -76,6 +77,7 @@ fn verdict_colour(verdict: Option<Verdict>) -> RGBColor {
         Some(Verdict::NoClearDifference) => RGBColor(0x6e, 0x77, 0x81),
         Some(Verdict::Inconclusive) => RGBColor(0xbf, 0x87, 0x00),
         Some(Verdict::Changed) => RGBColor(0x09, 0x69, 0xda),
+        Some(Verdict::Context) => RGBColor(0xd0, 0xd7, 0xde),
         None => RGBColor(0x1f, 0x77, 0xb4),
     }
 }
@@ -98,16 +100,9 @@ pub fn xml_escape(text: &str) -> String {
 
 /// The factor from a metric's raw unit to the unit pages show
 /// (nanoseconds as milliseconds), and that unit's name.
-pub fn display_unit(unit: Option<Unit>) -> (f64, &'static str) {
-    match unit {
-        Some(Unit::Ns) => (1e-6, "ms"),
-        Some(Unit::Pages) => (1.0, "pages"),
-        Some(Unit::Count) => (1.0, "count"),
-        Some(Unit::PerSecond) => (1.0, "per s"),
-        Some(Unit::Bytes) => (1.0 / (1024.0 * 1024.0), "MiB"),
-        Some(Unit::Cycles) => (1e-6, "Mcycles"),
-        None => (1.0, ""),
-    }
+pub fn display_unit(unit: Option<Unit>, reference: f64) -> (f64, &'static str) {
+    let s = crate::report::scale(unit, reference);
+    (s.factor(), s.label)
 }
 
 /// Where sample `j` of `n` in one boot sits, relative to the boot's slot.
@@ -183,27 +178,28 @@ fn err(metric: &str) -> impl Fn(Box<dyn std::error::Error + Send + Sync>) -> Plo
 pub type Mean = (usize, f64, Option<(f64, f64)>);
 
 /// The means of an A/B row: A's and B's.
-pub fn row_means(row: &MetricRow) -> Vec<Mean> {
-    vec![(0, row.a_mean, row.a_ci), (1, row.b_mean, row.b_ci)]
+pub fn row_means(row: &ComparisonRecord) -> Vec<Mean> {
+    let ci = |s: &crate::results::comparison::SummaryRecord| s.mean_ci.map(|i| (i.lo, i.hi));
+    vec![(0, row.a.mean, ci(&row.a)), (1, row.b.mean, ci(&row.b))]
 }
 
 /// Every measured sample of one metric by boot, coloured by variant, with
 /// each variant's mean (`means`) as a line across the plot and its
 /// confidence interval, when it has one, as a band.
 ///
-/// `boots` is [`super::view::samples_by_boot`]'s answer for `row.name`.
+/// `boots` is [`super::view::samples_by_boot`]'s answer for `name`, of
+/// `unit`, shown in the unit that fits the means' size.
 pub fn samples_plot(
-    row: &MetricRow,
+    name: &str,
+    unit: Option<Unit>,
     boots: &[(&str, usize, Vec<f64>)],
     means: &[Mean],
 ) -> Result<Svg, PlotError> {
-    let (scale, unit) = display_unit(row.unit);
+    let reference = means.iter().map(|(_, m, _)| m.abs()).fold(0.0, f64::max);
+    let (scale, unit) = display_unit(unit, reference);
     let mut buf = String::new();
-    draw_samples(&mut buf, boots, means, scale, unit).map_err(err(&row.name))?;
-    Ok(with_title(
-        buf,
-        &format!("{}: every sample by boot", row.name),
-    ))
+    draw_samples(&mut buf, boots, means, scale, unit).map_err(err(name))?;
+    Ok(with_title(buf, &format!("{name}: every sample by boot")))
 }
 
 fn draw_samples(
@@ -553,25 +549,9 @@ fn draw_symbol_deltas(
 mod tests {
     use super::*;
 
-    fn row(a_ci: Option<(f64, f64)>) -> MetricRow {
-        MetricRow {
-            condition: None,
-            name: "pageout_cpu_ns".into(),
-            unit: Some(Unit::Ns),
-            direction: None,
-            baseline: "A".into(),
-            variant: "B".into(),
-            a_mean: 2.0e6,
-            b_mean: 3.0e6,
-            a_ci,
-            b_ci: None,
-            change_pct: Some(50.0),
-            change_ci: None,
-            p_value: None,
-            verdict: Verdict::Inconclusive,
-            note: String::new(),
-            max_cv: None,
-        }
+    /// A's and B's means (2 ms and 3 ms), A's with an interval when given.
+    fn means(a_ci: Option<(f64, f64)>) -> Vec<Mean> {
+        vec![(0, 2.0e6, a_ci), (1, 3.0e6, None)]
     }
 
     #[test]
@@ -611,11 +591,12 @@ mod tests {
             ("A", 0, vec![1.0e6, 2.0e6, 3.0e6]),
             ("B", 1, vec![3.0e6, 3.0e6]),
         ];
-        let plain = samples_plot(&row(None), &boots, &row_means(&row(None))).unwrap();
+        let ns = Some(Unit::Ns);
+        let plain = samples_plot("pageout_cpu_ns", ns, &boots, &means(None)).unwrap();
         assert!(plain.as_str().starts_with("<svg"));
         assert_eq!(plain.as_str().matches("<circle").count(), 5);
-        let banded_row = row(Some((1.5e6, 2.5e6)));
-        let banded = samples_plot(&banded_row, &boots, &row_means(&banded_row)).unwrap();
+        let banded =
+            samples_plot("pageout_cpu_ns", ns, &boots, &means(Some((1.5e6, 2.5e6)))).unwrap();
         assert!(banded.as_str().matches("<rect").count() > plain.as_str().matches("<rect").count());
         assert!(plain.as_str().contains(">ms<") || plain.as_str().contains("\nms\n"));
     }
@@ -644,9 +625,7 @@ mod tests {
     #[test]
     fn svg_text_is_escaped_once() {
         let boots = vec![("<b>&\"'", 0, vec![1.0])];
-        let mut r = row(None);
-        r.name = "<script>".into();
-        let svg = samples_plot(&r, &boots, &row_means(&r)).unwrap();
+        let svg = samples_plot("<script>", Some(Unit::Ns), &boots, &means(None)).unwrap();
         let s = svg.as_str();
         assert!(!s.contains("<b>") && !s.contains("<script"));
         assert!(s.contains("&lt;b&gt;&amp;&quot;&apos;"), "{s}");

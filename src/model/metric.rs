@@ -1,10 +1,11 @@
 //! What a metric measures and which way is better, as the workload specs
 //! (`workloads/*.yaml`) declare it and every report reads it.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-/// A metric's unit. Times are nanoseconds, shown in milliseconds.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+/// A metric's unit. Times are nanoseconds, shown in a unit that fits
+/// their size.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
     Ns,
@@ -21,19 +22,19 @@ pub enum Unit {
 }
 
 impl Unit {
-    /// Whether a workload's summary (the geometric mean of its changes)
-    /// counts metrics of this unit: times, rates and modeled cycles (the
-    /// cost lane's time), what a user waits for or gets. Counts of pages and events explain a result (a forced
-    /// flush, a page stored), and a count near zero would swing the mean
-    /// by orders of magnitude on one event.
-    pub fn summarised(self) -> bool {
+    /// Whether the metric is a time, a rate or modeled cycles (the cost
+    /// lane's time): what a user waits for or gets. The others are counts
+    /// of pages, events and bytes, which explain a result rather than
+    /// being one: their change is *changed*, never better or worse.
+    pub fn is_time_or_rate(self) -> bool {
         matches!(self, Unit::Ns | Unit::PerSecond | Unit::Cycles)
     }
 
-    /// The unit as a table shows it (after [`Unit`]'s conversions).
+    /// The unit's own name in a table; reports show times and bytes in a
+    /// unit that fits their size (`report::format::scale`).
     pub fn label(self) -> &'static str {
         match self {
-            Unit::Ns => "ms",
+            Unit::Ns => "ns",
             Unit::Pages => "pages",
             Unit::Count => "count",
             Unit::PerSecond => "per s",

@@ -18,16 +18,23 @@ pub enum Verdict {
     /// The data cannot support any of the above: too few samples, a
     /// baseline that drifted between boots, or too much noise.
     Inconclusive,
+    /// Not this lane's measurement (an icount time in the cost lane, a
+    /// whole-guest time with several vCPUs under icount, a count of 10 ms
+    /// ticks): shown for context, with no verdict; it enters no headline,
+    /// badge count or exit code.
+    Context,
 }
 
 impl Verdict {
-    /// Every verdict, in the order summaries count them (worst news first).
-    pub const ALL: [Verdict; 5] = [
+    /// Every verdict, in the order summaries count them (worst news
+    /// first); context rows last.
+    pub const ALL: [Verdict; 6] = [
         Verdict::Regression,
         Verdict::Improvement,
         Verdict::Changed,
         Verdict::NoClearDifference,
         Verdict::Inconclusive,
+        Verdict::Context,
     ];
 
     /// The words, everywhere a verdict is shown.
@@ -38,6 +45,7 @@ impl Verdict {
             Verdict::Changed => "changed",
             Verdict::NoClearDifference => "no clear difference",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::Context => "context",
         }
     }
 
@@ -49,6 +57,11 @@ impl Verdict {
             Verdict::Regression => "regression \u{2717}",
             other => other.label(),
         }
+    }
+
+    /// Whether the row is a verdict at all: a context row is not.
+    pub fn is_verdict(self) -> bool {
+        self != Verdict::Context
     }
 
     /// Whether the rules called a change (improvement, regression, changed).
@@ -67,6 +80,7 @@ impl Verdict {
             Verdict::Changed => "v-changed",
             Verdict::NoClearDifference => "v-nochange",
             Verdict::Inconclusive => "v-inconclusive",
+            Verdict::Context => "v-context",
         }
     }
 
@@ -78,6 +92,7 @@ impl Verdict {
             Verdict::Changed => "changed",
             Verdict::NoClearDifference => "no_clear_difference",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::Context => "context",
         }
     }
 

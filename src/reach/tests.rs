@@ -309,10 +309,9 @@ fn the_report_of_a_sanity_run_says_it_tells_nothing_about_the_series() {
         executes: Vec::new(),
         unreached: vec!["mm/ksm.c: ksm_scan_thread".into()],
     });
-    let spec = crate::workload::spec_for_kind(&results.workload.kind);
-    let rows = crate::report::rows(&results, spec.as_ref());
-    let markdown = crate::report::markdown_of(&results, spec.as_ref(), &rows);
-    let terminal = crate::report::terminal_of(&results, &rows);
+    crate::judge::judge_into(&mut results);
+    let markdown = crate::report::markdown(&results);
+    let terminal = crate::report::terminal(&results);
     for text in [&markdown, &terminal] {
         assert!(text.contains(NOTHING_REACHED), "{text}");
         assert!(text.contains("mm/ksm.c: ksm_scan_thread"), "{text}");

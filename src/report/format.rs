@@ -3,8 +3,7 @@
 //! made inert for Markdown.
 
 use crate::model::Unit;
-use crate::results::ControlRecord;
-use crate::stats::Comparison;
+use crate::results::{ComparisonRecord, ControlRecord};
 
 /// `Control `unlimited` (zswap_max: max)`: a control's table title.
 pub fn control_title(control: &ControlRecord) -> String {
@@ -12,11 +11,11 @@ pub fn control_title(control: &ControlRecord) -> String {
 }
 
 /// The change with its interval, bold when a change was called.
-pub fn change_cell(c: &Comparison) -> String {
+pub fn change_cell(c: &ComparisonRecord) -> String {
     let Some(change) = &c.mean_change else {
         return "n/a".into();
     };
-    let called = c.verdict.kind.is_change();
+    let called = c.kind().is_change();
     let pct = signed_pct(Some(change.pct));
     let pct = if called { format!("**{pct}**") } else { pct };
     match &change.ci {
@@ -29,7 +28,7 @@ pub fn change_cell(c: &Comparison) -> String {
     }
 }
 
-pub fn p_cell(c: &Comparison) -> String {
+pub fn p_cell(c: &ComparisonRecord) -> String {
     match &c.welch {
         Some(w) if w.p < 0.001 => "<0.001".into(),
         Some(w) => format!("{:.3}", w.p),
@@ -39,14 +38,68 @@ pub fn p_cell(c: &Comparison) -> String {
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// A value in the unit people read: nanoseconds as milliseconds, bytes as
-/// MiB, cycles as millions.
+/// The unit a row's values are shown in: a time in ns, µs, ms or s as
+/// the size of what it is shown beside asks (a flush of 1.5 µs reads
+/// `1.519 µs`, not `0.001519 ms`), bytes in MiB, cycles in millions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    pub label: &'static str,
+    divisor: f64,
+    unit: Option<Unit>,
+}
+
+/// The [`Scale`] for values of `unit` the size of `reference` (a row's
+/// larger mean).
+pub fn scale(unit: Option<Unit>, reference: f64) -> Scale {
+    let r = reference.abs();
+    let (label, divisor) = match unit {
+        Some(Unit::Ns) if r == 0.0 => ("ms", 1e6),
+        Some(Unit::Ns) if r < 1e3 => ("ns", 1.0),
+        Some(Unit::Ns) if r < 1e6 => ("\u{b5}s", 1e3),
+        Some(Unit::Ns) if r < 1e9 => ("ms", 1e6),
+        Some(Unit::Ns) => ("s", 1e9),
+        Some(Unit::Cycles) => ("Mcycles", 1e6),
+        Some(Unit::Bytes) => ("MiB", MIB),
+        Some(u) => (u.label(), 1.0),
+        None => ("", 1.0),
+    };
+    Scale {
+        label,
+        divisor,
+        unit,
+    }
+}
+
+impl Scale {
+    /// What a raw value is multiplied by to read in this scale.
+    pub fn factor(&self) -> f64 {
+        1.0 / self.divisor
+    }
+}
+
+/// The scale of a row: its unit at the size of its larger mean.
+pub fn row_scale(row: &ComparisonRecord) -> Scale {
+    scale(row.unit, row.a.mean.abs().max(row.b.mean.abs()))
+}
+
+/// `v` in `scale`.
+pub fn show(v: f64, scale: Scale) -> String {
+    let x = v / scale.divisor;
+    match scale.unit {
+        Some(Unit::Ns) if scale.divisor == 1.0 => format!("{x:.1}"),
+        Some(Unit::Ns | Unit::Cycles) => millions(x),
+        Some(Unit::Bytes) => format!("{x:.1}"),
+        _ if x.fract() == 0.0 => format!("{x:.0}"),
+        _ => format!("{x:.1}"),
+    }
+}
+
+/// A value in a unit that fits its own size (see [`scale`]).
 pub fn format_value(v: f64, unit: Option<Unit>) -> String {
-    match unit {
-        Some(Unit::Ns | Unit::Cycles) => millions(v / 1e6),
-        Some(Unit::Bytes) => format!("{:.1}", v / MIB),
-        _ if v.fract() == 0.0 => format!("{v:.0}"),
-        _ => format!("{v:.1}"),
+    let s = scale(unit, v);
+    match s.label {
+        "" => show(v, s),
+        label => format!("{} {label}", show(v, s)),
     }
 }
 
@@ -58,10 +111,6 @@ fn millions(x: f64) -> String {
     }
     let decimals = (3 - x.abs().log10().floor() as i32).clamp(3, 12) as usize;
     format!("{x:.decimals$}")
-}
-
-pub fn unit_label(unit: Option<Unit>) -> &'static str {
-    unit.map_or("", Unit::label)
 }
 
 pub fn signed_pct(p: Option<f64>) -> String {
@@ -211,16 +260,16 @@ pub fn time_line(results: &crate::results::Results) -> Option<String> {
 
 /// The method of a sequential campaign's intervals and verdicts, for the
 /// reports; `None` for the fixed protocol.
-pub fn sequential_line(rows: &[&super::rows::Row]) -> Option<String> {
-    let s = rows.iter().find_map(|r| r.comparison.sequential)?;
+pub fn sequential_line(rows: &[&ComparisonRecord]) -> Option<String> {
+    let s = rows.iter().find_map(|r| r.options.sequential)?;
     Some(format!(
         "Sequential look {} of {} ({} spending): each interval is a repeated 95% confidence interval (Welch's t at the look's nominal level {:.4}, boundary {:.3} on the normal scale), which covers the changes of every look at once; a primary metric is decided when its interval clears the band (a change) or lies wholly inside ±{}% (no clear difference); docs/statistics.md.",
-        s.look.look,
-        s.look.of,
-        s.look.spending.name(),
+        s.look,
+        s.of,
+        s.spending.name(),
         s.level,
         s.critical,
-        rows.first().map_or(2.0, |r| r.comparison.options.noise_pct),
+        rows.first().map_or(2.0, |r| r.options.noise_pct),
     ))
 }
 
@@ -240,7 +289,7 @@ pub fn lane_short(results: &crate::results::Results) -> Option<&'static str> {
 }
 
 /// The largest within-boot CV among the metrics a summary covers (times
-/// and rates, [`crate::model::Unit::summarised`], that are better one way):
+/// and rates, [`crate::model::Unit::is_time_or_rate`], that are better one way):
 /// a count of rare events (0 in two samples, 1 in the third) has a CV of
 /// 173% that says nothing about how steady the guest's timing was, and
 /// neither has a kworker's time, which a periodic work item lands in one
@@ -256,7 +305,7 @@ pub fn max_time_cv(
 ) -> Option<f64> {
     rows.into_iter()
         .filter(|(unit, direction, _)| {
-            unit.is_some_and(crate::model::Unit::summarised)
+            unit.is_some_and(crate::model::Unit::is_time_or_rate)
                 && *direction != Some(crate::model::Direction::Neither)
         })
         .filter_map(|(_, _, cv)| cv)
@@ -298,7 +347,8 @@ pub fn noisy_host(
         return None;
     }
     let cv = results.host.noise.as_ref()?.cv_pct()?;
-    (cv > crate::stats::CompareOptions::default().noise_pct).then(|| {
+    let band = results.judgement.as_ref().map_or(2.0, |j| j.noise_pct);
+    (cv > band).then(|| {
         format!("The host was noisy: its own fixed CPU loop varied by {cv:.1}% (CV) in this run.")
     })
 }

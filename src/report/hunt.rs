@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::format::{code_span, format_value, short, signed_pct, unit_label};
+use super::format::{code_span, scale, short, show, signed_pct};
 use crate::model::{Unit, Verdict};
 use crate::results::ComparisonRecord;
 use crate::results::comparison::ChangeRecord;
@@ -297,7 +297,8 @@ fn comparison_table_markdown(
         "| metric | unit | {a} mean | {b} mean | {b} vs {a} [95% CI] | verdict |\n|---|---|---:|---:|---:|---|"
     );
     for c in records {
-        let unit = unit_of(spec, &c.metric);
+        let unit = c.unit.or_else(|| unit_of(spec, &c.metric));
+        let s = scale(unit, c.a.mean.abs().max(c.b.mean.abs()));
         let label = match &c.condition {
             Some(cond) => format!("{} (control {cond})", c.metric),
             None => c.metric.clone(),
@@ -305,9 +306,9 @@ fn comparison_table_markdown(
         let _ = writeln!(
             out,
             "| {label} | {} | {} | {} | {} | {} |",
-            unit_label(unit),
-            format_value(c.a.mean, unit),
-            format_value(c.b.mean, unit),
+            s.label,
+            show(c.a.mean, s),
+            show(c.b.mean, s),
             change_text(c.mean_change.as_ref()),
             Verdict::from(c.verdict).marked()
         );
@@ -434,15 +435,16 @@ fn comparison_table_text(records: &[ComparisonRecord], spec: Option<&WorkloadSpe
         "verdict".into(),
     ]];
     for c in records {
-        let unit = unit_of(spec, &c.metric);
+        let unit = c.unit.or_else(|| unit_of(spec, &c.metric));
+        let s = scale(unit, c.a.mean.abs().max(c.b.mean.abs()));
         rows.push(vec![
             match &c.condition {
                 Some(cond) => format!("{} (control {cond})", c.metric),
                 None => c.metric.clone(),
             },
-            unit_label(unit).to_string(),
-            format_value(c.a.mean, unit),
-            format_value(c.b.mean, unit),
+            s.label.to_string(),
+            show(c.a.mean, s),
+            show(c.b.mean, s),
             change_text(c.mean_change.as_ref()),
             Verdict::from(c.verdict).marked().to_string(),
         ]);
@@ -465,11 +467,15 @@ mod tests {
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results/smoke/results.json"),
         )
         .unwrap();
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
-        super::super::rows(&results, spec.as_ref())
-            .iter()
+        crate::judge::judge(&results)
+            .rows
+            .into_iter()
             .filter(|r| ["pageout_cpu_ns", "pageout_flushes"].contains(&r.metric.as_str()))
-            .map(|r| ComparisonRecord::new(None, &r.metric, before, after, &r.comparison))
+            .map(|mut r| {
+                r.baseline = before.to_string();
+                r.variant = after.to_string();
+                r
+            })
             .collect()
     }
 

@@ -5,30 +5,34 @@
 use std::fmt::Write;
 
 use super::format::{
-    boot_order, change_cell, code_span, control_title, format_value, noise_line, noisy_host,
-    p_cell, short, signed_pct, unit_label,
+    boot_order, change_cell, code_span, control_title, noise_line, noisy_host, p_cell, row_scale,
+    short, show, signed_pct,
 };
-use super::rows::{Row, by_condition, rows, steps};
+use super::rows::{by_condition, context_lines, rows, undecided_note};
 use super::waterfall;
-use crate::model::{Direction, Verdict};
-use crate::results::{Accel, Results};
-use crate::stats::{self, CompareOptions};
-use crate::workload::WorkloadSpec;
+use crate::model::Verdict;
+use crate::results::{Accel, ComparisonRecord, Results};
 
-/// Markdown for a PR comment or a job summary.
-pub fn markdown(results: &Results, spec: Option<&WorkloadSpec>) -> String {
-    markdown_of(results, spec, &rows(results, spec))
-}
-
-/// [`markdown`] from rows already compared (the bootstrap is not free):
-/// an A/B campaign reads as the seeds' mails do; more variants get one
-/// column each, and a per-patch campaign its waterfall.
-pub fn markdown_of(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -> String {
+/// Markdown for a PR comment or a job summary, from the stored judgement:
+/// the headline first; an A/B campaign then reads as the seeds' mails
+/// do; more variants get one column each, and a per-patch campaign its
+/// waterfall.
+pub fn markdown(results: &Results) -> String {
     let names: Vec<&str> = results.variants.iter().map(|v| v.name.as_str()).collect();
     if names == ["A", "B"] {
-        two_variants(results, spec, rows)
+        two_variants(results, rows(results))
     } else {
-        many_variants(results, spec, rows)
+        many_variants(results, rows(results))
+    }
+}
+
+/// The headlines, in bold, one per candidate; or why there are none.
+fn headlines(out: &mut String, results: &Results) {
+    for h in results.judgement.iter().flat_map(|j| &j.headlines) {
+        let _ = writeln!(out, "**{}**\n", h.text);
+    }
+    if let Some(line) = super::rows::unjudged(results) {
+        let _ = writeln!(out, "> **{line}**\n");
     }
 }
 
@@ -62,16 +66,19 @@ fn stopped_markdown(out: &mut String, results: &Results) {
     }
 }
 
-fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -> String {
+fn two_variants(results: &Results, rows: &[ComparisonRecord]) -> String {
     let mut out = String::new();
-    let workload = spec.map_or("workload", |s| s.name.as_str());
+    let workload = results.workload.kind.as_str();
     let subject = results
         .series
         .patches
         .first()
         .map(|p| p.subject.as_str())
         .unwrap_or("series");
-    let self_check = results.series.patches.is_empty();
+    let self_check = results
+        .judgement
+        .as_ref()
+        .is_some_and(|j| j.self_check.is_some());
     if self_check {
         let _ = writeln!(
             out,
@@ -84,6 +91,7 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
             code_span(subject)
         );
     }
+    headlines(&mut out, results);
     accelerator(&mut out, results);
     stopped_markdown(&mut out, results);
     for (control, rows) in by_condition(results, rows) {
@@ -94,19 +102,23 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
     }
     uncompared_markdown(&mut out, results);
     profile_markdown(&mut out, results);
-    if self_check {
-        let _ = writeln!(out, "\n{}", self_check_line(results, rows));
+    if let Some(check) = results
+        .judgement
+        .as_ref()
+        .and_then(|j| j.self_check.as_ref())
+    {
+        let _ = writeln!(out, "\n{}", check.sentence());
     }
     run_lines(&mut out, results, rows);
     let _ = writeln!(
         out,
         "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; {} \
-         A change is called only when p < {} and the whole interval lies outside \u{b1}{}% (widened to the A drift when that is larger); \
+         {} \
          see docs/statistics.md.{} Accelerator: {}. Base {} ({}), chosen from {}; B adds {} patch(es), series sha256 {}.",
         boot_order(results),
         results.protocol.warmups,
         results.protocol.samples,
-        if super::rows::judged_by_boot(results) {
+        if super::rows::judged_by_boot(rows) {
             "each boot ran in a memory layout of its own and its mean is one observation (no drift: the boots differ by layout on purpose); \
              max CV is the largest within-boot coefficient of variation. \
              B vs A is the change of the mean of the boots' means with Welch's 95% t interval; p is Welch's t-test over the boots' means."
@@ -115,13 +127,11 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
             format!(
                 "A pools every A boot. \
                  Drift is the last A boot's mean against the first's; max CV is the largest within-boot coefficient of variation. \
-                 B vs A is the change of the mean with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}); p is Welch's t-test.",
-                CompareOptions::default().resamples,
-                CompareOptions::default().seed,
+                 B vs A is the change of the mean with a 95% percentile-bootstrap interval ({}); p is Welch's t-test.",
+                bootstrap(rows),
             )
         },
-        CompareOptions::default().alpha,
-        CompareOptions::default().noise_pct,
+        rule_sentence(results),
         if results.controls.is_empty() {
             ""
         } else {
@@ -137,69 +147,81 @@ fn two_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) ->
     out
 }
 
-/// One condition's table, its geometric-mean line and the reason behind
-/// every verdict that is not "no clear difference".
-fn condition_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
+/// One condition's table, then the reason behind every verdict that is
+/// not "no clear difference" (with, for an inconclusive one, what the
+/// data rule out and what would decide it), and the context rows.
+fn condition_markdown(out: &mut String, results: &Results, rows: &[&ComparisonRecord]) {
     let _ = writeln!(
         out,
         "| metric | unit | A mean | B mean | B vs A [95% CI] | p | verdict | A drift | max CV |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---|---:|---:|");
     for row in rows {
-        let c = &row.comparison;
+        let scale = row_scale(row);
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row.metric,
-            unit_label(row.unit),
-            format_value(c.a.mean, row.unit),
-            format_value(c.b.mean, row.unit),
-            change_cell(c),
-            p_cell(c),
-            c.verdict.kind.marked(),
-            signed_pct(c.drift_pct),
-            c.max_boot_cv_pct
+            scale.label,
+            show(row.a.mean, scale),
+            show(row.b.mean, scale),
+            change_cell(row),
+            p_cell(row),
+            row.kind().marked(),
+            signed_pct(row.drift_pct),
+            row.max_boot_cv_pct
                 .map_or("n/a".into(), |cv| format!("{cv:.2}%")),
         );
     }
-    if let Some(g) = stats::geomean_change(summarised(rows.iter().copied())) {
-        let _ = writeln!(
-            out,
-            "\nGeometric mean of B/A over {} time and rate metric(s) (lower is better; counts of pages and events are left out): {}.",
-            g.metrics,
-            signed_pct(Some(g.change_pct))
-        );
-    }
-    // Every verdict but "no clear difference" is explained, and so is one
-    // that only the metric's negligible level decided (its change may look
-    // large, or have no interval), and one that some samples lack.
-    let mut reasons = rows
-        .iter()
-        .filter(|r| {
-            r.comparison.verdict.kind != Verdict::NoClearDifference
-                || r.comparison.negligible()
-                || r.coverage().is_some()
-        })
-        .peekable();
-    if reasons.peek().is_some() {
-        let _ = writeln!(out);
-        for r in reasons {
-            let _ = writeln!(
-                out,
-                "- {}: {} \u{2014} {}{}{}",
-                r.metric,
-                r.comparison.verdict.kind.marked(),
-                r.comparison.verdict.reason,
-                noisy_note(results, r),
-                coverage_note(r)
-            );
-        }
-    }
+    reasons_markdown(out, results, rows, false);
     repeats_markdown(out, rows);
 }
 
+/// Every measured verdict but "no clear difference" is explained, and so
+/// is one that only the metric's negligible level decided (its change may
+/// look large, or have no interval), and one that some samples lack; then
+/// the context rows, one line per reason.
+fn reasons_markdown(
+    out: &mut String,
+    results: &Results,
+    rows: &[&ComparisonRecord],
+    name_variant: bool,
+) {
+    let reasons: Vec<&&ComparisonRecord> = rows
+        .iter()
+        .filter(|r| r.measured())
+        .filter(|r| {
+            r.kind() != Verdict::NoClearDifference || r.negligible() || r.coverage().is_some()
+        })
+        .collect();
+    let context = context_lines(rows);
+    if reasons.is_empty() && context.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    for r in reasons {
+        let who = if name_variant {
+            format!("{}, {} vs {}", r.metric, r.variant, r.baseline)
+        } else {
+            r.metric.clone()
+        };
+        let _ = writeln!(
+            out,
+            "- {who}: {} \u{2014} {}{}{}{}",
+            r.kind().marked(),
+            r.reason,
+            undecided_note(r),
+            noisy_note(results, r),
+            coverage_note(r)
+        );
+    }
+    for line in context {
+        let _ = writeln!(out, "- {line}");
+    }
+}
+
 /// [`super::rows::repeats_line`] as a paragraph, or nothing.
-fn repeats_markdown(out: &mut String, rows: &[&Row]) {
+fn repeats_markdown(out: &mut String, rows: &[&ComparisonRecord]) {
     let lines = [
         super::rows::repeats_line(rows),
         super::rows::layouts_line(rows),
@@ -212,7 +234,10 @@ fn repeats_markdown(out: &mut String, rows: &[&Row]) {
 /// The metrics no sample of one side has, one line each (nothing when
 /// there are none).
 fn uncompared_markdown(out: &mut String, results: &Results) {
-    let missing = super::rows::uncompared(results);
+    let missing = results
+        .judgement
+        .as_ref()
+        .map_or(&[][..], |j| j.uncompared.as_slice());
     if missing.is_empty() {
         return;
     }
@@ -225,73 +250,52 @@ fn uncompared_markdown(out: &mut String, results: &Results) {
     }
 }
 
-/// A row's [`Row::coverage`] as a sentence to append, or nothing.
 /// [`noisy_host`] as a sentence to append to a verdict's reason, or
 /// nothing.
-fn noisy_note(results: &Results, row: &Row) -> String {
-    noisy_host(results, row.comparison.verdict.kind).map_or(String::new(), |n| format!(". {n}"))
+fn noisy_note(results: &Results, row: &ComparisonRecord) -> String {
+    noisy_host(results, row.kind()).map_or(String::new(), |n| format!(". {n}"))
 }
 
-fn coverage_note(row: &Row) -> String {
+/// A row's [`ComparisonRecord::coverage`] as a sentence to append, or
+/// nothing.
+fn coverage_note(row: &ComparisonRecord) -> String {
     row.coverage()
         .map_or(String::new(), |c| format!(". Samples: {c}"))
 }
 
-/// The A/A verdict: any improvement or regression is a false positive, set
-/// against the rate the rules imply for this protocol and noise.
-fn self_check_line(results: &Results, rows: &[Row]) -> String {
-    let false_calls: Vec<String> = rows
-        .iter()
-        .filter(|r| {
-            matches!(
-                r.comparison.verdict.kind,
-                Verdict::Improvement | Verdict::Regression
-            )
-        })
-        .map(Row::label)
-        .collect();
-    let directed: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.comparison.direction != Direction::Neither)
-        .collect();
-    let cv = directed
-        .iter()
-        .filter_map(|r| r.comparison.a.cv_pct())
-        .fold(0.0_f64, f64::max);
-    let count = |v: &str| results.protocol.boots.iter().filter(|b| *b == v).count();
-    let scenario = stats::NullScenario {
-        a_boots: count(results.baseline()),
-        b_boots: results.candidates().first().map_or(0, |v| count(&v.name)),
-        per_boot: results.protocol.samples as usize,
-        cv_pct: cv.max(0.1),
-        simulations: 2000,
-        seed: stats::DEFAULT_SEED,
-    };
-    let rate = stats::aa_false_positive_rate(&scenario, &CompareOptions::default())
-        .map_or("n/a".to_string(), |r| format!("{:.1}%", r * 100.0));
-    let outcome = if false_calls.is_empty() {
+/// The bootstrap's resamples and seed, as the rows were judged with.
+fn bootstrap(rows: &[ComparisonRecord]) -> String {
+    rows.first().map_or_else(String::new, |r| {
         format!(
-            "**A/A self-check passed**: none of {} metric(s) with a direction was called an improvement or a regression",
-            directed.len()
+            "{} resamples, seed {:#x}",
+            r.options.resamples, r.options.seed
         )
-    } else {
-        format!(
-            "**A/A self-check FAILED**: {} called a change between identical kernels",
-            false_calls.join(", ")
-        )
+    })
+}
+
+/// How the verdicts were decided, with the stored rule's version.
+fn rule_sentence(results: &Results) -> String {
+    let Some(j) = &results.judgement else {
+        return "Not judged yet.".to_string();
     };
     format!(
-        "{outcome}. The rules' false-positive rate per metric at this protocol ({} A and {} B boot(s) of {} sample(s), CV {cv:.1}%), simulated: {rate}.",
-        scenario.a_boots, scenario.b_boots, scenario.per_boot
+        "A change is called only when the whole interval lies outside \u{b1}{}% (widened to the A drift when that is larger) and, in the fixed protocol, Welch's p < {}; \
+         no clear difference only when the whole interval lies inside \u{b1}{}% (equivalence); anything else is inconclusive, with what the interval rules out. \
+         A figure this lane ({}) does not measure exactly is shown as context, with no verdict (judged under rule {});",
+        j.noise_pct,
+        j.alpha,
+        j.noise_pct,
+        j.lane.label(),
+        j.rule
     )
 }
 
 /// Three or more variants: which each is, then one table per condition
 /// with a column per variant against the baseline, mmtests-style; the
 /// waterfall of a per-patch campaign; the method.
-fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -> String {
+fn many_variants(results: &Results, rows: &[ComparisonRecord]) -> String {
     let mut out = String::new();
-    let workload = spec.map_or("workload", |s| s.name.as_str());
+    let workload = results.workload.kind.as_str();
     let baseline = results.baseline();
     let candidates = results.candidates();
     let _ = match candidates {
@@ -308,6 +312,7 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
             code_span(baseline)
         ),
     };
+    headlines(&mut out, results);
     accelerator(&mut out, results);
     stopped_markdown(&mut out, results);
     let _ = writeln!(out, "| variant | what it is | kernel |\n|---|---|---|");
@@ -343,20 +348,23 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
     }
     uncompared_markdown(&mut out, results);
     profile_markdown(&mut out, results);
-    let steps = steps(results, spec);
+    let steps = results
+        .judgement
+        .as_ref()
+        .map_or(&[][..], |j| j.steps.as_slice());
     if !steps.is_empty() {
-        out.push_str(&waterfall::markdown(results, &steps, rows));
+        out.push_str(&waterfall::markdown(results, steps, rows));
     }
     run_lines(&mut out, results, rows);
     let _ = writeln!(
         out,
         "\nMethod: fresh boots in the order {}, {} warm-up(s) then {} sample(s) per boot; {} \
-         A change is called only when Welch's p < {} and the whole interval lies outside \u{b1}{}% (widened to the baseline's drift when that is larger); \
+         {} \
          see docs/statistics.md.{} Accelerator: {}. Base {} ({}), chosen from {}; the series has {} patch(es), sha256 {}.",
         boot_order(results),
         results.protocol.warmups,
         results.protocol.samples,
-        if super::rows::judged_by_boot(results) {
+        if super::rows::judged_by_boot(rows) {
             format!(
                 "each boot ran in a memory layout of its own and its mean is one observation. \
                  Each column is that variant's mean of its boots' means and its change against {baseline}'s with Welch's 95% t interval."
@@ -364,13 +372,11 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
         } else {
             format!(
                 "each variant pools its boots. \
-                 Each column is that variant's mean and its change against {baseline}'s with a 95% percentile-bootstrap interval ({} resamples, seed {:#x}).",
-                CompareOptions::default().resamples,
-                CompareOptions::default().seed,
+                 Each column is that variant's mean and its change against {baseline}'s with a 95% percentile-bootstrap interval ({}).",
+                bootstrap(rows),
             )
         },
-        CompareOptions::default().alpha,
-        CompareOptions::default().noise_pct,
+        rule_sentence(results),
         if results.controls.is_empty() {
             ""
         } else {
@@ -386,10 +392,9 @@ fn many_variants(results: &Results, spec: Option<&WorkloadSpec>, rows: &[Row]) -
     out
 }
 
-/// One condition's table with a column per variant, then each variant's
-/// geometric mean and the reason behind every verdict that is not "no
-/// clear difference".
-fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
+/// One condition's table with a column per variant, then the reason
+/// behind every verdict that is not "no clear difference".
+fn columns_markdown(out: &mut String, results: &Results, rows: &[&ComparisonRecord]) {
     let baseline = results.baseline();
     let candidates = results.candidates();
     let _ = write!(out, "\n| metric | unit | {baseline} mean |");
@@ -408,13 +413,14 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
         }
     }
     for metric in &metrics {
-        let of: Vec<&&Row> = rows.iter().filter(|r| r.metric == *metric).collect();
+        let of: Vec<&&ComparisonRecord> = rows.iter().filter(|r| r.metric == *metric).collect();
         let Some(first) = of.first() else { continue };
+        let scale = row_scale(first);
         let _ = write!(
             out,
             "| {metric} | {} | {} |",
-            unit_label(first.unit),
-            format_value(first.comparison.a.mean, first.unit)
+            scale.label,
+            show(first.a.mean, scale)
         );
         for v in candidates {
             match of.iter().find(|r| r.variant == v.name) {
@@ -422,9 +428,9 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
                     let _ = write!(
                         out,
                         " {} ({}, {}) |",
-                        format_value(r.comparison.b.mean, r.unit),
-                        change_cell(&r.comparison),
-                        r.comparison.verdict.kind.marked()
+                        show(r.b.mean, scale),
+                        change_cell(r),
+                        r.kind().marked()
                     );
                 }
                 None => out.push_str(" n/a |"),
@@ -432,62 +438,17 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&Row]) {
         }
         out.push('\n');
     }
-    let geomeans: Vec<String> = candidates
-        .iter()
-        .filter_map(|v| {
-            let of = summarised(rows.iter().copied().filter(|r| r.variant == v.name));
-            stats::geomean_change(of)
-                .map(|g| format!("{} {}", v.name, signed_pct(Some(g.change_pct))))
-        })
-        .collect();
-    if !geomeans.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nGeometric mean against {baseline} over the time and rate metrics (lower is better; counts of pages and events are left out): {}.",
-            geomeans.join(", ")
-        );
-    }
-    let reasons: Vec<&&Row> = rows
-        .iter()
-        .filter(|r| {
-            r.comparison.verdict.kind != Verdict::NoClearDifference
-                || r.comparison.negligible()
-                || r.coverage().is_some()
-        })
-        .collect();
-    if !reasons.is_empty() {
-        out.push('\n');
-        for r in reasons {
-            let _ = writeln!(
-                out,
-                "- {}, {} vs {}: {} \u{2014} {}{}{}",
-                r.metric,
-                r.variant,
-                r.baseline,
-                r.comparison.verdict.kind.marked(),
-                r.comparison.verdict.reason,
-                noisy_note(results, r),
-                coverage_note(r)
-            );
-        }
-    }
+    reasons_markdown(out, results, rows, true);
     repeats_markdown(out, rows);
 }
 
-/// The comparisons a summary covers: the time and rate metrics
-/// ([`crate::model::Unit::summarised`]).
-fn summarised<'r>(
-    rows: impl Iterator<Item = &'r Row>,
-) -> impl Iterator<Item = &'r crate::stats::Comparison> {
-    rows.filter(|r| r.unit.is_some_and(crate::model::Unit::summarised))
-        .map(|r| &r.comparison)
-}
-
-/// The largest within-boot CV over some rows, in percent.
-fn max_boot_cv(rows: &[Row]) -> Option<f64> {
+/// The largest within-boot CV over some rows' measured figures, in
+/// percent.
+fn max_boot_cv(rows: &[ComparisonRecord]) -> Option<f64> {
     super::format::max_time_cv(
         rows.iter()
-            .map(|r| (r.unit, r.direction, r.comparison.max_boot_cv_pct)),
+            .filter(|r| r.measured())
+            .map(|r| (r.unit, Some(r.direction.into()), r.max_boot_cv_pct)),
     )
 }
 
@@ -568,11 +529,11 @@ fn pct(p: f64) -> String {
 
 /// The run's own lines under the tables: the noise floor, the sequential
 /// stop and the time it took.
-fn run_lines(out: &mut String, results: &Results, rows: &[Row]) {
+fn run_lines(out: &mut String, results: &Results, rows: &[ComparisonRecord]) {
     if let Some(line) = noise_line(results, max_boot_cv(rows)) {
         let _ = writeln!(out, "\n{line}");
     }
-    let all: Vec<&Row> = rows.iter().collect();
+    let all: Vec<&ComparisonRecord> = rows.iter().collect();
     for line in [
         super::format::sequential_line(&all),
         super::format::time_line(results),

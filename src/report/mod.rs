@@ -1,8 +1,8 @@
 //! Renderings of a [`Results`] document. Pure functions from the model to
-//! text: the same document always renders the same report.
+//! text: the same document always renders the same report. They render
+//! the stored judgement (`judge` made it) and never judge.
 //!
-//! - `rows`: the comparisons (every variant against the baseline, and the
-//!   steps of a per-patch campaign);
+//! - `rows`: the judgement's rows by condition, and the lines about them;
 //! - `markdown` and `terminal`: the two text renderings;
 //! - `waterfall`: what each patch of a series did;
 //! - `hunt`: a bisection's steps, the patch it found and its own interval;
@@ -22,30 +22,41 @@ pub mod waterfall;
 
 pub use failures::{FailedBoot, failed_boots, nothing_compared};
 pub use format::{
-    boot_order, code_span, control_title, cputime_line, format_value, lane_short, max_time_cv,
-    noise_line, noisy_host, signed_pct, tcg_mode,
+    Scale, boot_order, code_span, control_title, cputime_line, format_value, lane_short,
+    max_time_cv, noise_line, noisy_host, row_scale, scale, show, signed_pct, tcg_mode,
 };
-pub use markdown::{markdown, markdown_of};
+pub use markdown::markdown;
 pub use profile::{ProfileTable, cost_banner, profile_tables};
 pub use rows::{
-    Row, Uncompared, condition_rows, is_prefix_chain, judged_by_boot, layouts_line,
-    regressed_metrics, repeats_line, rows, steps, uncompared, undecided_primary,
+    by_condition, context_lines, judged_by_boot, judgement, layouts_line, repeats_line, rows,
+    undecided_note, unjudged,
 };
-pub use terminal::{terminal, terminal_of};
+pub use terminal::terminal;
 
 #[cfg(test)]
 mod tests {
+    use crate::results::ComparisonRecord;
+
+    /// `r` as judged.
+    fn judged(r: &Results) -> Results {
+        let mut r = r.clone();
+        crate::judge::judge_into(&mut r);
+        r
+    }
+
+    fn jrows(r: &Results) -> Vec<ComparisonRecord> {
+        crate::judge::judge(r).rows
+    }
 
     #[test]
     fn the_method_line_says_when_boots_ran_side_by_side() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/smoke-results.json");
         let mut results = Results::load(&path).unwrap();
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
-        let one_at_a_time = markdown(&results, spec.as_ref());
+        let one_at_a_time = markdown(&judged(&results));
         assert!(!one_at_a_time.contains("side by side"), "{one_at_a_time}");
         results.host.parallel_boots = Some(2);
-        let side_by_side = markdown(&results, spec.as_ref());
+        let side_by_side = markdown(&judged(&results));
         assert!(
             side_by_side.contains("in the order A/B/A' (up to 2 side by side under icount)"),
             "{side_by_side}"
@@ -58,8 +69,10 @@ mod tests {
             .join("tests/fixtures/smoke-results.json");
         let mut results = Results::load(&path).unwrap();
         results.series.patches.clear();
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
-        let text = markdown(&results, spec.as_ref());
+        for v in &mut results.variants {
+            v.patches = 0;
+        }
+        let text = markdown(&judged(&results));
         assert!(text.contains("A/A self-check: A = B = the base"), "{text}");
         assert!(text.contains("**A/A self-check passed**"), "{text}");
         assert!(text.contains("simulated: "), "{text}");
@@ -71,12 +84,14 @@ mod tests {
     #[test]
     fn each_condition_has_its_own_table_and_a_control_regression_counts() {
         let results = crate::results::tests::with_control(Some(2_000_000_000));
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
-        let rows = rows(&results, spec.as_ref());
-        let main = condition_rows(&results, spec.as_ref(), None, "A", "B");
+        let rows = jrows(&results);
+        let main = jrows(&results)
+            .into_iter()
+            .filter(|r| r.condition.is_none())
+            .collect::<Vec<_>>();
         assert_eq!(rows.len(), 2 * main.len());
         assert!(rows[..main.len()].iter().all(|r| r.condition.is_none()));
-        let text = markdown_of(&results, spec.as_ref(), &rows);
+        let text = markdown(&judged(&results));
         let heading = "#### Control `unlimited` (zswap_max: max)";
         assert_eq!(text.matches("| metric | unit |").count(), 2, "{text}");
         let (before, after) = text.split_once(heading).expect(&text);
@@ -84,22 +99,33 @@ mod tests {
         assert!(before.contains("| pageout_cpu_ns |"), "{text}");
         assert!(after.contains("| pageout_cpu_ns |"), "{text}");
         assert!(after.contains("- pageout_cpu_ns: regression"), "{text}");
-        assert!(!before.contains("regression"), "{text}");
+        // No regression verdict in the main table; the headline names
+        // the control's.
+        assert!(!before.contains("| regression \u{2717} |"), "{text}");
+        assert!(
+            before.contains("REGRESSION: pageout_cpu_ns (control unlimited)"),
+            "{text}"
+        );
         assert!(
             text.contains("Each control ran in the same boots"),
             "{text}"
         );
         // The exit code sees the control's regression, named with it.
         assert_eq!(
-            regressed_metrics(&rows),
+            crate::judge::judge(&results).regressed,
             ["pageout_cpu_ns (control unlimited)"]
         );
-        let terminal = terminal_of(&results, &rows);
+        let terminal = terminal(&judged(&results));
         assert!(
             terminal.contains("\nControl unlimited (zswap_max: max)\nmetric"),
             "{terminal}"
         );
-        assert_eq!(terminal.matches("pageout_cpu_ns").count(), 2, "{terminal}");
+        // A table row in each condition's table.
+        let table_rows = terminal
+            .lines()
+            .filter(|l| l.starts_with("pageout_cpu_ns "))
+            .count();
+        assert_eq!(table_rows, 2, "{terminal}");
     }
 
     #[test]
@@ -111,24 +137,20 @@ mod tests {
         for (boot, layout) in results.boots.iter_mut().zip([1, 1, 2]) {
             boot.layout = Some(layout);
         }
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
-        let all = rows(&results, spec.as_ref());
+        let all = jrows(&results);
         let row = all.iter().find(|r| r.metric == "pageout_cpu_ns").unwrap();
-        assert!(row.comparison.options.by_boot);
-        assert_eq!((row.comparison.a.n, row.comparison.b.n), (2, 1));
+        assert!(row.options.by_boot);
+        assert_eq!((row.a.n, row.b.n), (2, 1));
         assert_eq!((row.a_samples, row.b_samples), (6, 3));
         // One B boot is one observation: too few for a verdict.
-        assert_eq!(
-            row.comparison.verdict.kind,
-            crate::model::Verdict::Inconclusive
-        );
+        assert_eq!(row.kind(), crate::model::Verdict::Inconclusive);
         assert_eq!(row.coverage(), None, "every sample has the metric");
         let line = layouts_line(&all.iter().collect::<Vec<_>>()).unwrap();
         assert!(line.starts_with("Judged by boot: each boot ran in a memory layout of its own"));
         assert!(line.contains("(2 A boots, 1 B boots)"), "{line}");
-        let text = markdown(&results, spec.as_ref());
+        let text = markdown(&judged(&results));
         assert!(text.contains(&line));
-        assert!(terminal(&results, spec.as_ref()).contains(&line));
+        assert!(terminal(&judged(&results)).contains(&line));
         // The method paragraph says what an observation was, not the
         // bootstrap's pooled samples.
         assert!(
@@ -141,16 +163,16 @@ mod tests {
         for (boot, layout) in several.boots.iter_mut().zip([1, 1, 1, 1, 2]) {
             boot.layout = Some(layout);
         }
-        let text = markdown(&several, spec.as_ref());
+        let text = markdown(&judged(&several));
         assert!(
             text.contains("mean of its boots' means") && !text.contains("percentile-bootstrap"),
             "{text}"
         );
         // Without layouts, none of it.
         let plain = Results::load(&path).unwrap();
-        let plain_rows = rows(&plain, spec.as_ref());
+        let plain_rows = jrows(&plain);
         assert!(layouts_line(&plain_rows.iter().collect::<Vec<_>>()).is_none());
-        assert!(!markdown(&plain, spec.as_ref()).contains("Judged by boot"));
+        assert!(!markdown(&judged(&plain)).contains("Judged by boot"));
     }
 
     #[test]
@@ -161,7 +183,7 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/smoke-results.json");
         let mut results = Results::load(&path).unwrap();
-        let full = rows(&results, None);
+        let full = jrows(&results);
         let before = full
             .iter()
             .find(|r| r.metric == "pageout_cpu_ns")
@@ -175,15 +197,14 @@ mod tests {
             let metrics = &mut results.boots[boot].samples[sample].metrics;
             kept.push(metrics.remove("pageout_cpu_ns").unwrap() as f64);
         }
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
-        let after = rows(&results, spec.as_ref());
+        let after = jrows(&results);
         let row = after.iter().find(|r| r.metric == "pageout_cpu_ns").unwrap();
-        assert_eq!((row.comparison.a.n, row.comparison.b.n), (5, 2));
+        assert_eq!((row.a.n, row.b.n), (5, 2));
         assert_eq!((row.a_samples, row.b_samples), (6, 3));
         // The means are over the samples that have the metric, not a 0 in
         // place of the missing ones.
-        let b_all = before.comparison.b.mean * 3.0;
-        assert!((row.comparison.b.mean - (b_all - kept[1]) / 2.0).abs() < 1e-6);
+        let b_all = before.b.mean * 3.0;
+        assert!((row.b.mean - (b_all - kept[1]) / 2.0).abs() < 1e-6);
         let coverage = row.coverage().unwrap();
         assert!(
             coverage.contains("5 of 6 A samples") && coverage.contains("2 of 3 B samples"),
@@ -197,12 +218,12 @@ mod tests {
         let mut repeated = results.clone();
         let first = repeated.boots[0].samples.clone();
         repeated.boots[2].samples = first;
-        let rows_repeated = rows(&repeated, spec.as_ref());
+        let rows_repeated = jrows(&repeated);
         let row = rows_repeated
             .iter()
             .find(|r| r.metric == "elapsed_ns")
             .unwrap();
-        assert_eq!((row.comparison.a.n, row.comparison.a_repeated), (3, 3));
+        assert_eq!((row.a.n, row.a_repeated), (3, 3));
         assert_eq!(row.coverage(), None);
         let note = row.repeat_note().unwrap();
         assert!(
@@ -222,7 +243,7 @@ mod tests {
             "{line}"
         );
         // When every metric repeats, it says so rather than naming them all.
-        let only_repeated: Vec<&Row> = rows_repeated
+        let only_repeated: Vec<&ComparisonRecord> = rows_repeated
             .iter()
             .filter(|r| r.repeat_note().is_some())
             .collect();
@@ -231,10 +252,9 @@ mod tests {
             all.contains("for all 4 metrics the statistics") && !all.contains("elapsed_ns"),
             "{all}"
         );
-        let spec = crate::workload::spec_for_kind(&repeated.workload.kind);
-        assert!(markdown(&repeated, spec.as_ref()).contains(&line));
-        assert!(terminal(&repeated, spec.as_ref()).contains(&line));
-        let text = markdown(&results, spec.as_ref());
+        assert!(markdown(&judged(&repeated)).contains(&line));
+        assert!(terminal(&judged(&repeated)).contains(&line));
+        let text = markdown(&judged(&results));
         assert!(
             text.contains("- pageout_cpu_ns: ") && text.contains(&coverage),
             "{text}"
@@ -243,7 +263,7 @@ mod tests {
             !text.contains("- elapsed_ns: no clear difference"),
             "{text}"
         );
-        let term = terminal(&results, spec.as_ref());
+        let term = terminal(&judged(&results));
         assert!(
             term.contains(&format!("pageout_cpu_ns: {coverage}")),
             "{term}"
@@ -255,33 +275,30 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/smoke-results.json");
         let mut results = Results::load(&path).unwrap();
-        assert_eq!(uncompared(&results), []);
+        assert!(crate::judge::judge(&results).uncompared.is_empty());
         for sample in &mut results.boots[1].samples {
             sample.metrics.remove("verify_cpu_ns");
         }
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
         assert!(
-            !rows(&results, spec.as_ref())
-                .iter()
-                .any(|r| r.metric == "verify_cpu_ns"),
+            !jrows(&results).iter().any(|r| r.metric == "verify_cpu_ns"),
             "no comparison without B samples"
         );
-        let missing = uncompared(&results);
+        let missing = crate::judge::judge(&results).uncompared;
         assert_eq!(missing.len(), 1, "{missing:?}");
         let line = missing[0].sentence();
         assert_eq!(
             line,
             "verify_cpu_ns: not compared, B vs A: measured in 6 of 6 A samples and 0 of 3 B samples"
         );
-        assert!(markdown(&results, spec.as_ref()).contains(&format!("- {line}")));
-        assert!(terminal(&results, spec.as_ref()).contains(&line));
+        assert!(markdown(&judged(&results)).contains(&format!("- {line}")));
+        assert!(terminal(&judged(&results)).contains(&line));
         // A metric no sample has at all (another lane's) is not missing.
         for boot in &mut results.boots {
             for sample in &mut boot.samples {
                 sample.metrics.remove("verify_cpu_ns");
             }
         }
-        assert_eq!(uncompared(&results), []);
+        assert!(crate::judge::judge(&results).uncompared.is_empty());
     }
 
     #[test]
@@ -294,8 +311,7 @@ mod tests {
                     .insert("pageout_flushes".into(), u64::from(s.index % 2));
             }
         }
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
-        let text = markdown(&results, spec.as_ref());
+        let text = markdown(&judged(&results));
         let (_, control) = text.split_once("#### Control").expect(&text);
         assert!(
             control.contains("| pageout_flushes | count |")
@@ -309,11 +325,10 @@ mod tests {
     #[test]
     fn more_variants_get_a_column_each_and_a_per_patch_run_its_waterfall() {
         let results = crate::results::tests::per_patch();
-        assert!(is_prefix_chain(&results));
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
-        let rows = rows(&results, spec.as_ref());
+        assert!(crate::judge::is_prefix_chain(&results));
+        let rows = jrows(&results);
         assert!(rows.iter().all(|r| r.baseline == "base"));
-        let text = markdown_of(&results, spec.as_ref(), &rows);
+        let text = markdown(&judged(&results));
         eprintln!("{text}");
         assert!(
             text.contains("### patchbench: zswap-pageout, 3 variants against `base`"),
@@ -353,7 +368,7 @@ mod tests {
             line("p3 `mm: third`").contains("no clear difference"),
             "{waterfall}"
         );
-        let steps = steps(&results, spec.as_ref());
+        let steps = crate::judge::judge(&results).steps;
         let metrics = waterfall::metrics(&results, &steps, &rows);
         let cpu = metrics
             .iter()
@@ -362,29 +377,30 @@ mod tests {
         let whole = cpu.whole.unwrap().change_pct().unwrap();
         assert!((cpu.sum_points.unwrap() - whole).abs() < 1e-9, "{cpu:?}");
         assert!((whole + 20.0).abs() < 0.2, "{whole}");
-        let terminal = terminal_of(&results, &rows);
+        let terminal = terminal(&judged(&results));
         assert!(terminal.contains("\np2 vs base\nmetric"), "{terminal}");
         // An A/B document has no steps.
         assert!(steps_of_fixture().is_empty());
     }
 
-    fn steps_of_fixture() -> Vec<Row> {
+    fn steps_of_fixture() -> Vec<ComparisonRecord> {
         let results = crate::results::tests::fixture();
-        steps(&results, None)
+        crate::judge::judge(&results).steps
     }
 
-    /// Issue 17's case: one background flush in B's samples of a run whose
-    /// B forced none must not move the summary, which covers times and
-    /// rates only.
+    /// The report opens with the headline, made of the primary metrics'
+    /// verdicts; it has no geometric mean, which once showed +36.79% for a
+    /// series that improved its primary metric by 18% (issue 37). A
+    /// background flush in one of B's samples (issue 17) does not move it.
     #[test]
-    fn the_summary_does_not_move_with_a_near_zero_count() {
-        let summary = |results: &Results| {
-            let spec = crate::workload::spec_for_kind(&results.workload.kind);
-            let text = markdown(results, spec.as_ref());
-            text.lines()
-                .find(|l| l.starts_with("Geometric mean"))
-                .unwrap_or_else(|| panic!("{text}"))
-                .to_string()
+    fn the_report_opens_with_a_headline_of_the_primary_verdicts_and_no_summary_figure() {
+        let headline = |results: &Results| {
+            let text = markdown(&judged(results));
+            assert!(!text.contains("Geometric mean"), "{text}");
+            let first = text.lines().find(|l| l.starts_with("**")).unwrap();
+            let term = terminal(&judged(results));
+            assert!(term.starts_with(first.trim_matches('*')), "{term}");
+            first.to_string()
         };
         let mut results = crate::results::tests::fixture();
         for boot in &mut results.boots {
@@ -393,27 +409,33 @@ mod tests {
                 s.metrics.insert("pageout_flushes".into(), flushes);
             }
         }
-        let before = summary(&results);
+        let before = headline(&results);
         assert!(
-            before.contains("over 4 time and rate metric(s)"),
+            before.starts_with("**B: pageout_flushes 8192 \u{2192} 0 (changed)"),
             "{before}"
         );
         let b = results.boots.iter_mut().find(|b| b.variant == "B").unwrap();
         b.samples[0].metrics.insert("pageout_flushes".into(), 1);
-        assert_eq!(summary(&results), before);
+        let after = headline(&results);
+        assert!(
+            after.contains("pageout_flushes \u{2212}100.00% (changed)"),
+            "{after}"
+        );
+        // The rest of it is the same.
+        let tail = |h: &str| h.split_once("(changed)").unwrap().1.to_string();
+        assert_eq!(tail(&after), tail(&before));
     }
 
     #[test]
     fn the_hosts_noise_floor_is_reported_and_named_in_noisy_verdicts() {
         let mut results = crate::results::tests::fixture();
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
         // Without a measurement (a stored run), no line.
-        assert!(!markdown(&results, spec.as_ref()).contains("Host noise floor"));
+        assert!(!markdown(&judged(&results)).contains("Host noise floor"));
         results.host.noise = Some(crate::results::HostNoise {
             method: "xorshift64, 1 steps".into(),
             samples_ms: vec![90.0, 100.0, 110.0],
         });
-        let text = markdown(&results, spec.as_ref());
+        let text = markdown(&judged(&results));
         assert!(
             text.contains("Host noise floor: a fixed CPU loop on the host varied by 10.0% (CV of 3 timings before, between and after the boots, mean 100 ms); the guest's within-boot CVs of times and rates reach"),
             "{text}"
@@ -422,10 +444,10 @@ mod tests {
         let noisy =
             ". The host was noisy: its own fixed CPU loop varied by 10.0% (CV) in this run.";
         assert_eq!(text.matches(noisy).count(), 4, "{text}");
-        assert!(terminal(&results, spec.as_ref()).contains("Host noise floor"));
+        assert!(terminal(&judged(&results)).contains("Host noise floor"));
         // Under icount the host's noise does not reach guest times.
         results.host.icount = true;
-        let text = markdown(&results, spec.as_ref());
+        let text = markdown(&judged(&results));
         assert!(!text.contains(noisy), "{text}");
         assert!(text.contains("does not reach them"), "{text}");
     }
@@ -463,17 +485,29 @@ mod tests {
     }
 
     #[test]
-    fn values_read_in_milliseconds_and_signed_percentages() {
-        assert_eq!(format_value(23_903_000.0, Some(Unit::Ns)), "23.903");
-        // Below 1 ms (or 1 Mcycles), four significant digits.
-        assert_eq!(format_value(1_515.7, Some(Unit::Ns)), "0.001516");
-        assert_eq!(format_value(10_072.0, Some(Unit::Cycles)), "0.01007");
-        assert_eq!(format_value(500_000.0, Some(Unit::Ns)), "0.5000");
-        assert_eq!(format_value(0.0, Some(Unit::Ns)), "0.000");
-        assert_eq!(format_value(-2_000.0, Some(Unit::Cycles)), "-0.002000");
-        assert_eq!(format_value(8192.0, Some(Unit::Pages)), "8192");
-        assert_eq!(format_value(8191.5, Some(Unit::Pages)), "8191.5");
-        assert_eq!(format_value(100_663_296.0, Some(Unit::Bytes)), "96.0");
+    fn times_read_in_a_unit_that_fits_their_size() {
+        assert_eq!(format_value(23_903_000.0, Some(Unit::Ns)), "23.903 ms");
+        // Seed 002's flush of 1.5 µs reads so, not 0.001516 ms.
+        assert_eq!(format_value(1_515.7, Some(Unit::Ns)), "1.516 \u{b5}s");
+        assert_eq!(format_value(512.0, Some(Unit::Ns)), "512.0 ns");
+        assert_eq!(format_value(1_343_326_000.0, Some(Unit::Ns)), "1.343 s");
+        assert_eq!(format_value(500_000.0, Some(Unit::Ns)), "500.000 \u{b5}s");
+        assert_eq!(format_value(0.0, Some(Unit::Ns)), "0.000 ms");
+        // Below 1 Mcycles, four significant digits.
+        assert_eq!(
+            format_value(10_072.0, Some(Unit::Cycles)),
+            "0.01007 Mcycles"
+        );
+        assert_eq!(
+            format_value(-2_000.0, Some(Unit::Cycles)),
+            "-0.002000 Mcycles"
+        );
+        assert_eq!(format_value(8192.0, Some(Unit::Pages)), "8192 pages");
+        assert_eq!(format_value(8191.5, Some(Unit::Pages)), "8191.5 pages");
+        assert_eq!(format_value(100_663_296.0, Some(Unit::Bytes)), "96.0 MiB");
+        // A row shows both means in the unit of the larger.
+        let s = scale(Some(Unit::Ns), 1_519.0);
+        assert_eq!((s.label, show(900.0, s)), ("\u{b5}s", "0.9000".to_string()));
         assert_eq!(signed_pct(Some(-44.694)), "\u{2212}44.69%");
         assert_eq!(signed_pct(Some(0.8)), "+0.80%");
         assert_eq!(signed_pct(None), "n/a");

@@ -144,8 +144,11 @@ mod tests {
         );
         assert!(cost_banner(&results).unwrap().contains("skylake-client"));
         // Markdown (report.md, the PR comment) and the terminal show both.
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
-        let md = super::super::markdown(&results, spec.as_ref());
+        let md = super::super::markdown(&{
+            let mut r = results.clone();
+            crate::judge::judge_into(&mut r);
+            r
+        });
         assert!(
             md.contains("> **Cost lane: modeled cost on the skylake-client model"),
             "{md}"
@@ -172,8 +175,20 @@ mod tests {
             md.contains("No symbol's modeled cycles changed"),
             "verify: {md}"
         );
-        let text = super::super::terminal(&results, spec.as_ref());
-        assert!(text.starts_with("Cost lane: modeled cost"), "{text}");
+        let text = super::super::terminal(&{
+            let mut r = results.clone();
+            crate::judge::judge_into(&mut r);
+            r
+        });
+        // The headline first, then the lane's banner.
+        assert!(text.starts_with("B: "), "{text}");
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("Cost lane: modeled cost"),
+            "{text}"
+        );
         assert!(text.contains("do_flush_stats"), "{text}");
         let plain = crate::results::tests::with_control(None);
         assert!(profile_tables(&plain).is_empty());
@@ -202,13 +217,20 @@ mod tests {
             .collect();
         assert_eq!(names, ["user"]);
         assert_eq!(pageout.series_rows[0].delta, 0.0);
-        let spec = crate::workload::spec_for_kind(&results.workload.kind);
-        let md = super::super::markdown(&results, spec.as_ref());
+        let md = super::super::markdown(&{
+            let mut r = results.clone();
+            crate::judge::judge_into(&mut r);
+            r
+        });
         assert!(
             md.contains("| `user` (changed by the series) | 0.010 | 0.010 | +0.000 |"),
             "{md}"
         );
-        let text = super::super::terminal(&results, spec.as_ref());
+        let text = super::super::terminal(&{
+            let mut r = results.clone();
+            crate::judge::judge_into(&mut r);
+            r
+        });
         assert!(text.contains("user (changed)"), "{text}");
         // The share of the listed symbols is the top rows' alone.
         let share = pageout.listed_share().unwrap();

@@ -1,23 +1,29 @@
 //! The terminal table: the same rows as the Markdown, aligned as plain
 //! text.
 
-use super::format::{control_title, format_value, noise_line, p_cell, signed_pct, unit_label};
-use super::rows::{Row, by_condition, layouts_line, repeats_line, rows};
-use crate::results::{Accel, Results};
-use crate::workload::WorkloadSpec;
+use super::format::{control_title, noise_line, p_cell, row_scale, show, signed_pct};
+use super::rows::{by_condition, context_lines, layouts_line, repeats_line, rows, undecided_note};
+use crate::model::Verdict;
+use crate::results::{Accel, ComparisonRecord, Results};
 
-/// A plain-text table for a terminal: the same rows as the Markdown.
-pub fn terminal(results: &Results, spec: Option<&WorkloadSpec>) -> String {
-    terminal_of(results, &rows(results, spec))
-}
-
-/// [`terminal`] from rows already compared.
-pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
+/// A plain-text table for a terminal, from the stored judgement: the
+/// headline first, then the same rows as the Markdown.
+pub fn terminal(results: &Results) -> String {
+    let rows = rows(results);
     let mut out = String::new();
+    for h in results.judgement.iter().flat_map(|j| &j.headlines) {
+        out.push_str(&format!("{}\n", h.text));
+    }
+    if let Some(line) = super::rows::unjudged(results) {
+        out.push_str(&format!("{line}\n"));
+    }
     if let Some(banner) = super::profile::cost_banner(results) {
         out.push_str(&format!("{banner}\n"));
     } else if results.host.accel == Accel::Tcg {
-        out.push_str("accelerator: TCG (emulated CPU time; compare A with B only)\n");
+        out.push_str(&format!(
+            "lane: TCG{} (emulated CPU time; compare A with B only)\n",
+            super::format::tcg_mode(results)
+        ));
     }
     if let Some(line) = super::format::cputime_line(results) {
         out.push_str(&format!("{line}\n"));
@@ -46,7 +52,7 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
         }
         // One table per variant, each against the baseline.
         for v in results.candidates() {
-            let of: Vec<&Row> = rows
+            let of: Vec<&ComparisonRecord> = rows
                 .iter()
                 .copied()
                 .filter(|r| r.variant == v.name)
@@ -62,7 +68,20 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
             row.coverage().unwrap_or_default()
         ));
     }
-    let all: Vec<&Row> = rows.iter().collect();
+    let all: Vec<&ComparisonRecord> = rows.iter().collect();
+    for row in all
+        .iter()
+        .filter(|r| r.kind() == Verdict::Inconclusive && r.ruled_out.is_some())
+    {
+        out.push_str(&format!(
+            "{}: inconclusive{}\n",
+            row.label(),
+            undecided_note(row)
+        ));
+    }
+    for line in context_lines(&all) {
+        out.push_str(&format!("{line}\n"));
+    }
     for line in [
         repeats_line(&all),
         layouts_line(&all),
@@ -73,13 +92,14 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
     {
         out.push_str(&format!("{line}\n"));
     }
-    for missing in super::rows::uncompared(results) {
+    for missing in results.judgement.iter().flat_map(|j| &j.uncompared) {
         out.push_str(&format!("{}\n", missing.sentence()));
     }
     out.push_str(&profile_text(results));
     let max_cv = super::format::max_time_cv(
         rows.iter()
-            .map(|r| (r.unit, r.direction, r.comparison.max_boot_cv_pct)),
+            .filter(|r| r.measured())
+            .map(|r| (r.unit, Some(r.direction.into()), r.max_boot_cv_pct)),
     );
     if let Some(line) = noise_line(results, max_cv) {
         out.push_str(&format!("{line}\n"));
@@ -91,29 +111,25 @@ pub fn terminal_of(results: &Results, rows: &[Row]) -> String {
 }
 
 /// One condition's rows as an aligned table.
-fn terminal_table(rows: &[&Row]) -> String {
+fn terminal_table(rows: &[&ComparisonRecord]) -> String {
     let header = [
         "metric", "unit", "A mean", "B mean", "B vs A", "95% CI", "p", "verdict",
     ];
     let mut table: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     for row in rows {
-        let c = &row.comparison;
-        let ci = c
-            .mean_change
-            .as_ref()
-            .and_then(|m| m.ci)
-            .map_or("n/a".into(), |ci| {
-                format!("{} .. {}", signed_pct(Some(ci.lo)), signed_pct(Some(ci.hi)))
-            });
+        let ci = row.change_ci().map_or("n/a".into(), |ci| {
+            format!("{} .. {}", signed_pct(Some(ci.lo)), signed_pct(Some(ci.hi)))
+        });
+        let scale = row_scale(row);
         table.push(vec![
             row.metric.clone(),
-            unit_label(row.unit).to_string(),
-            format_value(c.a.mean, row.unit),
-            format_value(c.b.mean, row.unit),
+            scale.label.to_string(),
+            show(row.a.mean, scale),
+            show(row.b.mean, scale),
             signed_pct(row.change_pct()),
             ci,
-            p_cell(c),
-            c.verdict.kind.marked().to_string(),
+            p_cell(row),
+            row.kind().marked().to_string(),
         ]);
     }
     let widths: Vec<usize> = (0..header.len())

@@ -12,9 +12,8 @@
 use std::fmt::Write;
 
 use super::format::{change_cell, code_span};
-use super::rows::Row;
 use crate::model::{Direction, Unit, Verdict};
-use crate::results::Results;
+use crate::results::{ComparisonRecord, Results};
 
 /// One patch's step for one metric.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,7 +23,7 @@ pub struct Step<'r> {
     /// The patch's subject (untrusted text).
     pub subject: &'r str,
     /// The variant against the one before it.
-    pub row: &'r Row,
+    pub row: &'r ComparisonRecord,
     /// `(mean − previous mean) / base mean · 100`; `None` when the base's
     /// mean is 0.
     pub points: Option<f64>,
@@ -40,12 +39,16 @@ pub struct Metric<'r> {
     /// The sum of the steps' points.
     pub sum_points: Option<f64>,
     /// The whole series against the base.
-    pub whole: Option<&'r Row>,
+    pub whole: Option<&'r ComparisonRecord>,
 }
 
 /// The waterfall of every main-workload metric, from the step rows
-/// (`report::steps`) and the rows against the baseline (`report::rows`).
-pub fn metrics<'r>(results: &'r Results, steps: &'r [Row], rows: &'r [Row]) -> Vec<Metric<'r>> {
+/// (the judgement's `steps`) and the rows against the baseline.
+pub fn metrics<'r>(
+    results: &'r Results,
+    steps: &'r [ComparisonRecord],
+    rows: &'r [ComparisonRecord],
+) -> Vec<Metric<'r>> {
     let last = results.variants.last().map_or("", |v| v.name.as_str());
     let mut names: Vec<&str> = Vec::new();
     for r in steps {
@@ -59,7 +62,7 @@ pub fn metrics<'r>(results: &'r Results, steps: &'r [Row], rows: &'r [Row]) -> V
             let whole = rows
                 .iter()
                 .find(|r| r.condition.is_none() && r.metric == metric && r.variant == last);
-            let base_mean = whole.map(|w| w.comparison.a.mean).filter(|m| *m != 0.0);
+            let base_mean = whole.map(|w| w.a.mean).filter(|m| *m != 0.0);
             let steps: Vec<Step> = steps
                 .iter()
                 .filter(|r| r.metric == metric)
@@ -75,9 +78,8 @@ pub fn metrics<'r>(results: &'r Results, steps: &'r [Row], rows: &'r [Row]) -> V
                             .checked_sub(1)
                             .and_then(|i| results.series.patches.get(i))
                             .map_or("", |p| p.subject.as_str()),
-                        points: base_mean.map(|base| {
-                            (row.comparison.b.mean - row.comparison.a.mean) / base.abs() * 100.0
-                        }),
+                        points: base_mean
+                            .map(|base| (row.b.mean - row.a.mean) / base.abs() * 100.0),
                         row,
                     }
                 })
@@ -87,7 +89,7 @@ pub fn metrics<'r>(results: &'r Results, steps: &'r [Row], rows: &'r [Row]) -> V
             Metric {
                 metric,
                 unit: first.and_then(|r| r.unit),
-                direction: first.and_then(|r| r.direction),
+                direction: first.map(|r| r.direction.into()),
                 steps,
                 sum_points,
                 whole,
@@ -106,7 +108,11 @@ pub fn points_text(points: Option<f64>) -> String {
 }
 
 /// The waterfall as a Markdown section.
-pub fn markdown(results: &Results, steps: &[Row], rows: &[Row]) -> String {
+pub fn markdown(
+    results: &Results,
+    steps: &[ComparisonRecord],
+    rows: &[ComparisonRecord],
+) -> String {
     let mut out = String::new();
     let base = results.baseline();
     let _ = writeln!(
@@ -131,8 +137,8 @@ pub fn markdown(results: &Results, steps: &[Row], rows: &[Row]) -> String {
                 if i == 0 { m.metric } else { "" },
                 step.variant,
                 code_span(step.subject),
-                change_cell(&step.row.comparison),
-                step.row.comparison.verdict.kind.marked(),
+                change_cell(step.row),
+                step.row.kind().marked(),
                 points_text(step.points)
             );
         }
@@ -146,9 +152,9 @@ pub fn markdown(results: &Results, steps: &[Row], rows: &[Row]) -> String {
                 out,
                 "| | **whole series, {} vs {base}** | {} | {} | {} |",
                 whole.variant,
-                change_cell(&whole.comparison),
-                whole.comparison.verdict.kind.marked(),
-                points_text(whole.comparison.mean_change.map(|c| c.pct))
+                change_cell(whole),
+                whole.kind().marked(),
+                points_text(whole.mean_change.map(|c| c.pct))
             );
         }
     }
@@ -157,14 +163,14 @@ pub fn markdown(results: &Results, steps: &[Row], rows: &[Row]) -> String {
         .flat_map(|m| {
             m.steps
                 .iter()
-                .filter(|s| s.row.comparison.verdict.kind != Verdict::NoClearDifference)
+                .filter(|s| s.row.kind() != Verdict::NoClearDifference)
                 .map(|s| {
                     format!(
                         "- {}, {}: {} \u{2014} {}",
                         m.metric,
                         s.variant,
-                        s.row.comparison.verdict.kind.marked(),
-                        s.row.comparison.verdict.reason
+                        s.row.kind().marked(),
+                        s.row.reason
                     )
                 })
                 .collect::<Vec<_>>()

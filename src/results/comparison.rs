@@ -1,12 +1,12 @@
-//! The comparison records of `results.json`: what the statistics concluded
-//! about each metric, in types of the published format's own. They are
-//! converted from `stats::Comparison` here, so a change to the statistics'
-//! internals does not change the file.
+//! The comparison records of `results.json`: what the judgement concluded
+//! about each metric, in types of the published format's own. `judge`
+//! converts them from the statistics' types, so a change to the
+//! statistics' internals does not change the file; every renderer reads
+//! them as stored.
 
 use serde::{Deserialize, Serialize};
 
 use crate::model;
-use crate::stats;
 
 /// One metric's comparison in one condition, B against the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,6 +21,21 @@ pub struct ComparisonRecord {
     /// The variant compared (`B`).
     pub variant: String,
     pub direction: DirectionRecord,
+    /// The metric's unit, from its spec; absent when the spec does not
+    /// list the metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<model::Unit>,
+    /// One of the seed's own figures (`primary: true` in its spec): the
+    /// headline is made of these, and a sequential campaign waits for them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub primary: bool,
+    /// Measured samples of each side, with the metric or without it (a
+    /// workload leaves out a value it did not measure; `a.n` counts only
+    /// the samples that have it).
+    #[serde(default)]
+    pub a_samples: usize,
+    #[serde(default)]
+    pub b_samples: usize,
     /// All baseline samples, pooled over boots; a boot that repeats an
     /// earlier one value for value (a deterministic lane) counted once.
     pub a: SummaryRecord,
@@ -45,10 +60,53 @@ pub struct ComparisonRecord {
     pub welch: Option<WelchRecord>,
     pub mann_whitney: MannWhitneyRecord,
     pub separation: SeparationRecord,
+    /// `context` when the figure is not this lane's measurement: it is
+    /// shown, without a verdict, and enters no headline, count or exit
+    /// code.
     pub verdict: VerdictRecord,
-    /// What decided the verdict, for people.
+    /// What decided the verdict, for people; for a context row, why the
+    /// lane does not measure it exactly.
     pub reason: String,
+    /// An inconclusive verdict: which changes the interval rules out and
+    /// which it allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ruled_out: Option<String>,
+    /// An inconclusive verdict, or a context row: what would decide it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_decide: Option<ToDecideRecord>,
     pub options: OptionsRecord,
+}
+
+/// What would decide an inconclusive verdict (docs/statistics.md).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToDecideRecord {
+    /// About `factor` times the observations: `a` of A, `b` of B.
+    Samples { factor: f64, a: usize, b: usize },
+    /// The change sits on the band's edge.
+    OnTheEdge,
+    /// A baseline that does not drift, not more samples.
+    Drift,
+    /// Another lane: this one does not measure the figure exactly.
+    AnotherLane,
+}
+
+impl std::fmt::Display for ToDecideRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToDecideRecord::Samples { factor, a, b } => write!(
+                f,
+                "about {factor:.1}\u{d7} the observations would decide it ({a} A, {b} B)"
+            ),
+            ToDecideRecord::OnTheEdge => f.write_str(
+                "the change sits on the band's edge: no practical number of samples decides it",
+            ),
+            ToDecideRecord::Drift => f.write_str(
+                "a baseline that does not drift between boots decides it, not more samples",
+            ),
+            ToDecideRecord::AnotherLane => f.write_str("not in this lane"),
+        }
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -71,6 +129,7 @@ pub enum VerdictRecord {
     Changed,
     NoClearDifference,
     Inconclusive,
+    Context,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,6 +234,7 @@ impl From<model::Verdict> for VerdictRecord {
             model::Verdict::Changed => VerdictRecord::Changed,
             model::Verdict::NoClearDifference => VerdictRecord::NoClearDifference,
             model::Verdict::Inconclusive => VerdictRecord::Inconclusive,
+            model::Verdict::Context => VerdictRecord::Context,
         }
     }
 }
@@ -187,108 +247,94 @@ impl From<VerdictRecord> for model::Verdict {
             VerdictRecord::Changed => model::Verdict::Changed,
             VerdictRecord::NoClearDifference => model::Verdict::NoClearDifference,
             VerdictRecord::Inconclusive => model::Verdict::Inconclusive,
+            VerdictRecord::Context => model::Verdict::Context,
         }
     }
 }
 
-impl From<stats::Interval> for IntervalRecord {
-    fn from(i: stats::Interval) -> Self {
-        IntervalRecord { lo: i.lo, hi: i.hi }
-    }
-}
-
-impl From<&stats::Summary> for SummaryRecord {
-    fn from(s: &stats::Summary) -> Self {
-        SummaryRecord {
-            n: s.n,
-            mean: s.mean,
-            median: s.median,
-            sd: s.sd,
-            cv_pct: s.cv_pct,
-            min: s.min,
-            max: s.max,
-            mean_ci: s.mean_ci.map(Into::into),
-        }
-    }
-}
-
-impl From<&stats::Change> for ChangeRecord {
-    fn from(c: &stats::Change) -> Self {
-        ChangeRecord {
-            pct: c.pct,
-            ci: c.ci.map(Into::into),
+impl From<DirectionRecord> for model::Direction {
+    fn from(d: DirectionRecord) -> Self {
+        match d {
+            DirectionRecord::LowerIsBetter => model::Direction::LowerIsBetter,
+            DirectionRecord::HigherIsBetter => model::Direction::HigherIsBetter,
+            DirectionRecord::Neither => model::Direction::Neither,
         }
     }
 }
 
 impl ComparisonRecord {
-    /// The record of `c`: `metric` in `condition`, `variant` against
-    /// `baseline`.
-    pub fn new(
-        condition: Option<&str>,
-        metric: &str,
-        baseline: &str,
-        variant: &str,
-        c: &stats::Comparison,
-    ) -> ComparisonRecord {
-        let boots = |b: &[Option<stats::Summary>]| {
-            b.iter()
-                .map(|s| s.as_ref().map(SummaryRecord::from))
-                .collect()
-        };
-        ComparisonRecord {
-            condition: condition.map(str::to_string),
-            metric: metric.to_string(),
-            baseline: baseline.to_string(),
-            variant: variant.to_string(),
-            direction: c.direction.into(),
-            a: (&c.a).into(),
-            b: (&c.b).into(),
-            a_repeated: c.a_repeated,
-            b_repeated: c.b_repeated,
-            a_boots: boots(&c.a_boots),
-            b_boots: boots(&c.b_boots),
-            drift_pct: c.drift_pct,
-            max_boot_cv_pct: c.max_boot_cv_pct,
-            mean_change: c.mean_change.as_ref().map(Into::into),
-            median_change: c.median_change.as_ref().map(Into::into),
-            welch: c.welch.map(|w| WelchRecord {
-                t: w.t,
-                df: w.df,
-                p: w.p,
-            }),
-            mann_whitney: MannWhitneyRecord {
-                u: c.mann_whitney.u,
-                p: c.mann_whitney.p,
-                method: match c.mann_whitney.method {
-                    stats::MannWhitneyMethod::Exact => "exact",
-                    stats::MannWhitneyMethod::Asymptotic => "asymptotic",
-                }
-                .to_string(),
-            },
-            separation: match c.separation {
-                stats::Separation::AllBelow => SeparationRecord::AllBelow,
-                stats::Separation::AllAbove => SeparationRecord::AllAbove,
-                stats::Separation::Overlap => SeparationRecord::Overlap,
-            },
-            verdict: c.verdict.kind.into(),
-            reason: c.verdict.reason.clone(),
-            options: OptionsRecord {
-                min_samples: c.options.min_samples,
-                alpha: c.options.alpha,
-                noise_pct: c.options.noise_pct,
-                resamples: c.options.resamples,
-                seed: c.options.seed,
-                negligible: c.options.negligible,
-                by_boot: c.options.by_boot,
-                sequential: c.sequential.map(|s| LookOptionsRecord {
-                    look: s.look.look,
-                    of: s.look.of,
-                    spending: s.look.spending,
-                    critical: s.critical,
-                    level: s.level,
-                }),
-            },
+    /// The verdict, in the one vocabulary.
+    pub fn kind(&self) -> model::Verdict {
+        self.verdict.into()
+    }
+
+    /// B's mean against A's, in percent.
+    pub fn change_pct(&self) -> Option<f64> {
+        self.mean_change.as_ref().map(|c| c.pct)
+    }
+
+    /// The change's interval.
+    pub fn change_ci(&self) -> Option<IntervalRecord> {
+        self.mean_change.as_ref().and_then(|c| c.ci)
+    }
+
+    /// Whether the row is this lane's measurement (not a context row).
+    pub fn measured(&self) -> bool {
+        self.verdict != VerdictRecord::Context
+    }
+
+    /// Whether rule 3 decided: the metric has a negligible level and every
+    /// A and B sample lies within it.
+    pub fn negligible(&self) -> bool {
+        let largest = |s: &SummaryRecord| s.min.abs().max(s.max.abs());
+        self.options
+            .negligible
+            .is_some_and(|level| largest(&self.a) <= level && largest(&self.b) <= level)
+    }
+
+    /// The metric, with its control's name when it is a control's, and
+    /// the variant's when it is not the B of an A/B campaign.
+    pub fn label(&self) -> String {
+        let mut label = self.metric.clone();
+        if let Some(c) = &self.condition {
+            label.push_str(&format!(" (control {c})"));
         }
+        if (self.baseline.as_str(), self.variant.as_str()) != ("A", "B") {
+            label.push_str(&format!(" ({} vs {})", self.variant, self.baseline));
+        }
+        label
+    }
+
+    /// When some samples lack the metric (a workload leaves out a value it
+    /// did not measure, such as a mean over no calls): how many have it on
+    /// each side, so the reader knows what the statistics stand on.
+    pub fn coverage(&self) -> Option<String> {
+        let samples = |boots: &[Option<SummaryRecord>]| -> usize {
+            boots.iter().flatten().map(|s| s.n).sum()
+        };
+        let (a, b) = (samples(&self.a_boots), samples(&self.b_boots));
+        if a == self.a_samples && b == self.b_samples {
+            return None;
+        }
+        Some(format!(
+            "measured in {a} of {} {} samples and {b} of {} {} samples (the others have no value: nothing to measure)",
+            self.a_samples, self.baseline, self.b_samples, self.variant
+        ))
+    }
+
+    /// When a boot repeated an earlier boot of its variant value for value
+    /// (a deterministic lane), so its samples were counted once.
+    pub fn repeat_note(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            (self.a_repeated, self.a.n, &self.baseline),
+            (self.b_repeated, self.b.n, &self.variant),
+        ]
+        .into_iter()
+        .filter(|(repeated, ..)| *repeated > 0)
+        .map(|(repeated, n, side)| {
+            format!("{repeated} {side} samples repeat an earlier {side} boot value for value and count once: the statistics stand on {n}")
+        })
+        .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 }

@@ -6,14 +6,16 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::comparison::ComparisonRecord;
+use super::judgement::JudgementRecord;
 use super::record::*;
 
-/// 3: types of the format's own; `variants` (name, description, kernel)
-/// replace `kernels`; `workload` is `{kind, params}`; samples lose
-/// `warmup` (the list says it); comparisons are flat records naming the
-/// baseline and the variant. Schemas 1 and 2 still load.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: `judgement` (the stored comparisons, headline and verdicts, with
+/// the rule's version) replaces `comparisons`. 3: types of the format's
+/// own; `variants` (name, description, kernel) replace `kernels`;
+/// `workload` is `{kind, params}`; samples lose `warmup` (the list says
+/// it). Schemas 1 to 3 still load, unjudged: `patchbench judge` judges
+/// them.
+pub const SCHEMA_VERSION: u32 = 4;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,11 +51,13 @@ pub struct Results {
     /// Absent for a whole run and for a merged one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::model::Shard>,
-    /// Every metric's comparison, written when the last boot is done; empty
-    /// until then. Reports recompute them from the samples, so this is a
-    /// record, not an input.
-    #[serde(default)]
-    pub comparisons: Vec<ComparisonRecord>,
+    /// The judgement (`judge`): every comparison, the headline, what is
+    /// undecided and what regressed, written when the last boot is done
+    /// (and at every look of a sequential campaign); absent until then,
+    /// for a shard, and in documents of older schemas. Every report
+    /// renders it as stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judgement: Option<JudgementRecord>,
     /// Why this campaign ran for the series, when `run --series` chose it
     /// (absent when a campaign file was given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,6 +107,47 @@ impl Results {
             .take_while(|b| b.complete)
             .cloned()
             .collect()
+    }
+
+    /// Make every path the document names portable, so that a kept run
+    /// names no path of one machine: the build cache's (the kernels' build
+    /// directories and images, a kernel build's trees in the workload's
+    /// parameters) relative to `cache_dir`, each boot's console log
+    /// relative to `run_dir`, the campaign file relative to the working
+    /// directory. Without the directories (a document kept elsewhere), a
+    /// path is cut at the component that starts its part of the cache or
+    /// of the run (`builds`, `kbuild`, `boots`, `ci`).
+    pub fn portable_paths(&mut self, cache_dir: Option<&Path>, run_dir: Option<&Path>) {
+        use crate::fsutil::portable;
+        for v in &mut self.variants {
+            v.kernel.build_dir = portable(&v.kernel.build_dir, cache_dir, "builds");
+            v.kernel.bzimage = portable(&v.kernel.bzimage, cache_dir, "builds");
+        }
+        let params = |w: &mut WorkloadRecord| {
+            for value in w.params.values_mut() {
+                let path = Path::new(value.as_str());
+                if path.is_absolute() {
+                    let kept = portable(path, cache_dir, "kbuild");
+                    *value = kept.display().to_string();
+                }
+            }
+        };
+        params(&mut self.workload);
+        for c in &mut self.controls {
+            params(&mut c.workload);
+        }
+        for b in &mut self.boots {
+            b.console_log = portable(&b.console_log, run_dir, "boots");
+        }
+        if let Some(file) = &self.campaign_file {
+            let cwd = std::env::current_dir().ok();
+            let kept = portable(file, cwd.as_deref(), "ci");
+            self.campaign_file = Some(if kept.is_absolute() {
+                kept.file_name().map(PathBuf::from).unwrap_or(kept)
+            } else {
+                kept
+            });
+        }
     }
 
     /// Write the document atomically.

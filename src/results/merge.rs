@@ -169,7 +169,7 @@ pub fn merge(shards: Vec<(PathBuf, Results)>) -> Result<(Results, Vec<f64>), Mer
     }
     merged.boots.sort_by_key(|b| b.index);
     merged.shard = None;
-    merged.comparisons.clear();
+    merged.judgement = None;
     merged.host.noise = (!noise.is_empty()).then(|| HostNoise {
         method: first
             .host

@@ -15,12 +15,16 @@ use serde::Deserialize;
 pub mod comparison;
 mod document;
 pub mod hunt;
+pub mod judgement;
 pub mod merge;
 pub mod record;
 mod v2;
 
-pub use comparison::{ComparisonRecord, VerdictRecord};
+pub use comparison::{ComparisonRecord, ToDecideRecord, VerdictRecord};
 pub use document::{Results, SCHEMA_VERSION, cpu_model};
+pub use judgement::{
+    HeadlineRecord, JudgementRecord, LaneRecord, SelfCheckRecord, UncomparedRecord,
+};
 pub use record::*;
 
 /// A results document that cannot be read.
@@ -43,6 +47,10 @@ pub enum ResultsError {
     },
     #[error("{} has results schema {found}; this patchbench reads schemas 1 to {SCHEMA_VERSION}", path.display())]
     Schema { path: PathBuf, found: u64 },
+    /// A renderer that publishes was given a document with no judgement:
+    /// it renders what `judge` stored, and there is nothing stored.
+    #[error("{} holds no judgement (a shard, a run cut short, or a schema before 4); judge it first: patchbench judge {}", path.display(), path.display())]
+    Unjudged { path: PathBuf },
     /// The output directory holds results of another campaign, or of
     /// other kernels: resuming into it would mix two experiments.
     #[error("{} holds results of a different campaign, protocol or kernels; resume only with the same campaign and series, or choose another --out", path.display())]
@@ -50,7 +58,7 @@ pub enum ResultsError {
 }
 
 impl Results {
-    /// Read a document of any schema this version knows, as schema 3.
+    /// Read a document of any schema this version knows, as today's.
     pub fn load(path: &Path) -> Result<Results, ResultsError> {
         let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
             path: path.to_owned(),
@@ -72,7 +80,18 @@ impl Results {
         }
         let version: Version = serde_json::from_str(&text).map_err(parse_error)?;
         match version.schema_version {
-            3 => serde_json::from_str(&text).map_err(parse_error),
+            4 => serde_json::from_str(&text).map_err(parse_error),
+            // Schema 3 stored its comparisons under the rules of their
+            // day; they are dropped, and the document loads unjudged.
+            3 => {
+                let mut value: serde_json::Value =
+                    serde_json::from_str(&text).map_err(parse_error)?;
+                if let Some(doc) = value.as_object_mut() {
+                    doc.remove("comparisons");
+                    doc.insert("schema_version".into(), SCHEMA_VERSION.into());
+                }
+                serde_json::from_value(value).map_err(parse_error)
+            }
             1 | 2 => serde_json::from_str::<v2::ResultsV2>(&text)
                 .map(Results::from)
                 .map_err(parse_error),
@@ -255,7 +274,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_schema_2_document_loads_as_schema_3() {
+    fn a_schema_2_document_loads_as_today_s() {
         let results = fixture();
         assert_eq!(results.schema_version, SCHEMA_VERSION);
         assert_eq!(results.baseline(), "A");
@@ -267,22 +286,38 @@ pub(crate) mod tests {
         assert_eq!(results.workload.params["memory_max"], "max");
         assert_eq!(results.protocol.boots, ["A", "B", "A"]);
         assert_eq!(results.boots[0].samples.len(), 3);
-        assert!(results.comparisons.is_empty(), "recomputed, not carried");
+        assert!(results.judgement.is_none(), "judged again, not carried");
     }
 
     #[test]
-    fn schema_3_round_trips() {
-        let results = with_control(None);
+    fn schema_4_round_trips() {
+        let mut results = with_control(None);
+        crate::judge::judge_into(&mut results);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("results.json");
         results.save(&path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains(r#""schema_version": 3"#), "{text}");
+        assert!(text.contains(r#""schema_version": 4"#), "{text}");
+        assert!(text.contains(r#""rule": 2"#), "{text}");
         assert!(text.contains(r#""condition": "unlimited""#), "{text}");
         assert!(!text.contains(r#""warmup""#), "{text}");
         let back = Results::load(&path).unwrap();
         assert_eq!(back.controls, results.controls);
         assert_eq!(back.variants, results.variants);
+        // Bit for bit (serde_json's float_roundtrip): a re-rendered report
+        // is the same bytes.
+        assert_eq!(back.judgement, results.judgement, "stored as judged");
+        // A schema 3 document loads, its comparisons (of that day's rule)
+        // dropped: it is unjudged until `patchbench judge`.
+        let mut v3: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let doc = v3.as_object_mut().unwrap();
+        doc.remove("judgement");
+        doc.insert("schema_version".into(), 3.into());
+        doc.insert("comparisons".into(), serde_json::json!([{"metric": "x"}]));
+        std::fs::write(&path, serde_json::to_string(&v3).unwrap()).unwrap();
+        let old = Results::load(&path).unwrap();
+        assert_eq!(old.schema_version, SCHEMA_VERSION);
+        assert!(old.judgement.is_none());
         let names: Vec<_> = back
             .conditions()
             .iter()

@@ -236,7 +236,7 @@ impl From<ResultsV2> for Results {
                 })
                 .collect(),
             timings: old.timings,
-            comparisons: Vec::new(),
+            judgement: None,
             reach: None,
             boots_wall_seconds: None,
             shard: None,

@@ -7,7 +7,7 @@
 //! group and per boot, the return drift, B's % change of the mean and of
 //! the median with percentile-bootstrap intervals, Welch's t test, the
 //! Mann-Whitney U test, whether B lies beyond both A groups, and a
-//! [`Verdict`] with its reason. [`geomean_change`] sums up a workload;
+//! [`Verdict`] with its reason;
 //! [`aa_false_positive_rate`] measures how often the verdict rules cry
 //! wolf. docs/statistics.md documents the methods and the rules.
 //!
@@ -15,7 +15,7 @@
 //! - [`hypothesis`]: Welch's t test and the Mann-Whitney U test;
 //! - [`bootstrap`]: unbiased bounded draws and bootstrap intervals;
 //! - [`verdict`]: directions, verdicts and the rules;
-//! - `compare`: the entry point and the geometric-mean summary;
+//! - `compare`: the entry point;
 //! - `simulate`: the A/A false-positive rate, and a sequential campaign's
 //!   error rates against naive peeking;
 //! - [`sequential`]: group-sequential boundaries (Lan-DeMets spending) for
@@ -39,11 +39,11 @@ pub use error::{Side, StatsError};
 
 pub use crate::model::{Direction, Verdict};
 pub use bootstrap::{BootstrapChanges, Change, DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_RESAMPLES};
-pub use compare::{Comparison, GeomeanChange, SequentialOutcome, compare, geomean_change};
+pub use compare::{Comparison, SequentialOutcome, compare};
 pub use describe::{CONFIDENCE, Interval, Separation, Summary, pct_change};
 pub use hypothesis::{MannWhitney, MannWhitneyMethod, WelchTest};
 pub use options::{CompareOptions, SequentialLook};
 pub use simulate::{
     NullScenario, RoundsScenario, SequentialRates, aa_false_positive_rate, sequential_rates,
 };
-pub use verdict::Judgement;
+pub use verdict::{Judgement, RULE_VERSION, ToDecide};

@@ -144,6 +144,12 @@ pub struct SequentialRates {
     /// The fixed rules applied once, at the budget's last round (the fixed
     /// protocol of the same size).
     pub fixed_calls: f64,
+    /// Campaigns the sequential rule ended with "no clear difference":
+    /// with a true change of twice the band, false reassurance.
+    pub sequential_same: f64,
+    /// Campaigns the fixed protocol of the same size ended with "no clear
+    /// difference".
+    pub fixed_same: f64,
     /// Campaigns the sequential rule decided before the last round.
     pub stopped_early: f64,
     /// The mean number of rounds the sequential rule ran.
@@ -178,6 +184,7 @@ pub fn sequential_rates(
     };
     let called = |v: Verdict| matches!(v, Verdict::Improvement | Verdict::Regression);
     let (mut seq, mut peek, mut fixed, mut early, mut rounds_run) = (0, 0, 0, 0, 0_u64);
+    let (mut seq_same, mut fixed_same) = (0, 0);
     for _ in 0..scenario.simulations {
         let (mut a, mut b): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (Vec::new(), Vec::new());
         let (mut seq_done, mut peek_done) = (false, false);
@@ -208,6 +215,7 @@ pub fn sequential_rates(
                     seq_done = true;
                     rounds_run += u64::from(k);
                     seq += usize::from(called(verdict));
+                    seq_same += usize::from(verdict == Verdict::NoClearDifference);
                     early += usize::from(verdict != Verdict::Inconclusive && k < scenario.rounds);
                 }
             }
@@ -220,6 +228,7 @@ pub fn sequential_rates(
             }
             if k == scenario.rounds {
                 fixed += usize::from(called(plain));
+                fixed_same += usize::from(plain == Verdict::NoClearDifference);
             }
         }
     }
@@ -228,6 +237,8 @@ pub fn sequential_rates(
         sequential_calls: seq as f64 / n,
         peeking_calls: peek as f64 / n,
         fixed_calls: fixed as f64 / n,
+        sequential_same: seq_same as f64 / n,
+        fixed_same: fixed_same as f64 / n,
         stopped_early: early as f64 / n,
         mean_rounds: rounds_run as f64 / n,
     })

@@ -1,25 +1,89 @@
 //! The verdict on one metric: the rules that turn the statistics into
 //! "improvement", "regression", "changed", "no clear difference" or
-//! "inconclusive", each with a one-line reason. docs/statistics.md states
-//! the same rules for readers of the report.
+//! "inconclusive", each with a one-line reason, and for an inconclusive
+//! one, what the data do rule out and what would decide it.
+//! docs/statistics.md states the same rules for readers of the report.
 
 use super::bootstrap::Change;
 use super::describe::{Interval, Summary};
 use super::hypothesis::WelchTest;
-use super::options::CompareOptions;
+use super::options::{CompareOptions, SequentialLook};
 use crate::model::{Direction, Verdict};
 
-/// A verdict and the one-line reason for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The version of the rules below, stored with every judgement
+/// (docs/statistics.md, "Rule versions"): 1, "no clear difference" when
+/// the interval merely reached into the band; 2, only when it lies inside
+/// it (equivalence), the same for the fixed and the sequential protocol.
+pub const RULE_VERSION: u32 = 2;
+
+/// A verdict, the one-line reason for it and, when it is inconclusive,
+/// what the data rule out and what would decide it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Judgement {
     pub kind: Verdict,
     /// For people: what decided the verdict, with the numbers that did.
     pub reason: String,
+    /// An inconclusive verdict's bounds: which changes the interval rules
+    /// out and which it allows ("a regression over 2.00% is ruled out; an
+    /// improvement of up to 10.34% is not").
+    pub ruled_out: Option<String>,
+    /// An inconclusive verdict: what would decide it.
+    pub to_decide: Option<ToDecide>,
+}
+
+/// What would decide an inconclusive verdict.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ToDecide {
+    /// About `factor` times the observations on each side (`a` and `b`
+    /// of them), from the interval's width: it shrinks as 1/√n, and must
+    /// shrink to the distance between its centre and the band's edge.
+    Samples { factor: f64, a: usize, b: usize },
+    /// The interval's centre sits on the band's edge: no practical number
+    /// of samples moves it off (more than 100 times as many).
+    OnTheEdge,
+    /// A's own boots differ by more than the band: a baseline that does
+    /// not drift decides it, not more samples.
+    Drift,
+}
+
+impl std::fmt::Display for ToDecide {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToDecide::Samples { factor, a, b } => write!(
+                f,
+                "about {factor:.1}\u{d7} the observations would decide it ({a} A, {b} B)"
+            ),
+            ToDecide::OnTheEdge => f.write_str(
+                "the change sits on the band's edge: no practical number of samples decides it",
+            ),
+            ToDecide::Drift => f.write_str(
+                "a baseline that does not drift between boots decides it, not more samples",
+            ),
+        }
+    }
 }
 
 impl Judgement {
     fn new(kind: Verdict, reason: String) -> Judgement {
-        Judgement { kind, reason }
+        Judgement {
+            kind,
+            reason,
+            ruled_out: None,
+            to_decide: None,
+        }
+    }
+
+    fn undecided(
+        reason: String,
+        ruled_out: Option<String>,
+        to_decide: Option<ToDecide>,
+    ) -> Judgement {
+        Judgement {
+            kind: Verdict::Inconclusive,
+            reason,
+            ruled_out,
+            to_decide,
+        }
     }
 }
 
@@ -27,9 +91,9 @@ impl Judgement {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Evidence<'a> {
     pub direction: Direction,
-    /// All A samples, pooled over boots.
+    /// All A samples, pooled over boots (or the boots' means).
     pub a: &'a Summary,
-    /// All B samples, pooled over boots.
+    /// All B samples, likewise.
     pub b: &'a Summary,
     pub welch: Option<&'a WelchTest>,
     pub mean_change: Option<&'a Change>,
@@ -37,46 +101,44 @@ pub(crate) struct Evidence<'a> {
 }
 
 /// The verdict rules, applied in order; the first that matches decides.
+/// "The interval" is the 95% interval of the % change of the mean: the
+/// percentile bootstrap's in the fixed protocol, the repeated confidence
+/// interval at a look of a sequential campaign (`look`).
 ///
 /// 1. Fewer than `min_samples` (default 3) in A or in B: **inconclusive**.
 /// 2. A and B all one value: **no clear difference** when it is the same
 ///    value, else a change known exactly, judged by rule 5 with p = 0.
 /// 3. The metric has a `negligible` level and every A and B sample lies
-///    within ±it: **no clear difference**. Both sides are too small to
-///    matter (background flushes counted in a run that forces none), and a
-///    % change of two near-zero counts says nothing.
+///    within ±it: **no clear difference**.
 /// 4. A's mean is 0, so no % change exists: **inconclusive**.
-/// 5. Welch p < `alpha` (default 0.05) and the 95% bootstrap interval of
-///    the % change of the mean lies wholly outside ±band, where band is the
-///    larger of `noise_pct` (default 2%) and |A's return drift|: a change.
-///    Its sign and the direction make it an **improvement** or a
-///    **regression**, or **changed** for a metric with no direction.
-/// 6. |A's return drift| > `noise_pct`: **inconclusive**. A moved that
-///    much between boots of the same kernel, and the change did not clear
-///    it, so a smaller difference cannot be told from boot-to-boot drift.
-/// 7. The interval reaches beyond ±`noise_pct` on both sides, or there is
-///    no interval: **inconclusive**. The data allow an improvement and a
-///    regression larger than the noise band alike: A's and B's spread is
-///    too large for the change measured (the interval's width is about
-///    4 · CV · sqrt(1/n_A + 1/n_B)).
-/// 8. The interval lies wholly outside ±`noise_pct` but p ≥ `alpha`:
-///    **inconclusive**. The interval points to a change larger than the
-///    band, and the test does not confirm it (with few samples, or skewed
-///    ones, the percentile bootstrap is too narrow), so neither a change
-///    nor its absence can be said.
-/// 9. Otherwise: **no clear difference**, either because p ≥ `alpha` and
-///    the interval reaches inside the band, or because a significant
-///    change is smaller than the noise band.
-pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Judgement {
+/// 5. The interval lies wholly outside ±band, where band is the larger of
+///    `noise_pct` (default 2%) and |A's return drift|, and (fixed
+///    protocol) Welch p < `alpha`: a change. Its sign and the direction
+///    make it an **improvement** or a **regression**, or **changed** for
+///    a metric with no direction.
+/// 6. |A's return drift| > `noise_pct`: **inconclusive**; a baseline that
+///    moved that far between boots cannot show that a change is smaller.
+/// 7. The interval lies wholly inside ±`noise_pct`: **no clear
+///    difference**. Every change the data allow is smaller than the band:
+///    equivalence (two one-sided tests, each at 2.5%, Schuirmann 1987),
+///    not the absence of evidence.
+/// 8. Otherwise **inconclusive**, with what the interval rules out and
+///    what would decide it.
+pub(crate) fn decide(
+    e: &Evidence<'_>,
+    options: &CompareOptions,
+    look: Option<&SequentialLook>,
+) -> Judgement {
     use Verdict::*;
     let noise = options.noise_pct;
     if e.a.n < options.min_samples || e.b.n < options.min_samples {
-        return Judgement::new(
-            Inconclusive,
+        return Judgement::undecided(
             format!(
                 "too few samples: A has {}, B has {}; at least {} each are needed",
                 e.a.n, e.b.n, options.min_samples
             ),
+            None,
+            None,
         );
     }
     let constant = e.a.sd == 0.0 && e.b.sd == 0.0;
@@ -86,185 +148,164 @@ pub(crate) fn decide(e: &Evidence<'_>, options: &CompareOptions) -> Judgement {
             format!("every A and B sample is {}", e.a.mean),
         );
     }
-    if let Some(level) = options.negligible {
-        if both_negligible(e.a, e.b, level) {
-            return Judgement::new(
-                NoClearDifference,
-                format!(
-                    "negligible on both sides: every A and B sample is within ±{} (the metric's negligible level); A's mean is {}, B's {}",
-                    fmt_num(level),
-                    fmt_num(e.a.mean),
-                    fmt_num(e.b.mean)
-                ),
-            );
-        }
+    if let Some(level) = options.negligible
+        && both_negligible(e.a, e.b, level)
+    {
+        return Judgement::new(
+            NoClearDifference,
+            format!(
+                "negligible on both sides: every A and B sample is within ±{} (the metric's negligible level); A's mean is {}, B's {}",
+                fmt_num(level),
+                fmt_num(e.a.mean),
+                fmt_num(e.b.mean)
+            ),
+        );
     }
     let Some(change) = e.mean_change else {
-        return Judgement::new(
-            Inconclusive,
+        return Judgement::undecided(
             "A's mean is 0, so B's change has no percentage".into(),
+            None,
+            None,
+        );
+    };
+    let (which, at) = match look {
+        Some(l) => (
+            "repeated 95% CI",
+            format!(" at look {} of {}", l.look, l.of),
+        ),
+        None => ("95% CI", String::new()),
+    };
+    let Some(ci) = change.ci else {
+        return Judgement::undecided(
+            format!(
+                "{:+.2}% has no interval{at}: some resamples of A have a mean of 0",
+                change.pct
+            ),
+            None,
+            None,
         );
     };
     let band = e.drift_pct.map_or(noise, |d| noise.max(d.abs()));
+    let ci_text = format!("{which} {}{at}", fmt_interval(ci));
     let p = match e.welch {
         Some(w) => w.p,
         // No variance in either group: the difference is exact.
         None if constant => 0.0,
         None => 1.0,
     };
-    let ci_text = change.ci.map_or_else(|| "no interval".into(), fmt_interval);
-    if p < options.alpha && change.ci.is_some_and(|ci| ci.clear_of_band(band)) {
-        let kind = change_kind(e.direction, change.pct);
+    // The fixed protocol asks Welch's test too (the percentile bootstrap
+    // is a little narrow at n = 9); a repeated interval already holds its
+    // error over every look.
+    let confirmed = look.is_some() || p < options.alpha;
+    if ci.clear_of_band(band) && confirmed {
+        let test = if look.is_some() {
+            String::new()
+        } else {
+            format!(", Welch p = {}", fmt_p(p))
+        };
         return Judgement::new(
-            kind,
+            change_kind(e.direction, change.pct),
             format!(
-                "{:+.2}% (95% CI {ci_text}), Welch p = {}, clears the ±{band:.2}% band",
-                change.pct,
-                fmt_p(p),
+                "{:+.2}% ({ci_text}){test}, clears the ±{band:.2}% band",
+                change.pct
             ),
         );
     }
+    let left = match look {
+        Some(l) if l.last() => "undecided when the budget ran out: ",
+        Some(_) => "undecided: ",
+        None => "",
+    };
+    let ruled_out = Some(bounds(ci, noise, e.direction));
     if let Some(drift) = e.drift_pct.filter(|d| d.abs() > noise) {
-        return Judgement::new(
-            Inconclusive,
+        return Judgement::undecided(
             format!(
-                "A drifted {drift:+.2}% between boots, beyond the ±{noise:.2}% noise band, and B's {:+.2}% (95% CI {ci_text}) does not clear that drift",
+                "{left}A drifted {drift:+.2}% between boots, beyond the ±{noise:.2}% noise band, and B's {:+.2}% ({ci_text}) does not clear that drift",
                 change.pct
             ),
-        );
-    }
-    match change.ci {
-        None => {
-            return Judgement::new(
-                Inconclusive,
-                format!(
-                    "{:+.2}% has no bootstrap interval: some resamples of A have a mean of 0",
-                    change.pct
-                ),
-            );
-        }
-        Some(ci) if ci.spans_band(noise) => {
-            let cv =
-                e.a.cv_pct
-                    .map_or_else(|| "n/a".into(), |cv| format!("{cv:.2}%"));
-            return Judgement::new(
-                Inconclusive,
-                format!(
-                    "too noisy: the 95% CI of the change, {ci_text}, reaches past ±{noise:.2}% on both sides (A's CV {cv})"
-                ),
-            );
-        }
-        // Rule 5 took every significant change that clears the band, so
-        // here p >= alpha.
-        Some(ci) if ci.clear_of_band(noise) => {
-            return Judgement::new(
-                Inconclusive,
-                format!(
-                    "unconfirmed: the 95% CI of the change, {ci_text}, lies wholly outside ±{noise:.2}%, but Welch p = {} does not confirm it",
-                    fmt_p(p)
-                ),
-            );
-        }
-        Some(_) => {}
-    }
-    let why = if p < options.alpha {
-        format!(
-            "significant (Welch p = {}) but does not clear the ±{noise:.2}% noise band",
-            fmt_p(p)
-        )
-    } else {
-        format!("not significant (Welch p = {})", fmt_p(p))
-    };
-    Judgement::new(
-        NoClearDifference,
-        format!("{:+.2}% (95% CI {ci_text}) is {why}", change.pct),
-    )
-}
-
-/// The verdict at a look of a sequential campaign (docs/statistics.md,
-/// "Sequential campaigns"). Rules 1 to 4 are [`decide`]'s; then, with the
-/// change's interval the repeated confidence interval of the look:
-///
-/// 5. The interval lies wholly outside ±band (band as in [`decide`]): a
-///    change, **improvement**, **regression** or **changed**. The repeated
-///    intervals cover the true change at every look at once with 95%
-///    probability, so no separate test is asked for.
-/// 6. |A's return drift| > `noise_pct`: **inconclusive**, undecided.
-/// 7. The interval lies wholly inside ±`noise_pct`: **no clear
-///    difference**, decided: every change the data allow is smaller than
-///    the band (equivalence, not the absence of evidence).
-/// 8. Otherwise **inconclusive**: undecided at this look, and at the
-///    budget's last look, left undecided by the budget.
-pub(crate) fn decide_sequential(
-    e: &Evidence<'_>,
-    options: &CompareOptions,
-    look: &super::options::SequentialLook,
-) -> Judgement {
-    use Verdict::*;
-    let fixed = decide(e, options);
-    let Some(change) = e.mean_change else {
-        return fixed;
-    };
-    // Rules 1 to 4 decide alike, whatever the interval.
-    let early = e.a.n < options.min_samples
-        || e.b.n < options.min_samples
-        || (e.a.sd == 0.0 && e.b.sd == 0.0 && e.a.mean == e.b.mean)
-        || options
-            .negligible
-            .is_some_and(|level| both_negligible(e.a, e.b, level));
-    if early {
-        return fixed;
-    }
-    let noise = options.noise_pct;
-    let band = e.drift_pct.map_or(noise, |d| noise.max(d.abs()));
-    let at = format!("look {} of {}", look.look, look.of);
-    let Some(ci) = change.ci else {
-        return Judgement::new(
-            Inconclusive,
-            format!("{:+.2}% has no interval at {at}", change.pct),
-        );
-    };
-    let ci_text = fmt_interval(ci);
-    if ci.clear_of_band(band) {
-        let kind = change_kind(e.direction, change.pct);
-        return Judgement::new(
-            kind,
-            format!(
-                "{:+.2}% (repeated 95% CI {ci_text} at {at}) clears the ±{band:.2}% band",
-                change.pct
-            ),
-        );
-    }
-    let left = if look.last() {
-        format!("undecided when the budget ran out ({at})")
-    } else {
-        format!("undecided at {at}")
-    };
-    if let Some(drift) = e.drift_pct.filter(|d| d.abs() > noise) {
-        return Judgement::new(
-            Inconclusive,
-            format!(
-                "{left}: A drifted {drift:+.2}% between boots, beyond the ±{noise:.2}% noise band, and B's {:+.2}% (repeated 95% CI {ci_text}) does not clear it",
-                change.pct
-            ),
+            ruled_out,
+            Some(ToDecide::Drift),
         );
     }
     if ci.within_band(noise) {
         return Judgement::new(
             NoClearDifference,
             format!(
-                "{:+.2}% (repeated 95% CI {ci_text} at {at}) lies wholly inside ±{noise:.2}%: any change is smaller than the band",
+                "{:+.2}% ({ci_text}) lies wholly inside ±{noise:.2}%: any change is smaller than the band",
                 change.pct
             ),
         );
     }
-    Judgement::new(
-        Inconclusive,
+    let to_decide = Some(samples_to_decide(ci, noise, e.a.n, e.b.n));
+    if ci.clear_of_band(noise) {
+        // Rule 5 took every confirmed change that clears the band.
+        return Judgement::undecided(
+            format!(
+                "unconfirmed: {:+.2}% ({ci_text}) lies wholly outside ±{noise:.2}%, but Welch p = {} does not confirm it",
+                change.pct,
+                fmt_p(p)
+            ),
+            ruled_out,
+            to_decide,
+        );
+    }
+    let cv =
+        e.a.cv_pct
+            .map_or_else(|| "n/a".into(), |cv| format!("{cv:.2}%"));
+    Judgement::undecided(
         format!(
-            "{left}: {:+.2}% (repeated 95% CI {ci_text}) reaches past ±{noise:.2}% and does not clear the ±{band:.2}% band",
+            "{left}{:+.2}% ({ci_text}) reaches past ±{noise:.2}% and does not clear it (A's CV {cv})",
             change.pct
         ),
+        ruled_out,
+        to_decide,
     )
+}
+
+/// What an interval that is neither inside nor clear of ±`band` rules
+/// out, in the metric's own words: "a regression over 2.00% is ruled out;
+/// an improvement of up to 10.34% is not".
+pub(crate) fn bounds(ci: Interval, band: f64, direction: Direction) -> String {
+    let (up, down) = match direction {
+        Direction::LowerIsBetter => ("a regression", "an improvement"),
+        Direction::HigherIsBetter => ("an improvement", "a regression"),
+        Direction::Neither => ("a rise", "a fall"),
+    };
+    let fall = -ci.lo;
+    match (ci.hi < band, ci.lo > -band) {
+        (true, _) => {
+            format!("{up} over {band:.2}% is ruled out; {down} of up to {fall:.2}% is not")
+        }
+        (false, true) => format!(
+            "{down} over {band:.2}% is ruled out; {up} of up to {:.2}% is not",
+            ci.hi
+        ),
+        (false, false) => format!(
+            "nothing beyond the band is ruled out: the data allow {down} of up to {fall:.2}% and {up} of up to {:.2}%",
+            ci.hi
+        ),
+    }
+}
+
+/// How many more observations would shrink `ci` enough to decide: its
+/// half-width falls as 1/√n and must fall below the distance from its
+/// centre to the nearer edge of ±`band` (the band itself for an interval
+/// centred on 0).
+pub(crate) fn samples_to_decide(ci: Interval, band: f64, a_n: usize, b_n: usize) -> ToDecide {
+    let half = (ci.hi - ci.lo) / 2.0;
+    let centre = (ci.hi + ci.lo) / 2.0;
+    let margin = (centre.abs() - band).abs();
+    let factor = (half / margin).powi(2);
+    if !factor.is_finite() || factor > 100.0 {
+        return ToDecide::OnTheEdge;
+    }
+    let factor = factor.max(1.0);
+    let scaled = |n: usize| (n as f64 * factor).ceil() as usize;
+    ToDecide::Samples {
+        factor,
+        a: scaled(a_n),
+        b: scaled(b_n),
+    }
 }
 
 /// Rule 3's test: every A and B sample lies within ±`level`.
@@ -305,5 +346,61 @@ fn change_kind(direction: Direction, pct: f64) -> Verdict {
             Verdict::Improvement
         }
         _ => Verdict::Regression,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ci(lo: f64, hi: f64) -> Interval {
+        Interval { lo, hi }
+    }
+
+    #[test]
+    fn the_bounds_say_which_side_the_interval_rules_out() {
+        let lower = Direction::LowerIsBetter;
+        assert_eq!(
+            bounds(ci(-0.74, 10.34), 2.0, lower),
+            "an improvement over 2.00% is ruled out; a regression of up to 10.34% is not"
+        );
+        assert_eq!(
+            bounds(ci(-16.69, -0.75), 2.0, lower),
+            "a regression over 2.00% is ruled out; an improvement of up to 16.69% is not"
+        );
+        assert_eq!(
+            bounds(ci(-48.09, 1.52), 2.0, Direction::HigherIsBetter),
+            "an improvement over 2.00% is ruled out; a regression of up to 48.09% is not"
+        );
+        assert!(bounds(ci(-9.0, 9.0), 2.0, Direction::Neither).starts_with("nothing beyond"));
+    }
+
+    #[test]
+    fn samples_to_decide_scale_with_the_square_of_the_width_over_the_margin() {
+        // Centred on 0, half-width 4 against a band of 2: four times the
+        // samples halve the width.
+        assert_eq!(
+            samples_to_decide(ci(-4.0, 4.0), 2.0, 9, 9),
+            ToDecide::Samples {
+                factor: 4.0,
+                a: 36,
+                b: 36
+            }
+        );
+        // Centred at +4.8, half-width 5.54: clearing the band needs the
+        // half-width below 2.8, (5.54 / 2.8)^2 = 3.91 times the samples.
+        match samples_to_decide(ci(-0.74, 10.34), 2.0, 6, 3) {
+            ToDecide::Samples { factor, a, b } => {
+                assert!((factor - 3.915).abs() < 0.01, "{factor}");
+                assert_eq!((a, b), (24, 12));
+            }
+            other => panic!("{other:?}"),
+        }
+        // On the edge: the centre is the band.
+        assert_eq!(
+            samples_to_decide(ci(0.0, 4.0), 2.0, 9, 9),
+            ToDecide::OnTheEdge
+        );
+        assert!(ToDecide::OnTheEdge.to_string().contains("band's edge"));
     }
 }

@@ -21,9 +21,11 @@ pub use crate::model::{Direction, Unit};
 use crate::model::{GuestShape, Limit};
 
 mod spec;
+pub use spec::{
+    Counted, MetricLane, MetricSpec, ParamSpec, Scope, TasksSpec, WorkloadSpec, spec_for_kind,
+};
 #[cfg(test)]
 use spec::{KERNEL_BUILD, RECLAIM_REFAULT, RSTAT_FLUSH, ZSWAP_PAGEOUT};
-pub use spec::{MetricLane, MetricSpec, ParamSpec, WorkloadSpec, spec_for_kind};
 
 /// The campaign's `workload:` section. Every parameter is documented, with
 /// its default and unit, in the workload's spec (`workloads/<kind>.yaml`).

@@ -17,8 +17,80 @@ pub(super) const KERNEL_BUILD: &str = include_str!("../../workloads/kernel-build
 pub struct WorkloadSpec {
     pub name: String,
     pub description: String,
+    /// How many of the workload's tasks run at once inside a measured
+    /// window; absent: one. Under icount every vCPU shares one instruction
+    /// clock, so with more than one busy vCPU a task's time includes the
+    /// others' work, and the judgement shows it as context.
+    #[serde(default)]
+    pub tasks: Option<TasksSpec>,
+    /// What the workload does on the host inside a measured window (its
+    /// completions land at instruction counts the host's speed decides):
+    /// under icount its times are then not the lane's own. Absent: none.
+    #[serde(default)]
+    pub host_io: Option<String>,
     pub params: Vec<ParamSpec>,
     pub metrics: Vec<MetricSpec>,
+}
+
+/// [`WorkloadSpec::tasks`]: the parameter that counts the tasks, plus
+/// those the workload adds (a reader beside its dirtiers), or one alone
+/// when every parameter of `alone_when` has its value (dirtiers in
+/// lockstep, none running inside the window).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksSpec {
+    pub param: String,
+    #[serde(default)]
+    pub plus: usize,
+    #[serde(default)]
+    pub alone_when: std::collections::BTreeMap<String, String>,
+}
+
+impl TasksSpec {
+    /// The tasks running at once, from a run's recorded (resolved)
+    /// parameters; `None` when the count parameter is not a number.
+    pub fn count(&self, params: &std::collections::BTreeMap<String, String>) -> Option<usize> {
+        if !self.alone_when.is_empty()
+            && self
+                .alone_when
+                .iter()
+                .all(|(k, v)| params.get(k).is_some_and(|p| p == v))
+        {
+            return Some(1);
+        }
+        let n: usize = params.get(&self.param)?.trim().parse().ok()?;
+        Some(n + self.plus)
+    }
+}
+
+/// Whose time a time metric is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// CPU time of the workload's own tasks.
+    #[default]
+    Workload,
+    /// The workload's elapsed time (a window's length; under icount, the
+    /// instructions every vCPU ran in it).
+    Elapsed,
+    /// Every CPU's time, or kernel threads': whoever ran.
+    Guest,
+}
+
+/// How a time metric is counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Counted {
+    /// To the clock's resolution.
+    #[default]
+    Exact,
+    /// A user/system split: exact only where the kernel charges CPU time
+    /// at every kernel entry and exit (facts.cputime precise), else a
+    /// sample of timer ticks.
+    Split,
+    /// In /proc/stat's 10 ms ticks (USER_HZ), whatever the kernel's
+    /// accounting.
+    Ticks,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -50,6 +122,12 @@ pub struct MetricSpec {
     /// campaigns"). Absent: false.
     #[serde(default)]
     pub primary: bool,
+    /// A time's scope (default `workload`); meaningless for counts.
+    #[serde(default)]
+    pub scope: Scope,
+    /// How a time is counted (default `exact`).
+    #[serde(default)]
+    pub counted: Counted,
     pub description: String,
 }
 

@@ -1,0 +1,108 @@
+use super::*;
+use crate::results::{LaneRecord, VerdictRecord};
+
+fn smoke() -> Results {
+    Results::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results/smoke/results.json"),
+    )
+    .unwrap()
+}
+
+fn row<'j>(j: &'j JudgementRecord, metric: &str) -> &'j ComparisonRecord {
+    j.rows
+        .iter()
+        .find(|r| r.metric == metric && r.condition.is_none())
+        .unwrap_or_else(|| panic!("no row {metric}"))
+}
+
+#[test]
+fn the_smoke_headline_agrees_with_its_primary_verdicts() {
+    let j = judge(&smoke());
+    assert_eq!(j.rule, stats::RULE_VERSION);
+    assert_eq!(j.lane, LaneRecord::Icount);
+    let text = &j.headlines[0].text;
+    assert!(text.starts_with("B: pageout_cpu_ns \u{2212}18."), "{text}");
+    assert!(text.contains("(improvement)"), "{text}");
+    assert!(
+        text.contains("pageout_flushes 8192 \u{2192} 0 (changed)"),
+        "{text}"
+    );
+    assert!(text.contains("no regression"), "{text}");
+    assert!(text.contains("shown as context"), "{text}");
+    assert!(!text.contains('+'), "no rise among the primaries: {text}");
+    assert!(j.regressed.is_empty());
+}
+
+#[test]
+fn a_figure_that_is_not_the_lanes_own_is_context() {
+    let j = judge(&smoke());
+    // One worker on two vCPUs under icount: the whole guest's times and
+    // the tick-counted ones are context, the worker's own are measured.
+    for metric in [
+        "guest_sys_ns",
+        "guest_user_ns",
+        "guest_irq_ns",
+        "kworker_ns",
+    ] {
+        let r = row(&j, metric);
+        assert_eq!(r.verdict, VerdictRecord::Context, "{metric}: {}", r.reason);
+        assert!(r.reason.starts_with("context, not this lane's measurement"));
+    }
+    for metric in ["pageout_cpu_ns", "sys_ns", "elapsed_ns", "pageout_flushes"] {
+        assert!(row(&j, metric).measured(), "{metric}");
+    }
+    // A count is changed, never better or worse.
+    assert_eq!(row(&j, "pageout_flushes").verdict, VerdictRecord::Changed);
+    // In the cost lane every time is an icount time.
+    let mut cost = smoke();
+    cost.host.cost_model = Some("skylake-client".into());
+    let j = judge(&cost);
+    assert_eq!(j.lane, LaneRecord::Cost);
+    assert_eq!(row(&j, "pageout_cpu_ns").verdict, VerdictRecord::Context);
+    assert!(
+        j.headlines[0].text.contains("(among them pageout_cpu_ns, "),
+        "{}",
+        j.headlines[0].text
+    );
+}
+
+#[test]
+fn a_regression_of_context_never_reaches_the_exit_code() {
+    // The whole guest's system time doubles in B: context, so nothing
+    // regressed.
+    let mut results = smoke();
+    for boot in results.boots.iter_mut().filter(|b| b.variant == "B") {
+        for s in &mut boot.samples {
+            let v = s.metrics.get_mut("guest_sys_ns").unwrap();
+            *v *= 3;
+        }
+    }
+    let j = judge(&results);
+    assert_eq!(row(&j, "guest_sys_ns").verdict, VerdictRecord::Context);
+    assert!(j.regressed.is_empty(), "{:?}", j.regressed);
+}
+
+#[test]
+fn an_a_a_self_check_is_for_identical_variants_only() {
+    let mut results = smoke();
+    results.series.patches.clear();
+    for v in &mut results.variants {
+        v.patches = 0;
+    }
+    assert!(is_a_a(&results));
+    let j = judge(&results);
+    assert!(j.self_check.is_some());
+    assert!(
+        j.headlines[0].text.starts_with("A/A self-check"),
+        "{}",
+        j.headlines[0].text
+    );
+    // Variants told apart by a setting (seed 001's shrinker off and on)
+    // are no A/A run, patches or not.
+    results.variants[1].settings.insert(
+        "/sys/module/zswap/parameters/shrinker_enabled".into(),
+        "Y".into(),
+    );
+    assert!(!is_a_a(&results));
+    assert!(judge(&results).self_check.is_none());
+}
