@@ -10,23 +10,58 @@
 
 use super::types::ApplyFailure;
 
-/// The `Malformed` failure for a patch libgit2 could not parse.
-pub(crate) fn malformed(text: &[u8], error: &git2::Error) -> ApplyFailure {
-    match diagnose(text) {
+/// The `Malformed` failure for a patch libgit2 could not parse. `text` is
+/// what libgit2 was given; `original_line` maps its 1-based lines to the
+/// patch as the user gave it (they differ for a traditional diff, given
+/// a `diff --git` line per file).
+pub(crate) fn malformed(
+    text: &[u8],
+    error: &git2::Error,
+    original_line: &dyn Fn(usize) -> usize,
+) -> ApplyFailure {
+    match diagnose(text, original_line) {
         Some((line, reason)) => ApplyFailure::Malformed {
             line: Some(line),
             reason,
         },
         None => ApplyFailure::Malformed {
-            line: line_in_message(error.message()),
-            reason: error.message().to_string(),
+            line: line_in_message(error.message()).map(original_line),
+            reason: plain_reason(error.message()),
         },
     }
 }
 
+/// libgit2's reason in git apply's plain words, for the ones a pasted
+/// patch meets; others as libgit2 gives them, without its line number
+/// (the failure carries the line, mapped to the patch as given).
+fn plain_reason(message: &str) -> String {
+    let bare = match message.rsplit_once(" at line ") {
+        Some((reason, n)) if n.chars().all(|c| c.is_ascii_digit()) => reason,
+        _ => message,
+    };
+    match bare {
+        "invalid hunk header outside patch" => {
+            "a hunk (`@@ -l,n +l,n @@`) with no file header (`--- a/path`, `+++ b/path`) \
+             before it: a patch fragment without a header, as git apply says"
+                .into()
+        }
+        "no patch found" => "no diff found in it".into(),
+        "patch with no hunks" => "a file of the patch has a header but no hunk".into(),
+        "invalid patch instruction" | "last line has no trailing newline" => {
+            "corrupt patch: the line ends without a line break (cut short when it was copied?)"
+                .into()
+        }
+        "invalid patch header" => "a line of a file's header is none git writes there".into(),
+        other => other.to_string(),
+    }
+}
+
 /// The 1-based patch line and reason of the first hunk whose body does not
-/// match its header, if any.
-pub(crate) fn diagnose(text: &[u8]) -> Option<(usize, String)> {
+/// match its header, if any; lines are reported through `original_line`.
+pub(crate) fn diagnose(
+    text: &[u8],
+    original_line: &dyn Fn(usize) -> usize,
+) -> Option<(usize, String)> {
     let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
     if text.ends_with(b"\n") {
         lines.pop();
@@ -37,7 +72,7 @@ pub(crate) fn diagnose(text: &[u8]) -> Option<(usize, String)> {
             i += 1;
             continue;
         }
-        let header_line = i + 1;
+        let header_line = original_line(i + 1);
         let Some((old, new)) = header_counts(lines[i]) else {
             let header = String::from_utf8_lossy(lines[i]);
             return Some((
@@ -60,7 +95,7 @@ pub(crate) fn diagnose(text: &[u8]) -> Option<(usize, String)> {
                 Some(b'\\') => {}
                 Some(_) => {
                     return Some((
-                        i + 1,
+                        original_line(i + 1),
                         format!(
                             "the line inside the hunk at patch line {header_line} starts with \
                              none of ' ', '+', '-': a context line lost its leading space \
@@ -91,7 +126,7 @@ fn ends_hunk(line: &[u8]) -> bool {
 }
 
 /// The old and new line counts of `@@ -a[,b] +c[,d] @@`.
-fn header_counts(line: &[u8]) -> Option<(usize, usize)> {
+pub(crate) fn header_counts(line: &[u8]) -> Option<(usize, usize)> {
     let text = std::str::from_utf8(line).ok()?;
     let rest = text.strip_prefix("@@ -")?;
     let (ranges, _) = rest.split_once(" @@")?;
@@ -125,7 +160,7 @@ mod tests {
     fn a_truncated_hunk_names_its_header_line_and_both_counts() {
         let text = format!("{HEAD}@@ -1,7 +1,7 @@\n a\n b\n-c\n+C\n d\n-- \n2.47.3\n");
         assert_eq!(
-            diagnose(text.as_bytes()),
+            diagnose(text.as_bytes(), &|n| n),
             Some((
                 5,
                 "hunk at patch line 5 claims 7 old and 7 new lines but has 4 and 4".into()
@@ -136,13 +171,13 @@ mod tests {
     #[test]
     fn a_hunk_cut_at_the_end_of_the_text_is_truncated_too() {
         let text = format!("{HEAD}@@ -1,3 +1,3 @@\n a\n-b\n");
-        assert_eq!(diagnose(text.as_bytes()).unwrap().0, 5);
+        assert_eq!(diagnose(text.as_bytes(), &|n| n).unwrap().0, 5);
     }
 
     #[test]
     fn a_context_line_without_its_space_is_named_by_its_own_line() {
         let text = format!("{HEAD}@@ -1,3 +1,3 @@\n a\nb\n-c\n+C\n");
-        let (line, reason) = diagnose(text.as_bytes()).unwrap();
+        let (line, reason) = diagnose(text.as_bytes(), &|n| n).unwrap();
         assert_eq!(line, 7);
         assert!(reason.contains("lost its leading space"), "{reason}");
     }
@@ -150,7 +185,7 @@ mod tests {
     #[test]
     fn blank_lines_count_as_context_and_sound_hunks_pass() {
         let text = format!("{HEAD}@@ -1,3 +1,3 @@\n a\n\n-c\n+C\n@@ -9 +9 @@\n-x\n+y\n-- \n2.4\n");
-        assert_eq!(diagnose(text.as_bytes()), None);
+        assert_eq!(diagnose(text.as_bytes(), &|n| n), None);
     }
 
     #[test]

@@ -29,8 +29,12 @@
 //! working tree. A patch that does not apply can leave unreferenced blobs
 //! (libgit2's apply writes them as it goes), which `git gc` prunes.
 //!
-//! `search` and `nearest` are pure line logic and `lint` reads patch
-//! text; `parse`, `threeway` and `engine` do the git2 plumbing.
+//! A traditional unified diff (`diff -u`, quilt, the mm tree's patches),
+//! which libgit2 does not parse, is first put in git's form
+//! (`traditional`); failures name the lines of the patch as given.
+//!
+//! `search` and `nearest` are pure line logic, `lint` and `traditional`
+//! read patch text; `parse`, `threeway` and `engine` do the git2 plumbing.
 
 mod engine;
 mod lint;
@@ -40,27 +44,56 @@ mod search;
 #[cfg(test)]
 mod tests;
 mod threeway;
+mod traditional;
 mod types;
 
 pub use parse::ChangedLines;
+pub use traditional::diff_start;
 pub use types::{Applied, ApplyFailure, FileResult, HunkResult, Method, NearestRegion};
 
 use git2::{Diff, Repository, Tree};
 
 use engine::Direction;
 
-/// Apply `patch_text` (a `git format-patch` mail, or a bare `diff --git`)
-/// to `base`, writing the resulting blobs and tree, ignoring up to `fuzz`
-/// context lines at each end of a hunk (0, `git am`'s rule, unless asked).
-/// See the module docs for the attempts made.
+/// Apply `patch_text` (a `git format-patch` mail, a bare `git diff`, or a
+/// traditional unified diff with or without a mail around it) to `base`,
+/// writing the resulting blobs and tree, ignoring up to `fuzz` context
+/// lines at each end of a hunk (0, `git am`'s rule, unless asked). See the
+/// module docs for the attempts made.
 pub fn apply_patch(
     repo: &Repository,
     base: &Tree<'_>,
     patch_text: &[u8],
     fuzz: u32,
 ) -> Result<Applied, ApplyFailure> {
-    let diff = Diff::from_buffer(patch_text).map_err(|e| lint::malformed(patch_text, &e))?;
-    let files = parse::files(&diff, patch_text)?;
+    let normalised = traditional::normalise(patch_text).map_err(|e| ApplyFailure::Malformed {
+        line: Some(e.line),
+        reason: e.reason,
+    })?;
+    match normalised {
+        None => apply_git(repo, base, patch_text, &|n| n, fuzz),
+        Some(n) => apply_git(repo, base, &n.text, &|line| n.original_line(line), fuzz),
+    }
+}
+
+/// [`apply_patch`] on a patch in git's form, `patch_text`, whose 1-based
+/// lines `original_line` maps to the patch as given: every failure names
+/// a line of the patch as given.
+fn apply_git(
+    repo: &Repository,
+    base: &Tree<'_>,
+    patch_text: &[u8],
+    original_line: &dyn Fn(usize) -> usize,
+    fuzz: u32,
+) -> Result<Applied, ApplyFailure> {
+    let diff = Diff::from_buffer(patch_text)
+        .map_err(|e| lint::malformed(patch_text, &e, original_line))?;
+    let mut files = parse::files(&diff, patch_text)?;
+    for file in &mut files {
+        for line in file.header_lines.iter_mut().flatten() {
+            *line = original_line(*line);
+        }
+    }
 
     let checked = files
         .iter()

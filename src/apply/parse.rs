@@ -41,7 +41,8 @@ pub(crate) struct FilePatch {
     pub hunks: Vec<Hunk>,
     /// Each hunk's header as written (`@@ -1,3 +1,3 @@ func`).
     pub headers: Vec<String>,
-    /// Each hunk header's 1-based line in the patch text.
+    /// Each hunk header's 1-based line in the patch text (in the patch as
+    /// given, once `apply_git` has mapped it).
     pub header_lines: Vec<Option<usize>>,
 }
 

@@ -515,3 +515,134 @@ fn a_binary_change_applies_beside_a_fuzzy_text_change_and_is_seen_when_applied()
         "the binary change to b.bin does not apply"
     );
 }
+
+/// A traditional section (no `diff --git`) changing `path` as `diff -u`
+/// writes it, with timestamps.
+fn traditional(path: &str) -> String {
+    format!(
+        "--- a/{path}\t2026-12-05 10:00:00.000000000 +0000\n+++ b/{path}\t2026-12-05 10:01:00.000000000 +0000\n"
+    )
+}
+
+#[test]
+fn a_traditional_diff_applies_exactly_and_at_an_offset() {
+    let (_d, repo, base) = repo_with(&[("mm/a.c", &numbered(20))]);
+    let patch = format!("{}{CHANGE_7}", traditional("mm/a.c"));
+    let applied = apply(&repo, base, &patch).unwrap();
+    assert_eq!(applied.method, Method::Exact);
+    assert!(
+        read(&repo, applied.tree, "mm/a.c")
+            .unwrap()
+            .contains("seven\n")
+    );
+    // Moved down by two lines: the same search as for a git diff.
+    let moved = format!("x\ny\n{}", numbered(20));
+    let (_d, repo, base) = repo_with(&[("mm/a.c", &moved)]);
+    let applied = apply(&repo, base, &patch).unwrap();
+    assert_eq!(applied.method, Method::Fuzzy);
+    assert_eq!(applied.files[0].hunks[0].offset, 2);
+}
+
+/// The mm tree's patch: a mail, a diffstat, `~name` old names, a new file
+/// in git's form (as akpm's scripts write one) and a deletion, then `_`.
+#[test]
+fn an_mm_tree_patch_mixing_both_forms_creates_changes_and_deletes() {
+    let (_d, repo, base) = repo_with(&[("mm/a.c", &numbered(20)), ("mm/old.c", "gone\n")]);
+    let diff = format!(
+        " mm/a.c   |    2 +-\n mm/new.c |    1 +\n mm/old.c |    1 -\n 3 files changed\n\n\
+         --- a/mm/a.c~mm-change-things\n+++ a/mm/a.c\n{CHANGE_7}\
+         diff --git a/mm/new.c a/mm/new.c\nnew file mode 100644\n--- /dev/null\n+++ a/mm/new.c\n@@ -0,0 +1 @@\n+fresh\n\
+         --- a/mm/old.c~mm-change-things\n+++ /dev/null\n@@ -1 +0,0 @@\n-gone\n_\n"
+    );
+    let applied = apply(&repo, base, &mail(&diff)).unwrap();
+    let paths: Vec<&str> = applied.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["mm/a.c", "mm/new.c", "mm/old.c"]);
+    assert!(
+        read(&repo, applied.tree, "mm/a.c")
+            .unwrap()
+            .contains("seven\n")
+    );
+    assert_eq!(read(&repo, applied.tree, "mm/new.c").unwrap(), "fresh\n");
+    assert_eq!(read(&repo, applied.tree, "mm/old.c"), None);
+}
+
+/// A `diff --git` line is added per traditional file; the failures still
+/// name the lines of the patch as it was given.
+#[test]
+fn failures_in_a_traditional_diff_name_its_own_lines() {
+    let (_d, repo, base) = repo_with(&[("mm/a.c", &numbered(20)), ("mm/b.c", &numbered(20))]);
+    let truncated = CHANGE_7.replace(" line 9\n line 10\n", "");
+    let patch = format!(
+        "{}{CHANGE_7}{}{truncated}",
+        traditional("mm/a.c"),
+        traditional("mm/b.c")
+    );
+    let header = line_of(&patch, "@@ -4,7") + CHANGE_7.lines().count() + 2;
+    assert!(
+        patch
+            .lines()
+            .nth(header - 1)
+            .unwrap()
+            .starts_with("@@ -4,7")
+    );
+    let failure = apply(&repo, base, &patch).unwrap_err();
+    assert_eq!(
+        failure.to_string(),
+        format!(
+            "malformed patch at line {header}: hunk at patch line {header} claims 7 old and 7 new \
+             lines but has 5 and 5"
+        )
+    );
+    // Whitespace damage is found after parsing, on the hunks' header lines.
+    let base_text = "int f(void)\n{\n\tint x = 0;\n\n\treturn x;\n}\n";
+    let (_d, repo, base) = repo_with(&[("mm/f.c", base_text), ("mm/a.c", &numbered(20))]);
+    let hunk = "@@ -2,5 +2,5 @@\n {\n-        int x = 0;\n+        int x = 1;\n \n         return x;\n }\n";
+    let patch = format!(
+        "{}{CHANGE_7}{}{hunk}",
+        traditional("mm/a.c"),
+        traditional("mm/f.c")
+    );
+    let failure = apply(&repo, base, &patch).unwrap_err();
+    let ApplyFailure::Malformed { line, .. } = failure else {
+        panic!("{failure:?}");
+    };
+    assert_eq!(line, Some(line_of(&patch, "@@ -2,5")));
+}
+
+#[test]
+fn a_traditional_name_with_no_directory_to_strip_is_refused_at_its_line() {
+    let (_d, repo, base) = repo_with(&[("a.c", &numbered(20))]);
+    let patch = format!("text\n--- a.c.orig\n+++ a.c\n{CHANGE_7}");
+    let failure = apply(&repo, base, &patch).unwrap_err();
+    assert_eq!(
+        failure.to_string(),
+        "malformed patch at line 2: `--- a.c.orig` names no file once its first directory is \
+         stripped (a patch is read at -p1, as git apply and patch -p1 read it)"
+    );
+}
+
+#[test]
+fn a_hunk_without_a_file_header_is_refused_in_git_applys_words() {
+    let (_d, repo, base) = repo_with(&[("a.c", &numbered(20))]);
+    let failure = apply(&repo, base, &format!("text\n{CHANGE_7}")).unwrap_err();
+    assert_eq!(
+        failure.to_string(),
+        "malformed patch at line 2: a hunk (`@@ -l,n +l,n @@`) with no file header \
+         (`--- a/path`, `+++ b/path`) before it: a patch fragment without a header, as git \
+         apply says"
+    );
+}
+
+/// git apply: "corrupt patch at line 13"; patch(1) drops the cut line and
+/// fuzzes.
+#[test]
+fn a_patch_cut_in_the_middle_of_its_last_line_is_refused_at_that_line() {
+    let (_d, repo, base) = repo_with(&[("a.c", &numbered(20))]);
+    let patch = format!("{}{}", modify("a.c", "1111111"), CHANGE_7.trim_end());
+    let failure = apply(&repo, base, &patch).unwrap_err();
+    assert_eq!(
+        failure.to_string(),
+        "malformed patch at line 13: corrupt patch: the line ends without a line break (cut \
+         short when it was copied?)"
+    );
+}

@@ -131,7 +131,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
 async fn start(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Result<Hunt> {
     let tree = crate::tree::obtain(&plan.tree, &opts.cache_dir).await?;
     let repo = tree.open()?;
-    let applied = campaign::apply_plan_series(&repo, &tree, plan).await?;
+    let applied = campaign::apply_plan_series(&repo, &tree, plan, sink).await?;
     sink.emit(Event::Note(format!("bisect: {}", applied.summary())));
     let n = applied.series.patches.len();
     Ok(Hunt {

@@ -61,7 +61,7 @@ pub(crate) async fn prepare(
     let repo = tree.open()?;
     let applied = stages
         .time("apply", &plan.series.to_string(), async {
-            apply_plan_series(&repo, &tree, plan).await
+            apply_plan_series(&repo, &tree, plan, sink).await
         })
         .await?;
     sink.emit(Event::Note(applied.summary()));
@@ -229,6 +229,7 @@ pub async fn apply_plan_series(
     repo: &git2::Repository,
     tree: &tree::Tree,
     plan: &Plan,
+    sink: &dyn Sink,
 ) -> anyhow::Result<AppliedSeries> {
     apply_series(
         repo,
@@ -237,11 +238,14 @@ pub async fn apply_plan_series(
         &plan.series,
         &plan.lore_url,
         plan.fuzz,
+        sink,
     )
     .await
 }
 
 /// Load a series, choose its base, and apply it, one commit per patch.
+/// How a patch was read, when the user should know it (a file with no
+/// mail header, a mail with no date), is said as a note.
 pub async fn apply_series(
     repo: &git2::Repository,
     tree: &tree::Tree,
@@ -249,8 +253,12 @@ pub async fn apply_series(
     source: &series::SeriesSource,
     lore_url: &str,
     fuzz: u32,
+    sink: &dyn Sink,
 ) -> anyhow::Result<AppliedSeries> {
     let series = series::load(source, lore_url).await?;
+    for note in series.patches.iter().filter_map(series::Patch::note) {
+        sink.emit(Event::Note(note));
+    }
     let (base, base_choice) = tree::choose_base(
         repo,
         tree.base,

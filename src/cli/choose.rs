@@ -102,7 +102,8 @@ pub(super) async fn choose(
     // campaign would apply it: with the fuzz the command line allows.
     let fuzz = sources.fuzz.unwrap_or(0);
     let applied =
-        crate::campaign::apply_series(&repo, &tree, &tree_source, &source, &lore_url, fuzz).await?;
+        crate::campaign::apply_series(&repo, &tree, &tree_source, &source, &lore_url, fuzz, sink)
+            .await?;
     let commits: Vec<Option<git2::Oid>> = applied
         .patches
         .iter()

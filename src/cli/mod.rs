@@ -495,6 +495,7 @@ async fn apply(args: ApplyArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         &source,
         &args.lore_url,
         args.fuzz,
+        sink,
     )
     .await?;
     let mut text = format!("{}\n", applied.summary());

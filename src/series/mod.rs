@@ -1,5 +1,7 @@
-//! Patch series: read `git format-patch` mails and apply them with git2, one
-//! commit per patch, keeping each patch's author, date and message.
+//! Patch series: read `git format-patch` mails (or files with no mail
+//! header: bare and traditional diffs, quilt patches) and apply them with
+//! git2, one commit per patch, keeping each patch's author, date and
+//! message.
 //!
 //! Applying works on trees and the object database only: the working
 //! directory and HEAD are never touched, so a failed series leaves the
@@ -79,6 +81,29 @@ impl Series {
 impl Patch {
     pub fn subject(&self) -> &str {
         &self.mail.subject
+    }
+
+    /// What the user should know about how this patch was read: a file
+    /// with no mail header, a mail with no date.
+    pub fn note(&self) -> Option<String> {
+        if self.mail.headerless {
+            return Some(format!(
+                "{} has no mail header: subject \"{}\" from its file name, author patchbench's \
+                 identity ({} <{}>), date its parent commit's",
+                self.origin,
+                self.mail.subject,
+                mail::IDENTITY_NAME,
+                mail::IDENTITY_EMAIL
+            ));
+        }
+        self.mail.date.is_none().then(|| {
+            format!(
+                "{} has no Date: header: its commit takes its parent commit's date (git am would \
+                 take the current time; a fixed one keeps the commit, and so its cached kernel, \
+                 the same on every run)",
+                self.origin
+            )
+        })
     }
 
     /// The commit message: subject, body, and a `Link:` to the mail when it
@@ -209,27 +234,44 @@ pub fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, SeriesError> {
     Ok(files)
 }
 
+/// One mail of a series as read, before it is parsed.
+#[derive(Debug, Clone)]
+pub struct RawMail {
+    /// Where it came from, for messages: its file, and its place in an mbox.
+    pub origin: String,
+    /// The name of its file, which gives the subject of a patch with no
+    /// mail header.
+    pub file_name: String,
+    pub bytes: Vec<u8>,
+}
+
 /// Build a series from mails: replies are dropped, cover letters skipped
 /// (their `base-commit:` kept), and numbered patches put in `n/N` order.
-pub fn from_mails(
-    source: SeriesSource,
-    mails: Vec<(String, Vec<u8>)>,
-) -> Result<Series, SeriesError> {
+/// A file with no mail header is a patch of its own (see
+/// [`mail::headerless`]). A mail with no diff that is not a cover letter
+/// is refused, as `git am` refuses it ("Patch is empty"), except an
+/// unnumbered one in a lore thread, which is discussion, as a reply is.
+pub fn from_mails(source: SeriesSource, mails: Vec<RawMail>) -> Result<Series, SeriesError> {
     let source_name = source.to_string();
+    let thread = matches!(source, SeriesSource::Lore { .. });
     let mut patches = Vec::new();
     let mut cover_letters = 0;
     let mut base_commit = None;
-    for (origin, raw) in mails {
-        let subject = Path::new(&origin)
-            .file_name()
-            .map_or(origin.clone(), |n| n.to_string_lossy().into_owned());
-        let parsed = match mail::bare_diff(&raw, &subject) {
-            Some(bare) => bare,
-            None => mail::parse(&raw).map_err(|reason| SeriesError::Malformed {
-                origin: origin.clone(),
-                reason,
-            })?,
-        };
+    for RawMail {
+        origin,
+        file_name,
+        bytes: raw,
+    } in mails
+    {
+        let parsed = if mail::has_mail_header(&raw) {
+            mail::parse(&raw)
+        } else {
+            mail::headerless(&raw, &file_name)
+        }
+        .map_err(|reason| SeriesError::Malformed {
+            origin: origin.clone(),
+            reason,
+        })?;
         if parsed.is_reply() {
             continue;
         }
@@ -239,6 +281,17 @@ pub fn from_mails(
         if parsed.is_cover_letter() {
             cover_letters += 1;
             continue;
+        }
+        if !parsed.has_diff && thread && parsed.number.is_none() {
+            continue;
+        }
+        if !parsed.has_diff {
+            return Err(SeriesError::Malformed {
+                origin,
+                reason: "the patch is empty: no diff found in the mail (git am stops at it: \
+                         \"Patch is empty\"); a cover letter is numbered 0, as in [PATCH 0/3]"
+                    .into(),
+            });
         }
         patches.push(Patch {
             origin,
@@ -284,13 +337,21 @@ pub fn load_path(path: &Path) -> Result<Series, SeriesError> {
         })?;
         let parts = mail::split_mbox(&raw);
         let many = parts.len() > 1;
+        let file_name = file.file_name().map_or_else(
+            || file.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         for (i, part) in parts.into_iter().enumerate() {
             let origin = if many {
                 format!("{} (mail {})", file.display(), i + 1)
             } else {
                 file.display().to_string()
             };
-            mails.push((origin, part.to_vec()));
+            mails.push(RawMail {
+                origin,
+                file_name: file_name.clone(),
+                bytes: part.to_vec(),
+            });
         }
     }
     from_mails(SeriesSource::Path(path.to_owned()), mails)
@@ -317,7 +378,11 @@ pub async fn load(source: &SeriesSource, lore_url: &str) -> Result<Series, Serie
             let mails = mail::split_mbox(&mbox)
                 .into_iter()
                 .enumerate()
-                .map(|(i, m)| (format!("{source} (mail {})", i + 1), m.to_vec()))
+                .map(|(i, m)| RawMail {
+                    origin: format!("{source} (mail {})", i + 1),
+                    file_name: source.to_string(),
+                    bytes: m.to_vec(),
+                })
                 .collect();
             from_mails(source.clone(), mails)
         }
@@ -523,19 +588,21 @@ pub fn apply(
             continue;
         }
         let tree = repo.find_tree(result.tree).map_err(git("find the tree"))?;
-        let (secs, offset) = patch.mail.date;
+        // A mail without a date takes its parent's, not the current time
+        // as git am does: the commit, and so the build cache's key, must be
+        // the same on every run.
+        let when = match patch.mail.date {
+            Some((secs, offset)) => Time::new(secs, offset),
+            None => parent.time(),
+        };
         let author = Signature::new(
             &signature_text(&patch.mail.author_name, "Unknown Author"),
             &signature_text(&patch.mail.author_email, "unknown@unknown"),
-            &Time::new(secs, offset),
+            &when,
         )
         .map_err(git("make the author"))?;
-        let committer = Signature::new(
-            "patchbench",
-            "patchbench@localhost",
-            &Time::new(secs, offset),
-        )
-        .map_err(git("make the committer"))?;
+        let committer = Signature::new(mail::IDENTITY_NAME, mail::IDENTITY_EMAIL, &when)
+            .map_err(git("make the committer"))?;
         head = repo
             .commit(
                 None,

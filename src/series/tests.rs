@@ -21,10 +21,19 @@ fn repo_with_file(dir: &Path, content: &str) -> (Repository, Oid) {
     (repo, oid)
 }
 
+/// A mail as a series reads it from its file `name`.
+fn raw(name: &str, text: &[u8]) -> RawMail {
+    RawMail {
+        origin: name.into(),
+        file_name: name.into(),
+        bytes: text.to_vec(),
+    }
+}
+
 fn one_patch_series(text: &str) -> Series {
     from_mails(
         SeriesSource::Path("s".into()),
-        vec![("0001.patch".into(), text.as_bytes().to_vec())],
+        vec![raw("0001.patch", text.as_bytes())],
     )
     .unwrap()
 }
@@ -195,7 +204,7 @@ fn an_mbox_skips_its_cover_letter_and_replies_and_sorts_by_number() {
 fn a_cover_letter_alone_is_named_as_such() {
     let err = from_mails(
         SeriesSource::Path("c.mbox".into()),
-        vec![("c".into(), COVER.as_bytes().to_vec())],
+        vec![raw("c", COVER.as_bytes())],
     )
     .unwrap_err();
     assert_eq!(
@@ -230,13 +239,100 @@ fn a_series_file_sets_the_order_and_names_missing_entries() {
 }
 
 #[test]
-fn a_mail_without_a_diff_or_headers_is_reported() {
+fn a_file_without_a_diff_or_headers_is_reported_in_plain_words() {
     let headerless = from_mails(
         SeriesSource::Path("s".into()),
-        vec![("x.patch".into(), b"just text\n".to_vec())],
+        vec![raw("x.patch", b"just text\n")],
     );
     let err = headerless.unwrap_err().to_string();
-    assert_eq!(err, "patch x.patch: no From: header");
+    assert!(
+        err.starts_with("patch x.patch: neither a mail nor a diff: "),
+        "{err}"
+    );
+    // What mailparse says of a header line that opens with a space.
+    assert!(!err.contains("overhanging"), "{err}");
+}
+
+#[test]
+fn a_mail_without_a_diff_is_an_empty_patch_named_by_its_place_in_the_mbox() {
+    let empty = "From: A <a@b.c>\nDate: Thu, 24 Oct 2024 09:36:00 +0000\nSubject: [PATCH 2/2] x\n\nno diff here\n";
+    let err = from_mails(
+        SeriesSource::Path("s.mbox".into()),
+        vec![
+            RawMail {
+                origin: "s.mbox (mail 1)".into(),
+                ..raw("s.mbox", numbered(1, 2, "first").as_bytes())
+            },
+            RawMail {
+                origin: "s.mbox (mail 2)".into(),
+                ..raw("s.mbox", empty.as_bytes())
+            },
+        ],
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("patch s.mbox (mail 2): the patch is empty: no diff found in the mail"),
+        "{err}"
+    );
+}
+
+/// The forms people paste, each changing a.txt's `two` to `TWO`.
+const BARE_GIT: &str = "diff --git a/a.txt b/a.txt\nindex 1111111..2222222 100644\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n";
+const BARE_DIFF_U: &str = "--- a/a.txt\t2026-12-05 10:00:00.000000000 +0000\n+++ b/a.txt\t2026-12-05 10:01:00.000000000 +0000\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n";
+const MM_TREE: &str = " a.txt |    2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n\n--- a/a.txt~two-becomes-two\n+++ a/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n_\n";
+
+#[test]
+fn headerless_files_are_patches_with_patchbenchs_identity_and_a_note() {
+    for text in [BARE_GIT, BARE_DIFF_U, MM_TREE] {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, base) = repo_with_file(dir.path(), "one\ntwo\nthree\n");
+        let series = from_mails(
+            SeriesSource::Path("s".into()),
+            vec![raw("0001-two-becomes-TWO.patch", text.as_bytes())],
+        )
+        .unwrap();
+        let patch = &series.patches[0];
+        assert_eq!(patch.subject(), "two becomes TWO");
+        assert_eq!(
+            patch.note().unwrap(),
+            "0001-two-becomes-TWO.patch has no mail header: subject \"two becomes TWO\" from its \
+             file name, author patchbench's identity (patchbench <patchbench@localhost>), date its \
+             parent commit's"
+        );
+        let applied = apply(&repo, base, &series, 0).unwrap();
+        let commit = repo.find_commit(applied[0].commit).unwrap();
+        assert_eq!(commit.author().email().unwrap(), "patchbench@localhost");
+        assert_eq!(commit.message().unwrap(), "two becomes TWO\n");
+        let parent = repo.find_commit(base).unwrap();
+        assert_eq!(commit.time(), parent.time(), "{text}");
+        let blob = commit.tree().unwrap().get_name("a.txt").unwrap().id();
+        assert_eq!(
+            repo.find_blob(blob).unwrap().content(),
+            b"one\nTWO\nthree\n"
+        );
+    }
+}
+
+#[test]
+fn a_mail_without_a_date_commits_with_its_parents_date_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, base) = repo_with_file(dir.path(), "one\ntwo\nthree\n");
+    let undated = MAIL.replacen("Date: Thu, 24 Oct 2024 09:36:00 +1300\n", "", 1);
+    let series = one_patch_series(&undated);
+    assert!(
+        series.patches[0].note().unwrap().starts_with(
+            "0001.patch has no Date: header: its commit takes its parent commit's date"
+        ),
+    );
+    let first = apply(&repo, base, &series, 0).unwrap()[0].commit;
+    let commit = repo.find_commit(first).unwrap();
+    assert_eq!(commit.author().name().unwrap(), "Jörg Tester");
+    assert_eq!(commit.time(), repo.find_commit(base).unwrap().time());
+    // The same commit on every run: the build cache finds its kernel.
+    assert_eq!(apply(&repo, base, &series, 0).unwrap()[0].commit, first);
+    // A dated mail needs no note.
+    assert_eq!(one_patch_series(MAIL).patches[0].note(), None);
 }
 
 #[test]
@@ -259,8 +355,10 @@ async fn a_lore_thread_is_fetched_from_the_archive_and_a_404_is_explained() {
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let server = MockServer::start().await;
+    // Discussion that is not a reply (`AW:`, no diff) is no patch either.
+    let aside = "From git@z Thu Jan  1 00:00:00 1970\nFrom: B <b@b.c>\nSubject: AW: the series\n\nA thought.\n";
     let mbox = format!(
-        "{COVER}\n{}\n{}",
+        "{COVER}\n{}\n{aside}\n{}",
         numbered(1, 2, "first"),
         numbered(2, 2, "second")
     );
@@ -279,7 +377,7 @@ async fn a_lore_thread_is_fetched_from_the_archive_and_a_404_is_explained() {
     assert_eq!(series.patches.len(), 2);
     assert_eq!(
         series.patches[1].origin,
-        "lore:<cover@example.org> (mail 3)"
+        "lore:<cover@example.org> (mail 4)"
     );
     let missing = SeriesSource::Lore {
         message_id: "gone@example.org".into(),
