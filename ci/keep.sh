@@ -3,7 +3,8 @@
 # report.md, and the campaign file as run, into DEST, with a
 # manifest.json giving the patchbench commit the run was made at, the date,
 # and the host (the results file holds the kernels' sha256 and the host's
-# own facts). Console logs stay out: samples, not logs.
+# own facts). Console logs stay out: samples, not logs. The copy is judged
+# again (`patchbench judge`), so it names no path of one machine.
 #
 #   ci/keep.sh OUT CAMPAIGN.yaml [COMMIT [DEST]]
 #   ci/keep.sh /tmp/pb-smoke ci/smoke.yaml HEAD results/smoke
@@ -34,4 +35,10 @@ json.dump({
 }, open(path, "w"), indent=2)
 open(path, "a").write("\n")
 PY
+# Judged under today's rule, with portable paths, and report.md rendered
+# from that judgement (tests/kept.rs holds every kept run to both). A
+# regression found is not a failure here: exit 1 is the verdict.
+bin=target/release/patchbench
+[ -x "$bin" ] || cargo build --release --locked -q -p patchbench
+"$bin" judge "$dest/results.json" || [ $? -eq 1 ]
 echo "kept: $dest"

@@ -19,7 +19,7 @@ pub struct JudgeArgs {
 pub(super) const AFTER_HELP: &str = "\
 Examples:
   patchbench judge results/smoke/results.json
-  patchbench judge results/seeds/*/          # every kept seed run
+  patchbench judge results/seeds/000-counter results/smoke   # two kept runs
   patchbench compare --rejudge out/          # the same judgement, shown, not written
 
 Each document is judged under today's rule (docs/statistics.md, \"Rule

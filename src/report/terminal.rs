@@ -21,7 +21,7 @@ pub fn terminal(results: &Results) -> String {
         out.push_str(&format!("{banner}\n"));
     } else if results.host.accel == Accel::Tcg {
         out.push_str(&format!(
-            "lane: TCG{} (emulated CPU time; compare A with B only)\n",
+            "lane: TCG{}: emulated CPU time, compare A with B only\n",
             super::format::tcg_mode(results)
         ));
     }
