@@ -7,14 +7,17 @@
 //! headline shows inside the viewport, that every verdict badge of the
 //! comparison tables has a size, lies inside the viewport horizontally and
 //! is what the browser finds at its own centre (nothing clips or covers it),
-//! and that every plot fits the width.
+//! and that every plot fits the width. It keeps a full-page PNG per width
+//! and checks that it decodes to that width.
 //!
 //! Two documents: the smoke fixture (`tests/fixtures/smoke-results.json`)
 //! and the stored icount smoke run (`results/smoke/results.json`), whose
 //! judgement is stored. `ci/setup-host.sh` installs Chromium; without it
 //! these tests fail rather than skip.
 //!
-//! `cargo test --test screenshot -- --nocapture` prints what was measured.
+//! To look at the pictures: `PATCHBENCH_SCREENSHOT_DIR=/tmp/shots cargo test
+//! --test screenshot` keeps `<document>-1280.png` and `<document>-500.png`
+//! there; `-- --nocapture` prints what was measured.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -27,6 +30,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -36,9 +40,9 @@ use patchbench::results::Results;
 
 /// Desktop, and the narrowest width headless Chromium lays out.
 const WIDTHS: [u32; 2] = [1280, 500];
-/// The viewport's height while measuring.
+/// The viewport's height while measuring (screenshots take the whole page).
 const HEIGHT: u32 = 900;
-/// The whole browser session: start, two loads, measuring.
+/// The whole browser session: start, two loads, measuring, two screenshots.
 /// A cold start on a loaded two-core host takes seconds; this is generous.
 const SESSION: Duration = Duration::from_secs(180);
 
@@ -67,7 +71,7 @@ fn repo() -> &'static Path {
 }
 
 /// Renders the run page of the document at `path` and checks its layout at
-/// every width in [`WIDTHS`]; `name` names it in messages.
+/// every width in [`WIDTHS`]; `name` names its screenshots.
 fn check_run_page(name: &str, path: &Path) {
     let mut results = Results::load(path).unwrap();
     if results.judgement.is_none() {
@@ -97,6 +101,12 @@ fn check_run_page(name: &str, path: &Path) {
     );
     let url = file_url(&page);
 
+    let shots = match std::env::var_os("PATCHBENCH_SCREENSHOT_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => tmp.path().join("shots"),
+    };
+    std::fs::create_dir_all(&shots).unwrap();
+
     let mut browser = Browser::launch(tmp.path());
     let tab = browser.open_tab();
     for width in WIDTHS {
@@ -109,6 +119,19 @@ fn check_run_page(name: &str, path: &Path) {
         assert_eq!(layout.ready_state, "complete", "{at}");
         assert_eq!(layout.inner_width, f64::from(width), "{at}: the viewport");
         layout.assert_shows_everything(&at, rows_in_html);
+
+        let (png, page_height) = browser.screenshot(&tab, width);
+        let file = shots.join(format!("{name}-{width}.png"));
+        std::fs::write(&file, &png).unwrap();
+        let (png_width, png_height) = decode_png(&png)
+            .unwrap_or_else(|e| panic!("{at}: {} does not decode: {e}", file.display()));
+        assert_eq!(png_width, width, "{at}: {}", file.display());
+        assert!(
+            (f64::from(png_height) - page_height).abs() < 1.0,
+            "{at}: {} is {png_height} px tall, the page {page_height} px",
+            file.display(),
+        );
+        println!("{at}: {} ({png_width} x {png_height})", file.display());
     }
 }
 
@@ -685,10 +708,137 @@ impl Browser {
         serde_json::from_value(value.clone())
             .unwrap_or_else(|e| panic!("the page's script returned {e}: {value}"))
     }
+
+    /// A PNG of the whole page, `width` CSS px wide as the viewport is,
+    /// and the page's height in CSS px.
+    fn screenshot(&mut self, tab: &Tab, width: u32) -> (Vec<u8>, f64) {
+        let metrics = self.call(Some(tab), "Page.getLayoutMetrics", json!({}));
+        let height = metrics["cssContentSize"]["height"]
+            .as_f64()
+            .expect("the page's height");
+        let shot = self.call(
+            Some(tab),
+            "Page.captureScreenshot",
+            json!({
+                "format": "png",
+                "captureBeyondViewport": true,
+                "clip": { "x": 0, "y": 0, "width": width, "height": height, "scale": 1 },
+            }),
+        );
+        let data = shot["data"].as_str().expect("screenshot data");
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .expect("screenshot data is base64");
+        (png, height)
+    }
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+// ---------------------------------------------------------------------------
+// PNG.
+
+/// The width and height of a PNG, after decoding it: the signature, every
+/// chunk's CRC up to IEND, and IDAT inflating to exactly the filtered rows
+/// that IHDR promises.
+fn decode_png(bytes: &[u8]) -> Result<(u32, u32), String> {
+    let be = |b: &[u8]| u32::from_be_bytes(b[..4].try_into().unwrap());
+    let mut rest = bytes
+        .strip_prefix(b"\x89PNG\r\n\x1a\n")
+        .ok_or("no PNG signature")?;
+    let mut ihdr: Option<&[u8]> = None;
+    let mut idat = Vec::new();
+    loop {
+        let len = rest.get(..4).map(be).ok_or("truncated")? as usize;
+        let kind = rest.get(4..8).ok_or("truncated")?;
+        let data = rest.get(8..8 + len).ok_or("truncated chunk")?;
+        let crc = rest.get(8 + len..12 + len).map(be).ok_or("truncated")?;
+        let mut sum = flate2::Crc::new();
+        sum.update(kind);
+        sum.update(data);
+        let name = String::from_utf8_lossy(kind);
+        if sum.sum() != crc {
+            return Err(format!("bad CRC on {name}"));
+        }
+        match (kind, ihdr) {
+            (b"IHDR", None) => ihdr = Some(data),
+            (_, None) => return Err(format!("{name} before IHDR")),
+            (b"IDAT", _) => idat.extend_from_slice(data),
+            (b"IEND", _) => break,
+            _ => {}
+        }
+        rest = &rest[12 + len..];
+    }
+    let ihdr = ihdr.filter(|h| h.len() == 13).ok_or("bad IHDR")?;
+    let (width, height) = (be(&ihdr[0..]), be(&ihdr[4..]));
+    let (depth, colour, interlace) = (ihdr[8], ihdr[9], ihdr[12]);
+    let channels = match colour {
+        0 | 3 => 1,
+        4 => 2,
+        2 => 3,
+        6 => 4,
+        _ => return Err(format!("colour type {colour}")),
+    };
+    if interlace != 0 {
+        return Err("interlaced".into());
+    }
+    let row = 1 + (width as usize * channels * depth as usize).div_ceil(8);
+    let mut rows = Vec::new();
+    flate2::read::ZlibDecoder::new(&idat[..])
+        .read_to_end(&mut rows)
+        .map_err(|e| format!("IDAT: {e}"))?;
+    if rows.len() != row * height as usize {
+        return Err(format!(
+            "IDAT holds {} bytes, not {height} rows of {row}",
+            rows.len()
+        ));
+    }
+    if let Some(bad) = rows.chunks(row).position(|r| r[0] > 4) {
+        return Err(format!("row {bad} has filter type {}", rows[bad * row]));
+    }
+    Ok((width, height))
+}
+
+/// A PNG of `width` x `height` RGB pixels, 8 bits each, whose IDAT holds
+/// `rows` (filter bytes included) as given.
+fn encode_png(width: u32, height: u32, rows: &[u8]) -> Vec<u8> {
+    let chunk = |png: &mut Vec<u8>, kind: &[u8], data: &[u8]| {
+        let mut sum = flate2::Crc::new();
+        sum.update(kind);
+        sum.update(data);
+        png.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        png.extend_from_slice(kind);
+        png.extend_from_slice(data);
+        png.extend_from_slice(&sum.sum().to_be_bytes());
+    };
+    let mut ihdr = [width.to_be_bytes(), height.to_be_bytes()].concat();
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(rows).unwrap();
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut png, b"IHDR", &ihdr);
+    chunk(&mut png, b"IDAT", &z.finish().unwrap());
+    chunk(&mut png, b"IEND", b"");
+    png
+}
+
+#[test]
+fn the_png_check_rejects_bad_crcs_and_missing_rows() {
+    let row = [0, 255, 0, 0, 0, 0, 255];
+    let good = encode_png(2, 1, &row);
+    assert_eq!(decode_png(&good), Ok((2, 1)));
+
+    let mut flipped = good.clone();
+    let last_idat_byte = good.len() - 12 - 5;
+    flipped[last_idat_byte] ^= 1;
+    assert_eq!(decode_png(&flipped), Err("bad CRC on IDAT".into()));
+
+    let short = encode_png(2, 2, &row);
+    assert!(decode_png(&short).unwrap_err().contains("not 2 rows of 7"));
+    assert!(decode_png(&good[..good.len() - 12]).is_err(), "no IEND");
+    assert_eq!(decode_png(b"GIF89a"), Err("no PNG signature".into()));
 }
