@@ -213,7 +213,8 @@ pub enum AccelChoice {
     Tcg,
 }
 
-/// `vm.cost_model`: whether the campaign measures in the cost lane.
+/// `vm.cost_model`: whether the campaign measures in the cost lane or the
+/// counting lane.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum CostModel {
@@ -222,6 +223,9 @@ pub enum CostModel {
     None,
     /// The cost-model plugin's cache model (Skylake client).
     Cache,
+    /// The plugin counting each vCPU's own instructions, by mode and
+    /// symbol, with no cache model: the counting lane.
+    Count,
 }
 
 #[derive(Debug, Clone, Deserialize)]

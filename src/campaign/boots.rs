@@ -20,7 +20,7 @@ use crate::image;
 use crate::model::layout;
 use crate::results::{self, Boot, Results, SampleRecord, Timing};
 use crate::variants::Variant;
-use crate::vm::{self, BootSpec, accel};
+use crate::vm::{self, BootSpec};
 use crate::workload::Prepared;
 
 /// The main workload and each control, ready to run.
@@ -42,13 +42,6 @@ impl Workloads {
     }
 }
 
-/// `vm.icount` asks for TCG's instruction-count clock; under KVM the guest
-/// runs in real time and the setting does not apply (campaign files stay
-/// portable between TCG and KVM hosts).
-fn uses_icount(plan: &Plan, accel: accel::Accel) -> bool {
-    plan.vm.icount && accel == accel::Accel::Tcg
-}
-
 /// What one boot runs: which kernel, where its files go, and what the
 /// guest is asked to do.
 pub struct BootJob<'a> {
@@ -57,7 +50,8 @@ pub struct BootJob<'a> {
     pub kernel: &'a Path,
     /// Where the job's initramfs, the console log and QEMU's stderr go.
     pub dir: &'a Path,
-    pub accel: accel::Accel,
+    /// The lane, as the campaign's [`Lane`] decided it for this kernel.
+    pub clock: vm::Clock,
     pub workload: patchbench_agent::Workload,
     pub controls: Vec<patchbench_agent::Control>,
     /// Export the host's `/` even if no workload needs it.
@@ -118,9 +112,7 @@ pub fn prepare_boot(
         kernel: job.kernel.to_owned(),
         initrd,
         dir: job.dir.to_owned(),
-        accel: job.accel,
-        icount: uses_icount(plan, job.accel),
-        tcg_threads: plan.vm.tcg_threads,
+        clock: job.clock,
         memory_mib: plan.vm.memory.as_u64() >> 20,
         cpus: plan.vm.cpus,
         swap_bytes: if on_zram {
@@ -169,7 +161,6 @@ struct Ready {
     label: String,
     variant: String,
     spec: BootSpec,
-    cost_lane: Option<cost::CostLane>,
     windows: Option<CostWindows>,
 }
 
@@ -254,13 +245,13 @@ impl Boots<'_> {
             .join(format!("{index}-{}", label.replace('\'', "p")));
         let this = &self.variants[variant];
         // Before the boot is recorded: a kernel without its System.map
-        // cannot run in the cost lane.
-        let cost_lane = self.lane.cost_lane(&self.kernels[variant].bzimage)?;
+        // cannot run with the plugin.
+        let clock = self.lane.clock_for(&self.kernels[variant].bzimage)?;
         let job = BootJob {
             label,
             kernel: self.kernels[variant].boot_image(),
             dir: &boot_dir,
-            accel: self.lane.decision.accel,
+            clock,
             workload: self.workloads.main.wire().clone(),
             controls: self.workloads.jobs(),
             host_root: false,
@@ -298,7 +289,7 @@ impl Boots<'_> {
         results.save(self.results_path)?;
         let windows = self.lane.cost.as_ref().map(|c| CostWindows {
             reader: cost::WindowReader::new(&spec.cost_windows()),
-            model: c.model,
+            model: c.name,
             per_call: self.workloads.main.wire().per_call_cost(),
         });
         Ok(Ready {
@@ -306,7 +297,6 @@ impl Boots<'_> {
             label: label.to_string(),
             variant: this.name.to_string(),
             spec,
-            cost_lane,
             windows,
         })
     }
@@ -410,10 +400,7 @@ impl Boots<'_> {
                 ready.windows.as_mut(),
             )
         };
-        let outcome = match &ready.cost_lane {
-            Some(lane) => vm::boot_cost(&ready.spec, lane, on_message).await,
-            None => vm::boot(&ready.spec, on_message).await,
-        };
+        let outcome = vm::boot(&ready.spec, on_message).await;
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(e) => {
@@ -644,7 +631,7 @@ mod tests {
             label: "A",
             kernel: Path::new("/k"),
             dir: dir.path(),
-            accel: accel::Accel::Tcg,
+            clock: vm::Clock::Icount,
             workload: patchbench_agent::Workload::Exec {
                 argv: vec!["true".into()],
             },

@@ -1,24 +1,33 @@
 //! The campaign's lane: the accelerator and clock of every boot, and in
-//! the cost lane (`vm.cost_model: cache`) the plugin that models them.
-//! The decision is a pure function of the campaign and the host's KVM
-//! probe ([`decide`]), so that a KVM host's choice is tested without KVM.
+//! the cost lane (`vm.cost_model: cache`) or the counting lane
+//! (`vm.cost_model: count`) the plugin. The decision is a pure function of
+//! the campaign and the host's KVM probe ([`decide`]), so that a KVM
+//! host's choice is tested without KVM, and it is made here once: each
+//! boot's [`vm::Clock`] comes from [`Lane::clock_for`], and every QEMU
+//! argument that depends on the lane from that clock.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
 use crate::config::{AccelChoice, CostModel, Plan};
-use crate::cost::{self, CostLane};
+use crate::cost::{self, CostLane, PluginModel};
 use crate::events::{Event, Sink};
-use crate::model::ParallelBoots;
-use crate::vm::accel::{self, Accel, Decision, KvmProbe};
+use crate::model::{ParallelBoots, TcgThreads};
+use crate::vm::{
+    self,
+    accel::{self, Accel, Decision, KvmProbe},
+};
 
 /// The accelerator and clock every boot of the campaign uses.
 pub(super) struct Lane {
     pub decision: Decision,
     /// TCG's instruction-count clock.
     pub icount: bool,
-    /// The cost lane's plugin and model; `None` outside it.
+    /// Plain TCG's threading.
+    pub tcg_threads: TcgThreads,
+    /// The plugin and what it does (the cost or the counting lane);
+    /// `None` outside them.
     pub cost: Option<CostPlugin>,
     /// How many boots run at once ([`parallel_boots`]).
     pub parallel: usize,
@@ -43,7 +52,7 @@ impl Lane {
     pub fn widen_for_rounds(&mut self, plan: &Plan, round: usize) {
         if self.sequential.is_some()
             && self.icount
-            && self.cost.is_none()
+            && !self.cache_model()
             && plan.vm.parallel_boots == ParallelBoots::Auto
         {
             self.parallel = round
@@ -53,46 +62,65 @@ impl Lane {
     }
 }
 
-/// The cost-model plugin a cost-lane campaign loads in every boot.
+/// The plugin a cost-lane or counting-lane campaign loads in every boot.
 pub(super) struct CostPlugin {
     pub plugin: PathBuf,
-    /// The machine model's name, as the plugin writes it in every window.
-    pub model: &'static str,
+    /// The cache model, or counting alone.
+    pub model: PluginModel,
+    /// The lane's model as results.json names it (`host.cost_model`):
+    /// the machine model's (`skylake-client`), as the plugin writes it in
+    /// every window, or `count`.
+    pub name: &'static str,
 }
 
 impl Lane {
     /// The guest's clock, as the progress lines name it.
     pub fn clock(&self) -> &'static str {
         match (&self.cost, self.icount) {
+            (Some(c), _) if c.model == PluginModel::Count => "the counting lane",
             (Some(_), _) => "the cost lane",
             (None, true) => "icount",
             (None, false) => "the host's clock",
         }
     }
 
-    /// The cost lane of one boot: the plugin and the booted kernel's
-    /// `System.map` (from the top of its build directory).
-    pub fn cost_lane(&self, bzimage: &Path) -> anyhow::Result<Option<CostLane>> {
-        let Some(cost) = &self.cost else {
-            return Ok(None);
-        };
-        let system_map = crate::build::system_map(bzimage).with_context(|| {
-            format!(
-                "the cost lane needs the kernel's System.map, and there is none at the top of {}'s build directory (kernels from `patchbench build --out` do not carry it; build them in the campaign)",
-                bzimage.display()
-            )
-        })?;
-        Ok(Some(CostLane {
-            plugin: cost.plugin.clone(),
-            system_map,
-        }))
+    /// Whether boots run the cache model (one at a time, slow).
+    pub fn cache_model(&self) -> bool {
+        self.cost
+            .as_ref()
+            .is_some_and(|c| c.model == PluginModel::Cache)
+    }
+
+    /// The clock of a boot of `bzimage`: the lane's accelerator and clock,
+    /// and with the plugin, the booted kernel's `System.map` (from the
+    /// top of its build directory).
+    pub fn clock_for(&self, bzimage: &Path) -> anyhow::Result<vm::Clock> {
+        if let Some(cost) = &self.cost {
+            let system_map = crate::build::system_map(bzimage).with_context(|| {
+                format!(
+                    "{} needs the kernel's System.map, and there is none at the top of {}'s build directory (kernels from `patchbench build --out` do not carry it; build them in the campaign)",
+                    self.clock(),
+                    bzimage.display()
+                )
+            })?;
+            return Ok(vm::Clock::Plugin(CostLane {
+                plugin: cost.plugin.clone(),
+                system_map,
+                model: cost.model,
+            }));
+        }
+        Ok(match (self.decision.accel, self.icount) {
+            (Accel::Kvm, _) => vm::Clock::Kvm,
+            (Accel::Tcg, true) => vm::Clock::Icount,
+            (Accel::Tcg, false) => vm::Clock::Tcg(self.tcg_threads),
+        })
     }
 }
 
 /// A campaign that asks for the cost lane and for KVM at once.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
-    "vm.cost_model: cache runs only under TCG (single-threaded, with icount), but KVM was requested (vm.accel: kvm or --accel kvm); use accel auto or tcg"
+    "vm.cost_model: cache and count run only under TCG (single-threaded, with icount), but KVM was requested (vm.accel: kvm or --accel kvm); use accel auto or tcg"
 )]
 pub struct CostLaneWantsTcg;
 
@@ -112,7 +140,7 @@ pub fn decide(
             let icount = icount && decision.accel == Accel::Tcg;
             Ok((decision, icount))
         }
-        CostModel::Cache => {
+        CostModel::Cache | CostModel::Count => {
             if choice == AccelChoice::Kvm {
                 return Err(CostLaneWantsTcg.into());
             }
@@ -124,7 +152,17 @@ pub fn decide(
                 Decision {
                     accel: Accel::Tcg,
                     reason: format!(
-                        "cost model: TCG forced (single-threaded, -icount shift=0,sleep=off, so that the modeled counts repeat); {host}"
+                        "{}: TCG forced (single-threaded, -icount shift=0,sleep=off, so that the {} repeat); {host}",
+                        if cost_model == CostModel::Count {
+                            "counting lane"
+                        } else {
+                            "cost model"
+                        },
+                        if cost_model == CostModel::Count {
+                            "counts"
+                        } else {
+                            "modeled counts"
+                        }
                     ),
                 },
                 true,
@@ -156,12 +194,13 @@ pub(super) fn choose(plan: &Plan, sink: &dyn Sink) -> anyhow::Result<Lane> {
     }
     let cost = match plan.vm.cost_model {
         CostModel::None => None,
-        CostModel::Cache => Some(cost_plugin()?),
+        CostModel::Cache => Some(cost_plugin(PluginModel::Cache)?),
+        CostModel::Count => Some(cost_plugin(PluginModel::Count)?),
     };
     let parallel = parallel_boots(
         plan.vm.parallel_boots,
         icount,
-        cost.is_some(),
+        plan.vm.cost_model == CostModel::Cache,
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         boots_that_fit(plan.vm.memory.as_u64()),
     )?;
@@ -187,6 +226,7 @@ pub(super) fn choose(plan: &Plan, sink: &dyn Sink) -> anyhow::Result<Lane> {
     Ok(Lane {
         decision,
         icount,
+        tcg_threads: plan.vm.tcg_threads,
         cost,
         parallel,
         sequential,
@@ -244,20 +284,85 @@ fn mem_available(meminfo: &str) -> Option<u64> {
 }
 
 /// The plugin, and a QEMU that can load it.
-fn cost_plugin() -> anyhow::Result<CostPlugin> {
+fn cost_plugin(model: PluginModel) -> anyhow::Result<CostPlugin> {
     let plugin = cost::find_plugin()?;
     let qemu = cost::api::qemu_on_path()
         .context("qemu-system-x86_64 is not on PATH: apt-get install qemu-system-x86")?;
     cost::api::check_qemu(&qemu)?;
     Ok(CostPlugin {
         plugin,
-        model: patchbench_costmodel::machine::SKYLAKE_CLIENT.name,
+        model,
+        name: match model {
+            PluginModel::Cache => patchbench_costmodel::machine::SKYLAKE_CLIENT.name,
+            PluginModel::Count => cost::COUNT_MODEL,
+        },
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lane(accel: Accel, icount: bool, cost: Option<PluginModel>) -> Lane {
+        Lane {
+            decision: Decision {
+                accel,
+                reason: String::new(),
+            },
+            icount,
+            tcg_threads: TcgThreads::Multi,
+            cost: cost.map(|model| CostPlugin {
+                plugin: "/p/libpatchbench_cost_plugin.so".into(),
+                model,
+                name: "x",
+            }),
+            parallel: 1,
+            sequential: None,
+        }
+    }
+
+    /// The lane is decided here once, and each boot's clock follows from
+    /// it: every QEMU argument that depends on the lane comes from that
+    /// clock (`vm::qemu_command`).
+    #[test]
+    fn each_boots_clock_comes_from_the_lane() {
+        let k = Path::new("/k/arch/x86/boot/bzImage");
+        assert_eq!(
+            lane(Accel::Kvm, false, None).clock_for(k).unwrap(),
+            vm::Clock::Kvm
+        );
+        assert_eq!(
+            lane(Accel::Tcg, false, None).clock_for(k).unwrap(),
+            vm::Clock::Tcg(TcgThreads::Multi)
+        );
+        assert_eq!(
+            lane(Accel::Tcg, true, None).clock_for(k).unwrap(),
+            vm::Clock::Icount
+        );
+        // With the plugin: the kernel's own System.map, or an error that
+        // says which lane needs it.
+        let build = tempfile::tempdir().unwrap();
+        let bzimage = build.path().join("arch/x86/boot/bzImage");
+        std::fs::create_dir_all(bzimage.parent().unwrap()).unwrap();
+        std::fs::write(&bzimage, b"k").unwrap();
+        let counting = lane(Accel::Tcg, true, Some(PluginModel::Count));
+        let err = counting.clock_for(&bzimage).unwrap_err().to_string();
+        assert!(
+            err.starts_with("the counting lane needs the kernel's System.map"),
+            "{err}"
+        );
+        std::fs::write(build.path().join("System.map"), b"").unwrap();
+        match counting.clock_for(&bzimage).unwrap() {
+            vm::Clock::Plugin(l) => {
+                assert_eq!(l.model, PluginModel::Count);
+                assert_eq!(l.system_map, build.path().join("System.map"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!counting.cache_model());
+        assert!(lane(Accel::Tcg, true, Some(PluginModel::Cache)).cache_model());
+        assert_eq!(counting.clock(), "the counting lane");
+    }
 
     fn probe(kvm: bool) -> KvmProbe {
         KvmProbe {

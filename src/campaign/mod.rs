@@ -362,7 +362,7 @@ fn new_results(
             icount: lane.icount,
             tcg_threads: (lane.decision.accel == accel::Accel::Tcg && !lane.icount)
                 .then_some(plan.vm.tcg_threads),
-            cost_model: lane.cost.as_ref().map(|c| c.model.to_string()),
+            cost_model: lane.cost.as_ref().map(|c| c.name.to_string()),
             parallel_boots: (lane.parallel > 1).then_some(lane.parallel as u32),
             noise: None,
         },

@@ -48,11 +48,13 @@ pub struct BootArgs {
     /// plugin, run under TCG single-threaded with icount and `nokaslr`
     /// whatever --accel or the campaign say, and print every window the
     /// guest marked: instructions, cache misses, modeled cycles and the
-    /// costliest kernel symbols. `-- /init marked-loop N` runs a marked loop
-    /// of 2N instructions. The windows stay in the boot's directory
-    /// (`cost-windows.jsonl`, see --out).
-    #[arg(long)]
-    cost_model: bool,
+    /// costliest kernel symbols. `--cost-model count` is the counting lane:
+    /// each vCPU's instructions by mode and symbol, no cache model.
+    /// `-- /init marked-loop N` runs a marked loop of 2N instructions. The
+    /// windows stay in the boot's directory (`cost-windows.jsonl`, see
+    /// --out).
+    #[arg(long, value_name = "MODEL", num_args = 0..=1, default_missing_value = "cache")]
+    cost_model: Option<BootModel>,
     /// The kernel's System.map, for --cost-model [default: the one at the
     /// top of the kernel's build directory, as `patchbench build` keeps it].
     #[arg(long, value_name = "FILE", requires = "cost_model")]
@@ -64,6 +66,15 @@ pub struct BootArgs {
     /// one boot of such a campaign (docs/cost-model.md, "Layout").
     #[arg(long, value_name = "N")]
     layout: Option<u32>,
+}
+
+/// `--cost-model`'s value.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum BootModel {
+    /// The cache model: modeled cycles.
+    Cache,
+    /// Counting alone: instructions per vCPU, mode and symbol.
+    Count,
 }
 
 /// The median of some durations (the mean of the middle two for an even count).
@@ -84,19 +95,16 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
         args.kernel.display()
     );
     let plan = load_plan_file(args.campaign.as_deref(), args.accel.map(Into::into))?;
-    let lane = if args.cost_model {
-        Some(cost_lane(&args)?)
-    } else {
-        None
-    };
-    let chosen = match &lane {
-        Some(lane) => {
+    let clock = match args.cost_model {
+        Some(model) => {
+            let lane = cost_lane(&args, model)?;
             sink.emit(Event::Note(format!(
-                "cost lane: TCG single-threaded with icount, nokaslr, plugin {}, symbols {}",
+                "{} lane: TCG single-threaded with icount, nokaslr, plugin {}, symbols {}",
+                lane.model.name(),
                 lane.plugin.display(),
                 lane.system_map.display()
             )));
-            accel::Accel::Tcg
+            vm::Clock::Plugin(lane)
         }
         None => {
             let decision = accel::decide(plan.vm.accel, &accel::probe())?;
@@ -106,9 +114,14 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
                     decision.reason
                 )));
             }
-            decision.accel
+            match (decision.accel, plan.vm.icount) {
+                (accel::Accel::Kvm, _) => vm::Clock::Kvm,
+                (accel::Accel::Tcg, true) => vm::Clock::Icount,
+                (accel::Accel::Tcg, false) => vm::Clock::Tcg(plan.vm.tcg_threads),
+            }
         }
     };
+    let chosen = clock.accel();
     let argv = if args.command.is_empty() {
         vec!["uname".to_string(), "-a".to_string()]
     } else {
@@ -133,7 +146,7 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
             label: &label,
             kernel: &args.kernel,
             dir: &dir,
-            accel: chosen,
+            clock: clock.clone(),
             workload: patchbench_agent::Workload::Exec { argv: argv.clone() },
             controls: Vec::new(),
             host_root: args.host_root,
@@ -147,22 +160,22 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
             stage: label.clone(),
             detail: format!("{} {argv:?}", args.kernel.display()),
         });
-        let result = match &lane {
-            Some(lane) => vm::boot_cost(&spec, lane, |_| Ok(())).await,
-            None => vm::boot(&spec, |_| Ok(())).await,
-        };
+        let result = vm::boot(&spec, |_| Ok(())).await;
         let console = std::fs::read_to_string(spec.console_log()).unwrap_or_default();
         if args.repeat == 1 || result.is_err() {
             sink.emit(Event::Output(command_output(&console).to_string()));
         }
         let outcome = result?;
-        if lane.is_some() {
+        if clock.plugin().is_some() {
             let path = spec.cost_windows();
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("cannot read the cost windows {}", path.display()))?;
             let windows = cost::parse_windows(&text, &path)?;
-            print!("{}", render_windows(&windows, TOP_SYMBOLS));
-            println!("cost windows: {}", path.display());
+            sink.emit(Event::Output(format!(
+                "{}cost windows: {}\n",
+                render_windows(&windows, TOP_SYMBOLS),
+                path.display()
+            )));
         }
         sink.emit(Event::Finished {
             stage: label,
@@ -195,7 +208,7 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
 const TOP_SYMBOLS: usize = 8;
 
 /// The plugin, the kernel's symbols, and a QEMU that can load the plugin.
-fn cost_lane(args: &BootArgs) -> anyhow::Result<CostLane> {
+fn cost_lane(args: &BootArgs, model: BootModel) -> anyhow::Result<CostLane> {
     let system_map = match &args.system_map {
         Some(map) => {
             anyhow::ensure!(
@@ -218,6 +231,10 @@ fn cost_lane(args: &BootArgs) -> anyhow::Result<CostLane> {
     Ok(CostLane {
         plugin: cost::find_plugin()?,
         system_map,
+        model: match model {
+            BootModel::Cache => cost::PluginModel::Cache,
+            BootModel::Count => cost::PluginModel::Count,
+        },
     })
 }
 

@@ -20,18 +20,26 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+pub use patchbench_costmodel::args::ModelChoice as PluginModel;
 pub use patchbench_costmodel::record::{Cost, Line, SymbolCost, WindowRecord};
+
+/// `host.cost_model` of the counting lane: the plugin counts, and models
+/// no cache.
+pub const COUNT_MODEL: &str = "count";
 
 /// The window file's name in a boot's directory.
 pub const WINDOWS_FILE: &str = "cost-windows.jsonl";
 
-/// What a boot in the cost lane needs besides its `vm::BootSpec`.
+/// What a boot with the plugin needs besides its `vm::BootSpec`: the cost
+/// lane (`model: Cache`) or the counting lane (`model: Count`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CostLane {
     /// The plugin (`libpatchbench_cost_plugin.so`).
     pub plugin: PathBuf,
     /// The booted kernel's `System.map`.
     pub system_map: PathBuf,
+    /// The cache model, or counting alone.
+    pub model: PluginModel,
 }
 
 /// Find the plugin: `$PATCHBENCH_COST_PLUGIN`, else next to the running
@@ -180,9 +188,22 @@ pub fn mode_split(w: &WindowRecord) -> Result<(u64, u64), CostError> {
     Ok((kernel, user))
 }
 
+/// The metric names of a phase in the counting lane, in the order
+/// [`sample_metrics`] makes them: `<phase>_insns`, then split by the mode
+/// of the code that ran, `_kernel_insns` and `_user_insns`; every vCPU's
+/// own instructions, counted on that vCPU.
+pub fn count_metric_names(phase: &str) -> [String; 3] {
+    [
+        format!("{phase}_insns"),
+        format!("{phase}_kernel_insns"),
+        format!("{phase}_user_insns"),
+    ]
+}
+
 /// A sample's metrics from the windows that closed during it (the records
-/// since the previous sample): seven per phase (see [`metric_names`]), to
-/// merge into the sample's metrics map.
+/// since the previous sample): seven per phase in the cost lane (see
+/// [`metric_names`]), three in the counting lane
+/// ([`count_metric_names`]), to merge into the sample's metrics map.
 pub fn sample_metrics(windows: &[WindowRecord]) -> Result<BTreeMap<String, u64>, CostError> {
     if windows.is_empty() {
         return Err(CostError::NoWindows);
@@ -190,17 +211,29 @@ pub fn sample_metrics(windows: &[WindowRecord]) -> Result<BTreeMap<String, u64>,
     let mut metrics = BTreeMap::new();
     for w in windows {
         let t = &w.total;
+        // With no cache, a window's modeled cycles are its instructions
+        // (`machine::COUNTING`), so the split is the instructions'.
         let (kernel, user) = mode_split(w)?;
-        let values = [
-            t.insns,
-            t.l1d_misses,
-            t.llc_misses,
-            t.coherence_misses,
-            t.modeled_cycles,
-            kernel,
-            user,
-        ];
-        for (name, value) in metric_names(&w.phase).into_iter().zip(values) {
+        let named: Vec<(String, u64)> = if w.model == COUNT_MODEL {
+            count_metric_names(&w.phase)
+                .into_iter()
+                .zip([t.insns, kernel, user])
+                .collect()
+        } else {
+            metric_names(&w.phase)
+                .into_iter()
+                .zip([
+                    t.insns,
+                    t.l1d_misses,
+                    t.llc_misses,
+                    t.coherence_misses,
+                    t.modeled_cycles,
+                    kernel,
+                    user,
+                ])
+                .collect()
+        };
+        for (name, value) in named {
             if metrics.insert(name, value).is_some() {
                 return Err(CostError::DuplicatePhase {
                     phase: w.phase.clone(),
@@ -438,6 +471,24 @@ mod tests {
         let profiles = sample_profiles(&windows);
         assert_eq!(profiles["pageout"]["do_flush_stats"], 300);
         assert_eq!(profiles["verify"].len(), 1);
+        // The counting lane's window: instructions, split by mode.
+        // With no cache, a window's cycles are its instructions.
+        let mut counted = window(4, "pageout", &[("do_flush_stats", 300), ("user", 100)]);
+        counted.model = COUNT_MODEL.into();
+        counted.total.insns = 400;
+        for s in &mut counted.symbols {
+            s.cost.insns = s.cost.modeled_cycles;
+        }
+        let m = sample_metrics(&[counted]).unwrap();
+        let got: Vec<(&str, u64)> = m.iter().map(|(k, &v)| (k.as_str(), v)).collect();
+        assert_eq!(
+            got,
+            [
+                ("pageout_insns", 400),
+                ("pageout_kernel_insns", 300),
+                ("pageout_user_insns", 100)
+            ]
+        );
     }
 
     /// The names made here are the ones the workload specs declare.
@@ -447,8 +498,9 @@ mod tests {
         for phase in ["total", "pageout", "verify"] {
             for name in metric_names(phase) {
                 let m = spec.metrics.iter().find(|m| m.name == name);
+                use crate::workload::MetricLane::{Cost, Plugin};
                 assert!(
-                    m.is_some_and(|m| m.lane == Some(crate::workload::MetricLane::Cost)),
+                    m.is_some_and(|m| matches!(m.lane, Some(Cost | Plugin))),
                     "{name}"
                 );
             }

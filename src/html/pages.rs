@@ -131,6 +131,9 @@ pub struct ProfileView {
     pub variant: String,
     /// The chart; `None` when no symbol changed.
     pub svg: Option<Svg>,
+    /// `modeled cycles` or `instructions`, and its unit in millions.
+    pub measure: &'static str,
+    pub unit: &'static str,
     pub rows: Vec<ProfileRowView>,
     /// The whole phase: A, B, Δ, and the listed symbols' share of it.
     pub whole: String,
@@ -177,6 +180,8 @@ fn profiles(r: &Results) -> Result<Vec<ProfileView>, plot::PlotError> {
                 baseline: t.baseline.clone(),
                 variant: t.variant.clone(),
                 svg,
+                measure: t.measure(),
+                unit: t.unit(),
                 rows: t
                     .rows
                     .iter()
@@ -191,12 +196,13 @@ fn profiles(r: &Results) -> Result<Vec<ProfileView>, plot::PlotError> {
                     })
                     .collect(),
                 whole: format!(
-                    "The whole phase: {} {}, {} {}, \u{394} {} Mcycles per sample ({} and {} sample(s)){}.",
+                    "The whole phase: {} {}, {} {}, \u{394} {} {} per sample ({} and {} sample(s)){}.",
                     t.baseline,
                     m(t.a_total),
                     t.variant,
                     m(t.b_total),
                     signed(t.total_delta()),
+                    t.unit(),
                     t.a_samples,
                     t.b_samples,
                     t.listed_share().map_or_else(String::new, |s| format!(

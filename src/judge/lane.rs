@@ -11,7 +11,9 @@ use crate::workload::{Counted, MetricSpec, Scope, WorkloadSpec};
 
 /// The lane of a run's boots.
 pub fn lane_of(results: &Results) -> LaneRecord {
-    if results.host.cost_model.is_some() {
+    if results.host.cost_model.as_deref() == Some(crate::cost::COUNT_MODEL) {
+        LaneRecord::Count
+    } else if results.host.cost_model.is_some() {
         LaneRecord::Cost
     } else if results.host.icount {
         LaneRecord::Icount
@@ -96,12 +98,14 @@ pub fn cpu_count(list: &str) -> Option<usize> {
 
 /// Why `metric` is not a measurement of this lane, or `None` when it is.
 /// Counts (pages, events, bytes) are exact in every lane; modeled cycles
-/// are the cost lane's own; a time or a rate is context
+/// are the cost lane's own, each vCPU's counted instructions the counting
+/// lane's; a time or a rate is context
 ///
 /// - in every lane when counted in /proc/stat's 10 ms ticks;
 /// - when it is a user/system split and a boot split by ticks;
-/// - in the cost lane, where it is an icount time, blind to the caches
-///   the lane models;
+/// - in the cost and the counting lanes, where it is an icount time (blind
+///   to the caches the cost lane models; with one clock for all the vCPUs
+///   the counting lane counts apart);
 /// - under icount, when the workload does host I/O inside the window;
 ///   when it is the whole guest's (or kernel threads') and more than one
 ///   vCPU is online; when it is the workload's CPU time and more than one
@@ -127,6 +131,12 @@ pub fn context(spec: &MetricSpec, guest: &Guest) -> Option<String> {
         LaneRecord::Cost => {
             return Some(
                 "an icount time in the cost lane: it counts instructions, blind to the caches this lane models; its own figures are the modeled cycles"
+                    .into(),
+            );
+        }
+        LaneRecord::Count => {
+            return Some(
+                "an icount time in the counting lane: one instruction clock serves every vCPU; this lane's own figures are each vCPU's instructions, counted on it"
                     .into(),
             );
         }
@@ -220,6 +230,15 @@ mod tests {
             context(&metric("guest_sys_ns"), &guest(LaneRecord::Icount, 1, 1)),
             None
         );
+        // The counting lane's times too; each vCPU's instructions are its
+        // own.
+        let count = guest(LaneRecord::Count, 2, 8);
+        assert!(
+            context(&metric("sys_ns"), &count)
+                .unwrap()
+                .contains("counting lane")
+        );
+        assert_eq!(context(&metric("pageout_kernel_insns"), &count), None);
         // The cost lane's times are icount times; its cycles are its own.
         let cost = guest(LaneRecord::Cost, 2, 1);
         assert!(

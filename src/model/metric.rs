@@ -19,15 +19,23 @@ pub enum Unit {
     /// Modeled CPU cycles (the cost lane, docs/cost-model.md), shown in
     /// millions.
     Cycles,
+    /// Instructions a vCPU ran, as the counting lane measures work (its
+    /// time), shown in millions. A cost lane's instruction count, which
+    /// explains its cycles, is a `count`.
+    Insns,
 }
 
 impl Unit {
-    /// Whether the metric is a time, a rate or modeled cycles (the cost
-    /// lane's time): what a user waits for or gets. The others are counts
+    /// Whether the metric is a time, a rate, modeled cycles (the cost
+    /// lane's time) or the counting lane's instructions: what a user waits
+    /// for or gets. The others are counts
     /// of pages, events and bytes, which explain a result rather than
     /// being one: their change is *changed*, never better or worse.
     pub fn is_time_or_rate(self) -> bool {
-        matches!(self, Unit::Ns | Unit::PerSecond | Unit::Cycles)
+        matches!(
+            self,
+            Unit::Ns | Unit::PerSecond | Unit::Cycles | Unit::Insns
+        )
     }
 
     /// The unit's own name in a table; reports show times and bytes in a
@@ -40,6 +48,7 @@ impl Unit {
             Unit::PerSecond => "per s",
             Unit::Bytes => "MiB",
             Unit::Cycles => "Mcycles",
+            Unit::Insns => "Minsns",
         }
     }
 }

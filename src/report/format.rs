@@ -59,6 +59,7 @@ pub fn scale(unit: Option<Unit>, reference: f64) -> Scale {
         Some(Unit::Ns) if r < 1e9 => ("ms", 1e6),
         Some(Unit::Ns) => ("s", 1e9),
         Some(Unit::Cycles) => ("Mcycles", 1e6),
+        Some(Unit::Insns) => ("Minsns", 1e6),
         Some(Unit::Bytes) => ("MiB", MIB),
         Some(u) => (u.label(), 1.0),
         None => ("", 1.0),
@@ -87,7 +88,7 @@ pub fn show(v: f64, scale: Scale) -> String {
     let x = v / scale.divisor;
     match scale.unit {
         Some(Unit::Ns) if scale.divisor == 1.0 => format!("{x:.1}"),
-        Some(Unit::Ns | Unit::Cycles) => millions(x),
+        Some(Unit::Ns | Unit::Cycles | Unit::Insns) => millions(x),
         Some(Unit::Bytes) => format!("{x:.1}"),
         _ if x.fract() == 0.0 => format!("{x:.0}"),
         _ => format!("{x:.1}"),
@@ -274,10 +275,12 @@ pub fn sequential_line(rows: &[&ComparisonRecord]) -> Option<String> {
 }
 
 /// The TCG lane in a word or two, for places with room for no more (the
-/// pages' index): `cost model`, `icount`, `one thread`, or `None` for plain
+/// pages' index): `cost model`, `counting`, `icount`, `one thread`, or `None` for plain
 /// MTTCG and KVM.
 pub fn lane_short(results: &crate::results::Results) -> Option<&'static str> {
-    if results.host.cost_model.is_some() {
+    if results.host.cost_model.as_deref() == Some(crate::cost::COUNT_MODEL) {
+        Some("counting")
+    } else if results.host.cost_model.is_some() {
         Some("cost model")
     } else if results.host.icount {
         Some("icount")

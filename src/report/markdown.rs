@@ -462,14 +462,17 @@ fn profile_markdown(out: &mut String, results: &Results) {
         if table.rows.is_empty() {
             let _ = writeln!(
                 out,
-                "No symbol's modeled cycles changed ({} and {} sample(s)).",
-                table.a_samples, table.b_samples
+                "No symbol's {} changed ({} and {} sample(s)).",
+                table.measure(),
+                table.a_samples,
+                table.b_samples
             );
             continue;
         }
+        let u = table.unit();
         let _ = writeln!(
             out,
-            "| symbol | {a} (Mcycles) | {b} (Mcycles) | \u{394} (Mcycles) | share of total \u{394} |\n|---|---:|---:|---:|---:|"
+            "| symbol | {a} ({u}) | {b} ({u}) | \u{394} ({u}) | share of total \u{394} |\n|---|---:|---:|---:|---:|"
         );
         let listed = table.rows.iter().map(|r| (r, ""));
         let changed = table
@@ -490,10 +493,11 @@ fn profile_markdown(out: &mut String, results: &Results) {
         }
         let _ = writeln!(
             out,
-            "\nThe whole phase: {a} {}, {b} {}, \u{394} {} Mcycles per sample ({} and {} sample(s)){}.",
+            "\nThe whole phase: {a} {}, {b} {}, \u{394} {} {} per sample ({} and {} sample(s)){}.",
             mcycles(table.a_total),
             mcycles(table.b_total),
             signed_mcycles(table.total_delta()),
+            table.unit(),
             table.a_samples,
             table.b_samples,
             table.listed_share().map_or_else(String::new, |s| format!(

@@ -28,6 +28,8 @@ pub struct ProfileTable {
     /// The functions the series changes that the chosen campaign executes
     /// (`results.reach`), in name order, when not among `rows`.
     pub series_rows: Vec<SymbolDelta>,
+    /// The counting lane's table: instructions, not modeled cycles.
+    pub counting: bool,
 }
 
 impl ProfileTable {
@@ -43,11 +45,29 @@ impl ProfileTable {
         (total != 0.0).then(|| self.rows.iter().map(|r| r.delta).sum::<f64>() / total)
     }
 
+    /// What the table counts: `modeled cycles`, or the counting lane's
+    /// `instructions`.
+    pub fn measure(&self) -> &'static str {
+        if self.counting {
+            "instructions"
+        } else {
+            "modeled cycles"
+        }
+    }
+
+    /// Its unit in millions: `Mcycles` or `Minsns`.
+    pub fn unit(&self) -> &'static str {
+        if self.counting { "Minsns" } else { "Mcycles" }
+    }
+
     /// "Top symbols by Δ modeled cycles per sample, B vs A: pageout".
     pub fn title(&self) -> String {
         format!(
-            "Top symbols by \u{394} modeled cycles per sample, {} vs {}: {}",
-            self.variant, self.baseline, self.phase
+            "Top symbols by \u{394} {} per sample, {} vs {}: {}",
+            self.measure(),
+            self.variant,
+            self.baseline,
+            self.phase
         )
     }
 }
@@ -90,6 +110,7 @@ pub fn profile_tables(results: &Results) -> Vec<ProfileTable> {
                 b_total: mean_total(pb),
                 rows,
                 series_rows,
+                counting: results.host.cost_model.as_deref() == Some(cost::COUNT_MODEL),
             });
         }
     }
@@ -116,6 +137,12 @@ fn profiles(results: &Results, variant: &str) -> BTreeMap<String, Vec<SymbolProf
 /// cost on skylake-client; TCG forced (...)".
 pub fn cost_banner(results: &Results) -> Option<String> {
     let model = results.host.cost_model.as_ref()?;
+    if model == cost::COUNT_MODEL {
+        return Some(format!(
+            "Counting lane: each vCPU's own instructions, by mode and symbol, counted on that vCPU (docs/cost-model.md); no cache model, and times are icount times. {}",
+            results.host.accel_reason
+        ));
+    }
     Some(format!(
         "Cost lane: modeled cost on the {model} model (docs/cost-model.md): instructions and simulated cache misses, not time. {}",
         results.host.accel_reason

@@ -170,8 +170,8 @@ fn profile_text(results: &Results) -> String {
         out.push_str(&format!("\n{}\n", table.title()));
         let header = [
             "symbol".to_string(),
-            format!("{} Mcycles", table.baseline),
-            format!("{} Mcycles", table.variant),
+            format!("{} {}", table.baseline, table.unit()),
+            format!("{} {}", table.variant, table.unit()),
             "delta".to_string(),
             "share".to_string(),
         ];

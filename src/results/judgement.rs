@@ -54,6 +54,8 @@ pub enum LaneRecord {
     Icount,
     /// The cost model: modeled cycles over icount.
     Cost,
+    /// The counting lane: each vCPU's own instructions, over icount.
+    Count,
 }
 
 impl LaneRecord {
@@ -64,6 +66,7 @@ impl LaneRecord {
             LaneRecord::Tcg => "plain TCG",
             LaneRecord::Icount => "TCG with icount",
             LaneRecord::Cost => "the cost model",
+            LaneRecord::Count => "the counting lane",
         }
     }
 }

@@ -18,15 +18,16 @@ pub fn accel() -> Vec<String> {
 }
 
 /// Loads the plugin, and makes the guest's randomness repeatable.
-pub fn qemu_args(plugin: &Path, system_map: &Path, windows: &Path) -> Vec<String> {
+pub fn qemu_args(lane: &crate::cost::CostLane, windows: &Path) -> Vec<String> {
     let args = PluginArgs {
         out: windows.to_owned(),
-        system_map: system_map.to_owned(),
-        // Promised by `vm::cost_qemu_command`, which runs every cost-lane
-        // boot under TCG, single-threaded, with icount.
+        system_map: lane.system_map.clone(),
+        // Promised by `vm::qemu_command`, which runs every boot with a
+        // plugin under TCG, single-threaded, with icount.
         icount: true,
+        model: lane.model,
     };
-    let mut option = escape(&plugin.display().to_string());
+    let mut option = escape(&lane.plugin.display().to_string());
     for arg in args.to_args() {
         option.push(',');
         option.push_str(&escape(&arg));
@@ -62,16 +63,17 @@ mod tests {
 
     #[test]
     fn the_plugin_option_escapes_commas_and_promises_icount() {
-        let args = qemu_args(
-            Path::new("/t/libpatchbench_cost_plugin.so"),
-            Path::new("/k,1/System.map"),
-            Path::new("/b/cost-windows.jsonl"),
-        );
+        let lane = crate::cost::CostLane {
+            plugin: "/t/libpatchbench_cost_plugin.so".into(),
+            system_map: "/k,1/System.map".into(),
+            model: crate::cost::PluginModel::Count,
+        };
+        let args = qemu_args(&lane, Path::new("/b/cost-windows.jsonl"));
         assert_eq!(
             args,
             [
                 "-plugin",
-                "/t/libpatchbench_cost_plugin.so,out=/b/cost-windows.jsonl,system_map=/k,,1/System.map,icount=on",
+                "/t/libpatchbench_cost_plugin.so,out=/b/cost-windows.jsonl,system_map=/k,,1/System.map,icount=on,model=count",
                 "-seed",
                 "1",
                 "-rtc",

@@ -42,6 +42,46 @@ fn exit_grace(spec: &BootSpec, cost_lane: bool) -> Duration {
 /// Under KVM, a boot that prints nothing this long is a KVM that does not work.
 const KVM_FIRST_OUTPUT: Duration = Duration::from_secs(20);
 
+/// How a boot's vCPUs run and what its guest's clock counts: the lane, as
+/// QEMU is told it. `campaign::lane` decides it once for a campaign, and
+/// every QEMU argument and kernel word that depends on it comes from here.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Clock {
+    /// KVM: the guest runs on the host's CPU, in real time.
+    Kvm,
+    /// Plain TCG, with this threading: the host's time.
+    Tcg(TcgThreads),
+    /// TCG single-threaded with `-icount shift=0,sleep=off`: guest time
+    /// counts instructions.
+    Icount,
+    /// As [`Clock::Icount`], with the cost lane's plugin (the cache model,
+    /// or counting alone) writing its windows.
+    Plugin(CostLane),
+}
+
+impl Clock {
+    /// The accelerator.
+    pub fn accel(&self) -> Accel {
+        match self {
+            Clock::Kvm => Accel::Kvm,
+            _ => Accel::Tcg,
+        }
+    }
+
+    /// Whether guest time counts instructions.
+    pub fn icount(&self) -> bool {
+        matches!(self, Clock::Icount | Clock::Plugin(_))
+    }
+
+    /// The plugin's lane, when one is loaded.
+    pub fn plugin(&self) -> Option<&CostLane> {
+        match self {
+            Clock::Plugin(lane) => Some(lane),
+            _ => None,
+        }
+    }
+}
+
 /// Everything one boot needs.
 #[derive(Debug, Clone)]
 pub struct BootSpec {
@@ -51,11 +91,8 @@ pub struct BootSpec {
     pub initrd: PathBuf,
     /// Where the console log, QEMU's stderr and the swap file go.
     pub dir: PathBuf,
-    pub accel: Accel,
-    /// TCG's deterministic instruction-count clock (`-icount`).
-    pub icount: bool,
-    /// Plain TCG's threading (ignored with icount or KVM).
-    pub tcg_threads: TcgThreads,
+    /// The accelerator, the clock and the plugin, if any.
+    pub clock: Clock,
     pub memory_mib: u64,
     pub cpus: CpuShape,
     /// The size of the swap disk (`/dev/vda`); 0 attaches none, for
@@ -100,28 +137,20 @@ const AGENT_SOCKET: &str = "agent.sock";
 /// The serial console's FIFO in a boot's socket directory.
 const CONSOLE_FIFO: &str = "console.fifo";
 
-/// The full QEMU command for a boot whose sockets are in `sockets`.
+/// The full QEMU command for a boot whose sockets are in `sockets`, in
+/// the lane its [`Clock`] says.
 pub fn qemu_command(spec: &BootSpec, sockets: &Path) -> Cmd {
-    command(spec, None, sockets)
-}
-
-/// The full QEMU command for a boot in the cost lane: always TCG,
-/// single-threaded, with icount, whatever `spec` says.
-pub fn cost_qemu_command(spec: &BootSpec, lane: &CostLane, sockets: &Path) -> Cmd {
-    command(spec, Some(lane), sockets)
-}
-
-fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
     let mut cmdline = [args::kernel_cmdline(spec.cpus), spec.extra_cmdline.clone()].concat();
-    // Whether this boot runs under icount: the cost lane always does,
-    // whatever `spec` says; icount is a TCG mode.
-    let icount = lane.is_some() || (spec.icount && spec.accel == Accel::Tcg);
-    let accel = match lane {
-        Some(_) => {
+    let icount = spec.clock.icount();
+    let lane = spec.clock.plugin();
+    let accel = match &spec.clock {
+        Clock::Kvm => args::accel_args(Accel::Kvm, false, TcgThreads::Multi),
+        Clock::Tcg(threads) => args::accel_args(Accel::Tcg, false, *threads),
+        Clock::Icount => args::accel_args(Accel::Tcg, true, TcgThreads::Single),
+        Clock::Plugin(_) => {
             cmdline.extend(cost_args::kernel_params());
             cost_args::accel()
         }
-        None => args::accel_args(spec.accel, spec.icount, spec.tcg_threads),
     };
     if icount {
         cmdline.extend(args::icount_kernel_params());
@@ -147,9 +176,7 @@ fn command(spec: &BootSpec, lane: Option<&CostLane>, sockets: &Path) -> Cmd {
         } else {
             Vec::new()
         })
-        .args(lane.map_or_else(Vec::new, |l| {
-            cost_args::qemu_args(&l.plugin, &l.system_map, &spec.cost_windows())
-        }))
+        .args(lane.map_or_else(Vec::new, |l| cost_args::qemu_args(l, &spec.cost_windows())))
 }
 
 /// What a boot produced.
@@ -214,37 +241,16 @@ pub enum VmError {
 }
 
 /// Boot, collect every message through `on_message`, and return the outcome.
+/// In the cost lane ([`Clock::Plugin`]) the plugin writes its windows to
+/// [`BootSpec::cost_windows`].
 ///
 /// `on_message` sees each message the moment it arrives (the campaign writes
 /// samples to disk there); an error it returns aborts the boot.
 pub async fn boot(
     spec: &BootSpec,
-    on_message: impl FnMut(&Message) -> anyhow::Result<()>,
-) -> Result<BootOutcome, VmError> {
-    boot_in_lane(spec, None, on_message).await
-}
-
-/// [`boot`] in the cost lane: with the cost-model plugin writing its
-/// windows to [`BootSpec::cost_windows`], under TCG single-threaded with
-/// icount whatever `spec` says.
-pub async fn boot_cost(
-    spec: &BootSpec,
-    lane: &CostLane,
-    on_message: impl FnMut(&Message) -> anyhow::Result<()>,
-) -> Result<BootOutcome, VmError> {
-    let spec = BootSpec {
-        accel: Accel::Tcg,
-        icount: true,
-        ..spec.clone()
-    };
-    boot_in_lane(&spec, Some(lane), on_message).await
-}
-
-async fn boot_in_lane(
-    spec: &BootSpec,
-    lane: Option<&CostLane>,
     mut on_message: impl FnMut(&Message) -> anyhow::Result<()>,
 ) -> Result<BootOutcome, VmError> {
+    let lane = spec.clock.plugin();
     let setup = |what: &str| {
         let label = spec.label.clone();
         let what = what.to_string();
@@ -277,7 +283,7 @@ async fn boot_in_lane(
     }));
 
     let started = Instant::now();
-    let cmd = command(spec, lane, sock_dir.path());
+    let cmd = qemu_command(spec, sock_dir.path());
     let mut qemu = Daemon::spawn(&cmd, &spec.qemu_stderr()).map_err(|source| VmError::Spawn {
         label: spec.label.clone(),
         source,
@@ -461,7 +467,7 @@ async fn converse(
                 };
                 return Err(Stop::Guest(what));
             }
-            _ = watchdog.tick(), if spec.accel == Accel::Kvm && hello_after.is_none() => {
+            _ = watchdog.tick(), if spec.clock == Clock::Kvm && hello_after.is_none() => {
                 if started.elapsed() > KVM_FIRST_OUTPUT && read_console(spec).is_empty() {
                     return Err(Stop::Guest(format!(
                         "no console output after {}s under KVM: this host's KVM does not run guests; use --accel tcg",
@@ -538,9 +544,7 @@ mod tests {
             kernel: "/k/bzImage".into(),
             initrd: "/b/initramfs.cpio".into(),
             dir: "/b".into(),
-            accel: Accel::Tcg,
-            icount: false,
-            tcg_threads: TcgThreads::Multi,
+            clock: Clock::Tcg(TcgThreads::Multi),
             memory_mib: 1024,
             cpus: CpuShape {
                 possible: 4,
@@ -560,7 +564,7 @@ mod tests {
         };
         let root_cmd = qemu_command(&with_root, Path::new("/tmp/s")).to_string();
         let icount = BootSpec {
-            icount: true,
+            clock: Clock::Icount,
             ..spec.clone()
         };
         let icount_cmd = qemu_command(&icount, Path::new("/tmp/s")).to_string();
@@ -610,10 +614,11 @@ mod tests {
             kernel: "/k/bzImage".into(),
             initrd: "/b/initramfs.cpio".into(),
             dir: "/b".into(),
-            // Asked for KVM without icount: the lane overrides both.
-            accel: Accel::Kvm,
-            icount: false,
-            tcg_threads: TcgThreads::Multi,
+            clock: Clock::Plugin(CostLane {
+                plugin: "/t/libpatchbench_cost_plugin.so".into(),
+                system_map: "/k/System.map".into(),
+                model: cost::PluginModel::Cache,
+            }),
             memory_mib: 1024,
             cpus: CpuShape {
                 possible: 20,
@@ -625,10 +630,6 @@ mod tests {
             host_root: false,
             extra_cmdline: Vec::new(),
         };
-        let lane = CostLane {
-            plugin: "/t/libpatchbench_cost_plugin.so".into(),
-            system_map: "/k/System.map".into(),
-        };
         // Going down gets the boot timeout in the cost lane, 30 s elsewhere.
         assert_eq!(exit_grace(&spec, true), Duration::from_secs(60));
         assert_eq!(exit_grace(&spec, false), EXIT_GRACE);
@@ -637,12 +638,12 @@ mod tests {
             ..spec.clone()
         };
         assert_eq!(exit_grace(&quick, true), EXIT_GRACE);
-        let cmd = cost_qemu_command(&spec, &lane, Path::new("/tmp/s")).to_string();
+        let cmd = qemu_command(&spec, Path::new("/tmp/s")).to_string();
         for part in [
             "-accel tcg,thread=single",
             "-icount shift=0,sleep=off",
             "maxcpus=2 rdinit=/init nokaslr noapictimer",
-            "-plugin /t/libpatchbench_cost_plugin.so,out=/b/cost-windows.jsonl,system_map=/k/System.map,icount=on",
+            "-plugin /t/libpatchbench_cost_plugin.so,out=/b/cost-windows.jsonl,system_map=/k/System.map,icount=on,model=cache",
             "-seed 1",
             "virtio-serial-pci,id=vser0,ioeventfd=off",
             "virtio-blk-pci,drive=swap0,ioeventfd=off",

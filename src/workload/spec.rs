@@ -138,6 +138,10 @@ pub struct MetricSpec {
 pub enum MetricLane {
     /// `vm.cost_model: cache`.
     Cost,
+    /// `vm.cost_model: count`.
+    Count,
+    /// Either: the plugin makes it with or without its cache model.
+    Plugin,
 }
 
 /// The spec of a workload kind (`zswap-pageout`...); `None` for a kind

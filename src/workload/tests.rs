@@ -149,11 +149,39 @@ fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
             Planned::Ready(p) => p.wire().per_call_cost(),
             Planned::KernelBuild(_) => None,
         };
+        // The cost lane's: those of the cache model and those either lane
+        // makes, in the spec's order.
         let cost: Vec<&MetricSpec> = spec
             .metrics
             .iter()
-            .filter(|m| m.lane == Some(MetricLane::Cost))
+            .filter(|m| matches!(m.lane, Some(MetricLane::Cost | MetricLane::Plugin)))
             .collect();
+        // The counting lane's, three per phase in `cost::count_metric_names`'
+        // order: the instructions, then split by mode, the lane's own
+        // measure of work (lower is better).
+        let count: Vec<&str> = spec
+            .metrics
+            .iter()
+            .filter(|m| matches!(m.lane, Some(MetricLane::Count | MetricLane::Plugin)))
+            .map(|m| m.name.as_str())
+            .collect();
+        let want_count: Vec<String> = phases
+            .iter()
+            .flat_map(|p| crate::cost::count_metric_names(p))
+            .collect();
+        assert_eq!(count, want_count, "{}", spec.name);
+        for m in spec
+            .metrics
+            .iter()
+            .filter(|m| m.lane == Some(MetricLane::Count))
+        {
+            assert_eq!(
+                (m.unit, m.better),
+                (Unit::Insns, Direction::LowerIsBetter),
+                "{}",
+                m.name
+            );
+        }
         let want: Vec<String> = phases
             .iter()
             .flat_map(|p| {

@@ -6,6 +6,27 @@
 
 use std::path::PathBuf;
 
+/// What the plugin does with what it counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelChoice {
+    /// Every access and fetch through the cache model: modeled cycles
+    /// (`vm.cost_model: cache`).
+    Cache,
+    /// Instructions only, per vCPU, mode and symbol: no memory callback at
+    /// all (`vm.cost_model: count`), the counting lane.
+    Count,
+}
+
+impl ModelChoice {
+    /// Its name, as `model=` and the campaign write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelChoice::Cache => "cache",
+            ModelChoice::Count => "count",
+        }
+    }
+}
+
 /// What the plugin needs to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginArgs {
@@ -17,6 +38,8 @@ pub struct PluginArgs {
     /// `-icount shift=0,sleep=off`: the plugin refuses to run without it,
     /// since its counts are repeatable only there.
     pub icount: bool,
+    /// The cache model, or counting alone.
+    pub model: ModelChoice,
 }
 
 impl PluginArgs {
@@ -26,12 +49,13 @@ impl PluginArgs {
             format!("out={}", self.out.display()),
             format!("system_map={}", self.system_map.display()),
             format!("icount={}", if self.icount { "on" } else { "off" }),
+            format!("model={}", self.model.name()),
         ]
     }
 
     /// Parses QEMU's `key=value` strings; every key is required once.
     pub fn parse(args: &[String]) -> Result<PluginArgs, String> {
-        let (mut out, mut system_map, mut icount) = (None, None, None);
+        let (mut out, mut system_map, mut icount, mut model) = (None, None, None, None);
         for arg in args {
             let (key, value) = arg
                 .split_once('=')
@@ -40,9 +64,10 @@ impl PluginArgs {
                 "out" => &mut out,
                 "system_map" => &mut system_map,
                 "icount" => &mut icount,
+                "model" => &mut model,
                 _ => {
                     return Err(format!(
-                        "unknown argument {key:?} (known: out, system_map, icount)"
+                        "unknown argument {key:?} (known: out, system_map, icount, model)"
                     ));
                 }
             };
@@ -59,10 +84,16 @@ impl PluginArgs {
             "off" | "false" | "no" => false,
             other => return Err(format!("icount={other:?}: expected on or off")),
         };
+        let model = match required(model, "model")?.as_str() {
+            "cache" => ModelChoice::Cache,
+            "count" => ModelChoice::Count,
+            other => return Err(format!("model={other:?}: expected cache or count")),
+        };
         Ok(PluginArgs {
             out: required(out, "out")?.into(),
             system_map: required(system_map, "system_map")?.into(),
             icount,
+            model,
         })
     }
 }
@@ -81,13 +112,15 @@ mod tests {
             out: "/b/cost,1.jsonl".into(),
             system_map: "/k/System.map".into(),
             icount: true,
+            model: ModelChoice::Count,
         };
         assert_eq!(
             args.to_args(),
             [
                 "out=/b/cost,1.jsonl",
                 "system_map=/k/System.map",
-                "icount=on"
+                "icount=on",
+                "model=count"
             ]
         );
         assert_eq!(PluginArgs::parse(&args.to_args()), Ok(args));
@@ -96,20 +129,39 @@ mod tests {
     #[test]
     fn bad_arguments_are_named() {
         for (words, want) in [
-            (&["out=/o", "system_map=/m"][..], "icount= is required"),
             (
-                &["out=/o", "system_map=/m", "icount=maybe"],
+                &["out=/o", "system_map=/m", "model=cache"][..],
+                "icount= is required",
+            ),
+            (
+                &["out=/o", "system_map=/m", "icount=maybe", "model=cache"],
                 "expected on or off",
+            ),
+            (
+                &["out=/o", "system_map=/m", "icount=on"],
+                "model= is required",
+            ),
+            (
+                &["out=/o", "system_map=/m", "icount=on", "model=tlb"],
+                "expected cache or count",
             ),
             (&["out=/o", "out=/p"], "given twice"),
             (&["verbose"], "not key=value"),
             (&["colour=red"], "unknown argument \"colour\""),
-            (&["out=", "system_map=/m", "icount=on"], "out= is required"),
+            (
+                &["out=", "system_map=/m", "icount=on", "model=cache"],
+                "out= is required",
+            ),
         ] {
             let err = PluginArgs::parse(&strings(words)).unwrap_err();
             assert!(err.contains(want), "{words:?}: {err}");
         }
-        let off = PluginArgs::parse(&strings(&["out=/o", "system_map=/m", "icount=off"]));
+        let off = PluginArgs::parse(&strings(&[
+            "out=/o",
+            "system_map=/m",
+            "icount=off",
+            "model=cache",
+        ]));
         assert!(!off.unwrap().icount);
     }
 }

@@ -82,6 +82,36 @@ pub const SKYLAKE_CLIENT: Model = Model {
     },
 };
 
+/// No cache at all: the counting lane (`model=count`). Its windows carry
+/// instructions only, and with no miss a window's modeled cycles are its
+/// instructions; no [`Machine`] is built for it (the geometry is never
+/// used).
+pub const COUNTING: Model = Model {
+    name: "count",
+    l1i: Geometry {
+        size_bytes: 64,
+        ways: 1,
+    },
+    l1d: Geometry {
+        size_bytes: 64,
+        ways: 1,
+    },
+    l2: Geometry {
+        size_bytes: 64,
+        ways: 1,
+    },
+    llc: Geometry {
+        size_bytes: 64,
+        ways: 1,
+    },
+    latency: Latency {
+        l1: 0,
+        l2: 0,
+        llc: 0,
+        dram: 0,
+    },
+};
+
 impl Latency {
     /// Extra cycles of an L1 miss (I or D): the access is served one
     /// level further out. An access served by level k costs exactly k's

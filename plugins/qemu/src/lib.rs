@@ -6,8 +6,10 @@
 //! (it refuses anything else), it:
 //! - counts instructions per vCPU and per kernel symbol, resolved from
 //!   `System.map` once per instruction at translation time;
-//! - runs every memory access, by physical address, and every instruction
-//!   fetch through the cache model (`patchbench-costmodel`);
+//! - with `model=cache`, runs every memory access, by physical address,
+//!   and every instruction fetch through the cache model
+//!   (`patchbench-costmodel`); with `model=count` (the counting lane) it
+//!   registers no memory callback at all and only counts;
 //! - recognises the guest agent's phase markers from their bytes at
 //!   translation time, and appends one JSON line per closed window to `W`,
 //!   written before the guest runs on.
@@ -40,9 +42,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use patchbench_agent::marker::{self, Marker};
-use patchbench_costmodel::args::PluginArgs;
+use patchbench_costmodel::args::{ModelChoice, PluginArgs};
 use patchbench_costmodel::cache::LINE_SHIFT;
-use patchbench_costmodel::machine::{Access, MAX_VCPUS, Machine, Model, SKYLAKE_CLIENT};
+use patchbench_costmodel::machine::{Access, COUNTING, MAX_VCPUS, Machine, Model, SKYLAKE_CLIENT};
 use patchbench_costmodel::record::Line;
 use patchbench_costmodel::symbols::{Symbols, code_address};
 use patchbench_costmodel::window::{Tally, Windows};
@@ -78,10 +80,15 @@ impl Segment {
         }
     }
 
-    fn add(&mut self, sym: u32, vaddr: u64, size: u64) {
+    /// One instruction of symbol `sym`; with `fetches`, the cache lines
+    /// it occupies too (the cache model's fetches).
+    fn add(&mut self, sym: u32, vaddr: u64, size: u64, fetches: bool) {
         match self.runs.last_mut() {
             Some((s, n)) if *s == sym => *n += 1,
             _ => self.runs.push((sym, 1)),
+        }
+        if !fetches {
+            return;
         }
         let first = code_address(vaddr) >> LINE_SHIFT;
         let last = code_address(vaddr + size.max(1) - 1) >> LINE_SHIFT;
@@ -101,6 +108,8 @@ type Segments = Vec<Box<Segment>>;
 /// What install prepares, shared read-only by every callback.
 struct Config {
     model: &'static Model,
+    /// Whether accesses and fetches go through the cache model (`model=cache`).
+    caches: bool,
     symbols: Symbols,
     vcpus: usize,
 }
@@ -143,7 +152,8 @@ fn output() -> MutexGuard<'static, Option<Output>> {
 /// atomic operation.
 struct State {
     config: &'static Config,
-    machine: Machine,
+    /// The caches; `None` in the counting lane.
+    machine: Option<Machine>,
     tally: Tally,
     windows: Windows,
     /// What the callbacks' user data point at, kept until QEMU flushes its
@@ -221,7 +231,9 @@ fn with_state(f: impl FnOnce(&mut State)) {
             }
             *state = Some(State {
                 config,
-                machine: Machine::new(config.model, config.vcpus),
+                machine: config
+                    .caches
+                    .then(|| Machine::new(config.model, config.vcpus)),
                 tally: Tally::new(config.symbols.len(), config.vcpus),
                 windows: Windows::default(),
                 segments: Vec::new(),
@@ -320,9 +332,14 @@ fn install(info: &sys::qemu_info_t, args: &[String]) -> Result<(Config, Output),
     let path = args.out.display().to_string();
     let file = File::create(&args.out)
         .map_err(|e| format!("cannot create the window file {path}: {e}"))?;
+    let (model, caches) = match args.model {
+        ModelChoice::Cache => (&SKYLAKE_CLIENT, true),
+        ModelChoice::Count => (&COUNTING, false),
+    };
     Ok((
         Config {
-            model: &SKYLAKE_CLIENT,
+            model,
+            caches,
             symbols,
             vcpus,
         },
@@ -340,6 +357,7 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
     let active = ACTIVE.load(Ordering::Relaxed);
     with_state(|state| {
         let symbols = &state.config.symbols;
+        let caches = state.config.caches;
         // SAFETY: `tb` and its instructions are valid during this callback.
         unsafe {
             let n = sys::qemu_plugin_tb_n_insns(tb);
@@ -371,8 +389,10 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
                 let bytes =
                     std::slice::from_raw_parts(sys::qemu_plugin_insn_data(insn).cast::<u8>(), size);
                 let sym = symbols.lookup(vaddr);
-                segment.add(sym, vaddr, size as u64);
+                segment.add(sym, vaddr, size as u64, caches);
                 match marker::decode_instruction(bytes) {
+                    // Counting alone: no memory callback.
+                    None if !caches => {}
                     None => sys::qemu_plugin_register_vcpu_mem_cb(
                         insn,
                         Some(on_mem),
@@ -429,9 +449,11 @@ unsafe extern "C" fn on_segment(vcpu: c_uint, data: *mut c_void) {
         for &(sym, n) in &segment.runs {
             state.tally.insns(v, sym, n);
         }
-        for &(addr, sym) in &segment.lines {
-            let outcome = state.machine.access(v, addr, Access::Fetch);
-            state.tally.access(v, sym, Access::Fetch, outcome);
+        if let Some(machine) = state.machine.as_mut() {
+            for &(addr, sym) in &segment.lines {
+                let outcome = machine.access(v, addr, Access::Fetch);
+                state.tally.access(v, sym, Access::Fetch, outcome);
+            }
         }
     })
 }
@@ -459,9 +481,12 @@ unsafe extern "C" fn on_mem(
     let sym = data as usize as u32;
     with_state(|state| {
         let v = vcpu as usize;
+        let Some(machine) = state.machine.as_mut() else {
+            return;
+        };
         // An access that straddles two lines touches both.
         for line in (paddr >> LINE_SHIFT)..=((paddr + size - 1) >> LINE_SHIFT) {
-            let outcome = state.machine.access(v, line << LINE_SHIFT, kind);
+            let outcome = machine.access(v, line << LINE_SHIFT, kind);
             state.tally.access(v, sym, kind, outcome);
         }
     })
