@@ -16,6 +16,7 @@ packages=(
   cpio xz-utils     # extracting the tree, kernel headers archive
   busybox-static    # the guest's mkswap (the initramfs needs a static one)
   ccache            # makes rebuilds of the same sources near free
+  strace            # kernel-build: learns which files the guest's build reads
   chromium          # tests/screenshot.rs: renders a result page headless
   python3-venv      # a private venv for actionlint (below)
 )

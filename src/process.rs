@@ -180,6 +180,7 @@ pub fn debian_package_for(program: &str) -> Option<&'static str> {
         "cpio" => "cpio",
         "qemu-system-x86_64" => "qemu-system-x86",
         "busybox" => "busybox-static",
+        "strace" => "strace",
         _ => return None,
     })
 }

@@ -57,9 +57,10 @@ fn campaign(dir: &Path) -> PathBuf {
     path
 }
 
-/// The guest compiles two objects with the host's gcc in a cgroup below the
-/// compilers' peak: every sample gives real times and swaps into zswap (the
-/// second of a boot as the first: it reads its files into its own cgroup),
+/// The guest compiles two objects with the host's gcc, from the staged copy
+/// in its memory, in a cgroup below the compilers' peak: every sample gives
+/// real times and swaps into zswap (the second of a boot as the first),
+/// its window reads nothing over 9p (the agent refuses a sample that did),
 /// and the host's prepared tree is left as it was (the objects are not in
 /// it).
 #[test]
@@ -107,6 +108,17 @@ fn the_kernel_build_workload_compiles_in_the_guest_under_memory_pressure() {
         assert!(!path.exists(), "{} was written on the host", path.display());
     }
     assert!(build.join("patchbench-kbuild.json").is_file());
+    // The staged root beside it: the toolchain and the tree's files, each
+    // at its host path.
+    let stage = PathBuf::from(format!("{}.stage", build.display()));
+    assert!(stage.join(".patchbench-staged").is_file());
+    assert!(stage.join("usr/bin/make").is_file());
+    assert!(
+        stage
+            .join(build.strip_prefix("/").unwrap())
+            .join("patchbench-targets.mk")
+            .is_file()
+    );
 
     // Host-root mode for a command: the host's own programs run, and what
     // the guest writes stays in the guest.
@@ -135,4 +147,42 @@ fn the_kernel_build_workload_compiles_in_the_guest_under_memory_pressure() {
     assert!(stdout.contains("gcc ("), "{stdout}");
     assert!(stdout.contains("\nguest"), "{stdout}");
     assert!(!probe.exists(), "the guest wrote to the host's file system");
+}
+
+/// A timed window that reads the host over 9p is refused: the guest-fault
+/// workload reads a host file inside a window watched as a kernel build's
+/// is, on the kernel-build campaign's kernels, and the run fails as the
+/// guest's (exit 5), saying so.
+#[test]
+fn a_window_that_did_host_io_is_refused() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_host_tools();
+    let dir = tempfile::tempdir().unwrap();
+    let campaign = campaign(dir.path());
+    let text = std::fs::read_to_string(&campaign).unwrap();
+    let start = text.find("workload:\n").unwrap();
+    let end = text.find("protocol:\n").unwrap();
+    let text = format!(
+        "{}workload:\n  kind: guest-fault\n  fault: host-io\n{}",
+        &text[..start],
+        &text[end..]
+    );
+    std::fs::write(&campaign, text).unwrap();
+    let output = patchbench()
+        .arg("run")
+        .arg(&campaign)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("--cache-dir")
+        .arg(common::cache_dir())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("guest-fault host-io's window did host I/O: ")
+            && stderr.contains("interrupt(s) of the 9p device virtio")
+            && stderr.contains("the sample is refused"),
+        "{stderr}"
+    );
 }

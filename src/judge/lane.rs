@@ -66,7 +66,15 @@ impl Guest {
             online,
             tasks,
             tick_split,
-            host_io: spec.and_then(|s| s.host_io.clone()),
+            host_io: spec.and_then(|s| s.host_io.as_ref()).and_then(|io| {
+                io.in_run(
+                    results
+                        .boots
+                        .iter()
+                        .flat_map(|b| &b.samples)
+                        .map(|s| &s.metrics),
+                )
+            }),
         }
     }
 

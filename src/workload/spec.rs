@@ -27,9 +27,57 @@ pub struct WorkloadSpec {
     /// completions land at instruction counts the host's speed decides):
     /// under icount its times are then not the lane's own. Absent: none.
     #[serde(default)]
-    pub host_io: Option<String>,
+    pub host_io: Option<HostIoSpec>,
     pub params: Vec<ParamSpec>,
     pub metrics: Vec<MetricSpec>,
+}
+
+/// [`WorkloadSpec::host_io`]: what it is, and the metric that counts it
+/// in each sample, if one does.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostIoSpec {
+    pub what: String,
+    /// A count metric of the workload: a run did host I/O inside its
+    /// windows only where a sample's count is above zero. Absent: every
+    /// run does.
+    #[serde(default)]
+    pub counted_by: Option<String>,
+}
+
+impl HostIoSpec {
+    /// The host I/O inside a window of a run whose samples are `samples`
+    /// (their metric maps), said with its extent; `None` when its count
+    /// says there was none. A run whose samples lack the count (made
+    /// before the agent counted it) is taken to have done it.
+    pub fn in_run<'a>(
+        &self,
+        samples: impl IntoIterator<Item = &'a std::collections::BTreeMap<String, u64>>,
+    ) -> Option<String> {
+        let Some(metric) = &self.counted_by else {
+            return Some(self.what.clone());
+        };
+        let (mut seen, mut with, mut total) = (0usize, 0usize, 0u64);
+        for sample in samples {
+            if let Some(&n) = sample.get(metric) {
+                seen += 1;
+                with += usize::from(n > 0);
+                total += n;
+            }
+        }
+        if seen == 0 {
+            return Some(format!(
+                "{}; the run has no {metric} to count it",
+                self.what
+            ));
+        }
+        (with > 0).then(|| {
+            format!(
+                "{}: {metric} {total} in {with} of {seen} samples",
+                self.what
+            )
+        })
+    }
 }
 
 /// [`WorkloadSpec::tasks`]: the parameter that counts the tasks, plus

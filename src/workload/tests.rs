@@ -99,6 +99,7 @@ fn every_spec_parses_and_names_the_agents_metrics() {
                 "mthp_swpout_32k",
                 "mthp_swpout_64k",
                 "mthp_swpout_fallback",
+                "disk_irqs",
                 "peak_bytes",
                 "guest_user_ns",
                 "guest_sys_ns",
@@ -646,4 +647,27 @@ fn a_prepared_workload_lists_its_parameters_as_people_write_them() {
     assert_eq!(params["dirty_size"], "256 KiB");
     assert_eq!(params["dirty_pause"], "1ms");
     assert_eq!(prepared.kind(), "rstat-flush");
+}
+
+#[test]
+fn host_io_counted_by_a_metric_is_a_runs_only_where_a_sample_counted_some() {
+    use std::collections::BTreeMap;
+    let spec = spec_for_kind("kernel-build").unwrap();
+    let io = spec
+        .host_io
+        .expect("kernel-build says what host I/O it may do");
+    assert_eq!(io.counted_by.as_deref(), Some("disk_irqs"));
+    let sample = |n: Option<u64>| -> BTreeMap<String, u64> {
+        n.map(|n| ("disk_irqs".to_string(), n))
+            .into_iter()
+            .collect()
+    };
+    assert_eq!(io.in_run(&[sample(Some(0)), sample(Some(0))]), None);
+    let some = io.in_run(&[sample(Some(0)), sample(Some(7))]).unwrap();
+    assert!(some.ends_with(": disk_irqs 7 in 1 of 2 samples"), "{some}");
+    let old = io.in_run(&[sample(None)]).unwrap();
+    assert!(
+        old.ends_with("; the run has no disk_irqs to count it"),
+        "{old}"
+    );
 }

@@ -4,7 +4,9 @@
 use patchbench_agent::Fault;
 
 use crate::console;
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
+use crate::hostio;
+use crate::hostroot;
 use crate::sys;
 
 /// The exact message of [`Fault::Fail`].
@@ -22,5 +24,14 @@ pub fn run(fault: Fault) -> Result<()> {
             sys::pause_forever()
         }
         Fault::Fail => Err(Error::msg(FAIL_MESSAGE)),
+        Fault::HostIo => {
+            // A host file that nothing read before, so that the 9p client
+            // has none of it cached.
+            let watch = hostio::Watch::ninep()?;
+            let start = watch.start()?;
+            let path = hostroot::under(hostroot::LOWER, "/etc/os-release");
+            std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            watch.check(start, "guest-fault host-io's window")
+        }
     }
 }

@@ -29,8 +29,8 @@ pub const ROOT: &str = "/hostroot";
 pub const LOWER: &str = "/run/hostroot/lower";
 const RW: &str = "/run/hostroot/rw";
 
-/// A usual Debian `PATH` for programs in the host root.
-pub const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// The `PATH` of programs in the host root.
+pub const PATH: &str = patchbench_agent::HOST_PATH;
 
 /// 9p options: virtio transport, the Linux dialect; the largest message
 /// virtio allows (fewer round trips per read); page-cache the files, which
@@ -86,19 +86,25 @@ pub fn mount_all() -> Result<()> {
          kconfigs/host-root.config?)",
     )?;
     overlay(Path::new(LOWER), Path::new(RW), Path::new(ROOT))?;
+    bind_guest_dirs(Path::new(ROOT))?;
+    console::say(format!(
+        "host root: 9p {HOST_ROOT_TAG} read-only at {LOWER}, overlay on {ROOT}"
+    ));
+    Ok(())
+}
+
+/// Binds the guest's own `/proc`, `/sys` and `/dev` into `root`, for
+/// programs that run chrooted there.
+pub fn bind_guest_dirs(root: &Path) -> Result<()> {
     for dir in ["proc", "sys", "dev"] {
-        let target = Path::new(ROOT).join(dir);
         mount(
             &format!("/{dir}"),
-            &target,
+            &root.join(dir),
             "none",
             libc::MS_BIND | libc::MS_REC,
             None,
         )?;
     }
-    console::say(format!(
-        "host root: 9p {HOST_ROOT_TAG} read-only at {LOWER}, overlay on {ROOT}"
-    ));
     Ok(())
 }
 
@@ -111,6 +117,17 @@ pub fn under(base: &str, host_path: &str) -> PathBuf {
 /// `cwd` (a host path), joining the cgroup whose `cgroup.procs` is given
 /// before it executes. The environment is only `PATH`, `HOME` and `LC_ALL`.
 pub fn command(
+    program: impl AsRef<OsStr>,
+    cwd: &str,
+    cgroup_procs: Option<&Path>,
+) -> Result<Command> {
+    command_in(Path::new(ROOT), program, cwd, cgroup_procs)
+}
+
+/// [`command`], chrooted into `root` instead of the host root (a kernel
+/// build's staged root, [`crate::stage`]).
+pub fn command_in(
+    root: &Path,
     program: impl AsRef<OsStr>,
     cwd: &str,
     cgroup_procs: Option<&Path>,
@@ -128,13 +145,8 @@ pub fn command(
                 .with_context(|| format!("opening {}", p.display()))
         })
         .transpose()?;
-    sys::confine(
-        &mut cmd,
-        procs.map(Into::into),
-        Path::new(ROOT),
-        Path::new(cwd),
-    )
-    .context("preparing chroot into the host root")?;
+    sys::confine(&mut cmd, procs.map(Into::into), root, Path::new(cwd))
+        .with_context(|| format!("preparing chroot into {}", root.display()))?;
     Ok(cmd)
 }
 

@@ -1,20 +1,23 @@
 //! The KernelBuild workload (seeds 001 and 004: a kernel build in a memcg
 //! whose `memory.max` is below the build's peak, zswap on). It runs the
-//! host's `make` and compiler on a kernel tree the host prepared, through
-//! the host root ([`crate::hostroot`]).
+//! host's `make` and compiler on a kernel tree the host prepared, from a
+//! copy in guest memory: before the first sample, untimed, the files the
+//! build reads (the host traced them, [`crate::stage`]) are copied over
+//! 9p into a tmpfs, and every sample builds there, chrooted, so no timed
+//! window reads the host. A window whose 9p device took an interrupt is
+//! refused ([`crate::hostio`]).
 //!
 //! Setup, untimed, per sample: the clean page cache and slab caches are
 //! dropped ([`drop_caches`]), then a fresh child cgroup
 //! `/sys/fs/cgroup/patchbench-kbuild/sample<N>` gets `memory.max` and
-//! `memory.zswap.max`, and a fresh tmpfs overlay goes over the prepared
-//! build directory, mounted at the build directory's own path in the host
-//! root (kbuild records absolute paths, so the path must not change).
-//! Every sample therefore starts from the same state, whatever its
-//! targets: each build reads the compiler, the sources and the headers
-//! into its own cgroup, as a build in a memcg does.
+//! `memory.zswap.max`, and a fresh tmpfs overlay goes over the staged
+//! root (the build's paths are the host's: kbuild records absolute
+//! paths). Every sample therefore starts from the same state, whatever
+//! its targets.
 //!
-//! Timed: `make O=<build> -j<jobs> <targets>` in the source tree, from
-//! spawn to exit: `real` on CLOCK_MONOTONIC, `user` and `sys` from
+//! Timed: `make O=<build> -j<jobs> <targets>` in the source tree (or the
+//! recorded commands, [`BuildDriver::Recorded`]), from spawn to exit:
+//! `real` on CLOCK_MONOTONIC, `user` and `sys` from
 //! `getrusage(RUSAGE_CHILDREN)` (make waits for every compiler it starts,
 //! so their time is included); that span is the cost model's `build` phase.
 //! Afterwards every target must exist and be
@@ -27,23 +30,26 @@ use std::fs::File;
 use std::path::Path;
 
 use patchbench_agent::marker::Phase;
-use patchbench_agent::{BuildDriver, Limit, RECORDED_MAKEFILE, SwapBackend};
+use patchbench_agent::{BuildDriver, Limit, RECORDED_MAKEFILE, SwapBackend, kbuild_command};
 
 use crate::cgroup;
 use crate::console;
 use crate::cpustat;
 use crate::error::{Context, Result, bail};
 use crate::files;
+use crate::hostio;
 use crate::hostroot;
 use crate::mark;
 use crate::pageout::{counter_delta, emit, read_stat};
 use crate::port::Port;
 use crate::refault::Times;
+use crate::stage;
 use crate::swapstat::{self, SwapCounters};
 use crate::sys;
 
 const CGROUP: &str = "patchbench-kbuild";
-/// Each sample's tmpfs (its overlay's upper layer, and make's log).
+/// Each sample's tmpfs (its overlay's upper layer, and make's log) and
+/// root.
 const SCRATCH: &str = "/run/kbuild";
 /// Lines of make's output shown when it fails.
 const TAIL_LINES: usize = 30;
@@ -87,8 +93,11 @@ pub fn check(params: &Params) -> Result<()> {
 /// Runs and reports every sample.
 pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Result<()> {
     check(params)?;
-    let prepared = hostroot::under(hostroot::LOWER, &params.build);
-    if !prepared.join(".config").is_file() {
+    stage::load(&params.build).context("staging the build into guest memory")?;
+    let prepared = hostroot::under(stage::STAGED, &params.build);
+    // The recorded commands read no .config; kbuild does, so the host
+    // staged it.
+    if params.driver == BuildDriver::Kbuild && !prepared.join(".config").is_file() {
         bail!(
             "the build directory {} has no .config: the host did not prepare it",
             params.build
@@ -109,6 +118,10 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
             params.build
         );
     }
+    let watch = Watches {
+        ninep: hostio::Watch::ninep()?,
+        disks: hostio::Watch::disks()?,
+    };
     console::say(format!(
         "kernel-build ({:?}): make O={} -j{} {} in {}, memory.max={} memory.zswap.max={}",
         params.driver,
@@ -121,7 +134,7 @@ pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Resu
     ));
     let total = warmups + samples;
     for index in 0..total {
-        let metrics = sample(params, &prepared, &parent.join(format!("sample{index}")))
+        let metrics = sample(params, &watch, &parent.join(format!("sample{index}")))
             .with_context(|| format!("sample {index}"))?;
         emit(port, index, warmups, total, metrics)?;
     }
@@ -146,17 +159,17 @@ fn drop_caches() -> Result<()> {
         .with_context(|| format!("dropping the page and slab caches ({DROP_CACHES})"))
 }
 
-/// One build from the prepared state, in its own cgroup and overlay.
-fn sample(params: &Params, prepared: &Path, cg: &Path) -> Result<BTreeMap<String, u64>> {
+/// One build from the prepared state, in its own cgroup and root.
+fn sample(params: &Params, watch: &Watches, cg: &Path) -> Result<BTreeMap<String, u64>> {
     drop_caches()?;
     cgroup::create(cg)?;
     cgroup::set_limit(cg, "memory.max", params.memory_max)?;
     cgroup::set_limit(cg, "memory.zswap.max", params.zswap_max)?;
-    let rw = Path::new(SCRATCH).join(cg.file_name().expect("a cgroup has a name"));
-    let merged = hostroot::under(hostroot::ROOT, &params.build);
-    hostroot::overlay(prepared, &rw, &merged)?;
-    let result = build(params, cg, &rw, &merged);
-    let cleanup = unmount(&merged).and_then(|()| unmount(&rw));
+    let name = cg.file_name().expect("a cgroup has a name");
+    let scratch = Path::new(SCRATCH).join(name);
+    let root = stage::Root::mount(&scratch.join("rw"), &scratch.join("root"))?;
+    let result = build(params, watch, cg, &root);
+    let cleanup = root.unmount();
     let metrics = result?;
     cleanup?;
     // Nothing is left in it; its memory went with the tmpfs.
@@ -164,48 +177,54 @@ fn sample(params: &Params, prepared: &Path, cg: &Path) -> Result<BTreeMap<String
     Ok(metrics)
 }
 
-fn unmount(path: &Path) -> Result<()> {
-    sys::umount(path).with_context(|| format!("unmounting {}", path.display()))
+/// The 9p devices, whose interrupts refuse a window, and the disks,
+/// whose interrupts are counted (`disk_irqs`).
+struct Watches {
+    ninep: hostio::Watch,
+    disks: hostio::Watch,
 }
 
-fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMap<String, u64>> {
-    let log_path = rw.join("make.log");
+fn build(
+    params: &Params,
+    watch: &Watches,
+    cg: &Path,
+    root: &stage::Root,
+) -> Result<BTreeMap<String, u64>> {
+    let merged = hostroot::under(&root.path.display().to_string(), &params.build);
+    let log_path = merged.join("patchbench-make.log");
     let log =
         File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
     let log_err = log.try_clone().context("duplicating the log")?;
     let procs = cg.join("cgroup.procs");
-    let mut cmd = match params.driver {
-        BuildDriver::Kbuild => {
-            let mut cmd = hostroot::command("make", &params.src, Some(&procs))?;
-            cmd.arg(format!("O={}", params.build))
-                .arg(format!("-j{}", params.jobs))
-                .args(&params.targets);
-            cmd
-        }
-        BuildDriver::Recorded => {
-            let mut cmd = hostroot::command("make", &params.build, Some(&procs))?;
-            cmd.arg("-f")
-                .arg(RECORDED_MAKEFILE)
-                .arg(format!("-j{}", params.jobs));
-            cmd
-        }
-    };
-    cmd.stdin(std::process::Stdio::null())
+    let (cwd, argv) = kbuild_command(
+        params.driver,
+        &params.src,
+        &params.build,
+        params.jobs,
+        &params.targets,
+    );
+    let mut cmd = hostroot::command_in(&root.path, &argv[0], &cwd, Some(&procs))?;
+    cmd.args(&argv[1..])
+        .stdin(std::process::Stdio::null())
         .stdout(log)
         .stderr(log_err);
     let stat = cg.join("memory.stat");
     let before = read_stat(&stat)?;
     let swap_before = swap_counters(params)?;
     let meter = cpustat::Meter::start(cpustat::Whose::Children)?;
+    let io = watch.ninep.start()?;
+    let disk_before = watch.disks.count()?;
     let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
     mark::begin(Phase::Build);
     let status = cmd
         .status()
-        .with_context(|| format!("running make in {} (host root)", params.src));
+        .with_context(|| format!("running make in {} (staged root)", cwd));
     mark::end(Phase::Build);
     let status = status?;
     let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
     let cpu = meter.stop()?;
+    let disk_irqs = watch.disks.count()? - disk_before;
+    watch.ninep.check(io, "the build")?;
     if !status.success() {
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
         bail!(
@@ -235,6 +254,7 @@ fn build(params: &Params, cg: &Path, rw: &Path, merged: &Path) -> Result<BTreeMa
         sys_ns: cpu["sys_ns"],
     };
     let mut metrics = sample_metrics(times, peak, &before, &after)?;
+    metrics.insert("disk_irqs".into(), disk_irqs);
     metrics.extend(cpu);
     if let (Some(b), Some(a)) = (&swap_before, &swap_after) {
         metrics.extend(swapstat::metrics(b, a)?);

@@ -45,6 +45,11 @@ pub const PORT_NAME: &str = "org.patchbench.agent";
 /// The 9p mount tag of the host's `/` in host-root mode ([`Job::host_root`]).
 pub const HOST_ROOT_TAG: &str = "hostroot";
 
+/// The `PATH` programs run with in the host root and in a kernel build's
+/// staged root: a usual Debian one. The host traces the build with it, so
+/// that the programs it finds are the ones the guest's build finds.
+pub const HOST_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 /// Everything the guest is asked to do during one boot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -354,6 +359,43 @@ pub enum BuildDriver {
 /// [`BuildDriver::Recorded`].
 pub const RECORDED_MAKEFILE: &str = "patchbench-targets.mk";
 
+/// The staged root of the prepared build directory `build` (a host
+/// path): every file a sample's build reads, toolchain and tree, under
+/// their host paths, which the host writes beside the build directory and
+/// the guest copies into its memory before the first sample.
+pub fn kbuild_stage(build: &str) -> String {
+    format!("{}.stage", build.trim_end_matches('/'))
+}
+
+/// The command a kernel-build sample runs: its working directory and its
+/// argv (`make` first), in host paths. The guest runs it in every sample;
+/// the host runs it once, traced, to learn which files the build reads.
+pub fn kbuild_command(
+    driver: BuildDriver,
+    src: &str,
+    build: &str,
+    jobs: u32,
+    targets: &[String],
+) -> (String, Vec<String>) {
+    let jobs = format!("-j{jobs}");
+    match driver {
+        BuildDriver::Kbuild => {
+            let mut argv = vec!["make".to_string(), format!("O={build}"), jobs];
+            argv.extend(targets.iter().cloned());
+            (src.to_string(), argv)
+        }
+        BuildDriver::Recorded => (
+            build.to_string(),
+            vec![
+                "make".to_string(),
+                "-f".to_string(),
+                RECORDED_MAKEFILE.to_string(),
+                jobs,
+            ],
+        ),
+    }
+}
+
 fn is_false(value: &bool) -> bool {
     !value
 }
@@ -450,7 +492,13 @@ impl Workload {
 
     /// Whether the workload runs host programs, so needs [`Job::host_root`].
     pub fn needs_host_root(&self) -> bool {
-        matches!(self, Workload::KernelBuild { .. })
+        matches!(
+            self,
+            Workload::KernelBuild { .. }
+                | Workload::GuestFault {
+                    fault: Fault::HostIo
+                }
+        )
     }
 
     /// The cost-lane metric the host derives from the profiled function
@@ -505,6 +553,9 @@ pub enum Fault {
     Hang,
     /// The workload reports an error message.
     Fail,
+    /// A timed window that reads the host over 9p (host-root mode), which
+    /// the agent must refuse as a kernel build's would be.
+    HostIo,
 }
 
 /// One line from the guest.

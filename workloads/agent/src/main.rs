@@ -21,6 +21,7 @@ mod exec;
 mod fault;
 mod files;
 mod gate;
+mod hostio;
 mod hostroot;
 mod kbuild;
 mod layout;
@@ -35,6 +36,7 @@ mod report;
 mod rstat;
 mod setup;
 mod spawn;
+mod stage;
 mod swapstat;
 mod sys;
 mod worker;
@@ -377,6 +379,7 @@ fn describe(workload: &Workload) -> String {
                 Fault::ExitInit => "exit-init",
                 Fault::Hang => "hang",
                 Fault::Fail => "fail",
+                Fault::HostIo => "host-io",
             }
         ),
     }

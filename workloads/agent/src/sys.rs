@@ -50,11 +50,12 @@ pub fn mount(
     .map(drop)
 }
 
-/// `umount2(2)` with no flags.
-pub fn umount(target: &Path) -> io::Result<()> {
+/// `umount2(2)` with `MNT_DETACH`: the mount and every mount under it
+/// leave the tree now, and go when nothing uses them.
+pub fn umount_detach(target: &Path) -> io::Result<()> {
     let target = cstring(target)?;
     // SAFETY: a valid NUL-terminated path.
-    check(unsafe { libc::umount2(target.as_ptr(), 0) }).map(drop)
+    check(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) }).map(drop)
 }
 
 /// Makes `cmd`'s child join a cgroup (by writing `0` to its open

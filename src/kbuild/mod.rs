@@ -11,6 +11,14 @@
 //!   ([`patchbench_agent::RECORDED_MAKEFILE`]), then their outputs deleted.
 //!   `patchbench-kbuild.json` marks it complete. The key covers the commit,
 //!   the config, the targets and the compiler.
+//! - `kbuild/<key>.stage`: every file a sample's build reads, toolchain
+//!   and tree, under their host paths ([`stage`]). The guest copies it into
+//!   its memory before the first sample and builds there, so no timed
+//!   window reads the host.
+
+mod stage;
+
+pub use stage::Staged;
 
 use std::path::{Path, PathBuf};
 
@@ -72,6 +80,13 @@ pub enum KbuildError {
     },
     #[error("kernel-build: {} has no savedcmd line", cmd_file.display())]
     NoSavedCommand { cmd_file: PathBuf },
+    #[error(
+        "kernel-build: the build, run once on the host under strace to learn which files it reads, failed"
+    )]
+    Trace {
+        #[source]
+        source: Box<process::ProcessError>,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> KbuildError {
@@ -112,7 +127,25 @@ pub async fn prepare(
         crate::fsutil::write_atomic(&build.join(STAMP), stamp.to_string().as_bytes())
             .map_err(io_err(&build.join(STAMP)))?;
     }
-    Ok(PreparedTree { src, build })
+    let stage = PathBuf::from(patchbench_agent::kbuild_stage(&build.display().to_string()));
+    let staged = stage::ensure(
+        &stage::Build {
+            driver: plan.driver,
+            src: &src,
+            build: &build,
+            jobs: plan.jobs,
+            targets,
+        },
+        &stage,
+    )
+    .await?;
+    sink.emit(Event::Note(format!(
+        "kernel-build: {} files ({}) staged for the guest's memory: {}",
+        staged.files,
+        bytesize::ByteSize::b(staged.bytes),
+        stage.display()
+    )));
+    Ok(PreparedTree { src, build, stage })
 }
 
 /// Where a kernel build's prepared tree is on the host.
@@ -123,6 +156,9 @@ pub struct PreparedTree {
     /// The configured, prepared build directory (`O=`), without the
     /// targets' outputs.
     pub build: PathBuf,
+    /// The staged root: every file a sample's build reads, under its host
+    /// path.
+    pub stage: PathBuf,
 }
 
 /// The build directory's cache key.
