@@ -246,14 +246,15 @@ fn seed_004_campaigns_reach_large_folio_swap_in() {
     assert_eq!(random.samples, sequential.samples);
 }
 
-/// Seed 002's cost-lane campaign is 002-dfl-rstat.yaml measured on the
-/// cost model: the same workload and kernels, swapping to zram (no disk,
-/// so boots of one kernel repeat) and with the seed's 70 samples.
+/// Seed 002's cost-lane campaign is 002-dfl-rstat.yaml (the counting
+/// lane) measured on the cost model: the same workload and kernels,
+/// swapping to zram (no disk, so boots of one kernel repeat) and with the
+/// seed's 70 samples.
 #[test]
-fn seed_002_runs_in_the_cost_lane_on_the_icount_campaigns_workload() {
+fn seed_002_runs_in_the_cost_lane_on_the_counting_campaigns_workload() {
     let icount = plan_of(&seeds_dir().join("002-dfl-rstat.yaml"));
     let cost = plan_of(&seeds_dir().join("002-dfl-rstat-cost.yaml"));
-    assert_eq!(icount.vm.cost_model, patchbench::config::CostModel::None);
+    assert_eq!(icount.vm.cost_model, patchbench::config::CostModel::Count);
     assert_eq!(cost.vm.cost_model, patchbench::config::CostModel::Cache);
     let mut cost_params = plan_params(&cost);
     assert_eq!(cost_params.remove("swap").as_deref(), Some("zram"));
