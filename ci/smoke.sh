@@ -5,5 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/setup-host.sh
-cargo build --release --workspace --locked
+# Only what the smoke runs: the CLI and the guest agent (the cost-lane
+# plugin, a crate of its own, builds with `cargo build --release --workspace`).
+cargo build --release --locked -p patchbench -p patchbench-agent
 exec target/release/patchbench run ci/smoke.yaml "$@"

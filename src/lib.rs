@@ -33,6 +33,7 @@ pub mod report;
 pub mod results;
 pub mod series;
 pub mod stats;
+pub mod tls;
 pub mod tree;
 pub mod ui;
 pub mod variants;

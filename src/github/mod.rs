@@ -81,6 +81,7 @@ impl GithubClient {
             base_uri: base_uri.to_string(),
             source,
         };
+        crate::tls::install();
         let octo = octocrab::Octocrab::builder()
             // Retries are ours: octocrab's would re-send a POST on a 5xx.
             .add_retry_config(octocrab::service::middleware::retry::RetryConfig::None)

@@ -65,6 +65,7 @@ pub async fn fetch_thread(base: &str, message_id: &str) -> Result<Vec<u8>, LoreE
         url: url.clone(),
         source,
     };
+    crate::tls::install();
     let client = reqwest::Client::builder()
         .user_agent(concat!("patchbench/", env!("CARGO_PKG_VERSION")))
         .timeout(Duration::from_secs(60))
