@@ -24,7 +24,7 @@ use std::path::{Component, Path, PathBuf};
 
 use patchbench_agent::{BuildDriver, HOST_PATH, kbuild_command};
 
-use super::{KbuildError, io_err};
+use super::error::{KbuildError, io_err};
 use crate::process::{self, Cmd};
 
 /// Marks a complete staged root, and says how much it holds.
