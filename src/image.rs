@@ -227,8 +227,16 @@ pub fn parse_spec(text: &str) -> Result<ImageSpec, ImageError> {
 }
 
 /// Build the initramfs for one boot at `path`: the shared entries plus the
-/// job at [`patchbench_agent::JOB_PATH`]. Returns the archive's sha256.
-pub fn build(base: &Entries, job_json: &[u8], path: &Path) -> Result<String, ImageError> {
+/// job at [`patchbench_agent::JOB_PATH`], then each archive of `appended`
+/// byte for byte (the kernel unpacks concatenated newc archives in turn,
+/// Documentation/driver-api/early-userspace/buffer-format.rst). Returns
+/// the whole file's sha256.
+pub fn build(
+    base: &Entries,
+    job_json: &[u8],
+    appended: &[PathBuf],
+    path: &Path,
+) -> Result<String, ImageError> {
     let mut entries = base.clone();
     insert(
         &mut entries,
@@ -243,10 +251,20 @@ pub fn build(base: &Entries, job_json: &[u8], path: &Path) -> Result<String, Ima
         source,
     };
     let file = std::fs::File::create(path).map_err(write_err)?;
-    let mut buf = std::io::BufWriter::new(file);
-    let sha = write_cpio(&entries, &mut buf).map_err(write_err)?;
-    buf.flush().map_err(write_err)?;
-    Ok(sha)
+    let mut out = HashingWriter {
+        inner: std::io::BufWriter::new(file),
+        hasher: Sha256::new(),
+    };
+    write_cpio(&entries, &mut out).map_err(write_err)?;
+    for archive in appended {
+        let mut from = std::fs::File::open(archive).map_err(|source| ImageError::Read {
+            path: archive.clone(),
+            source,
+        })?;
+        std::io::copy(&mut from, &mut out).map_err(write_err)?;
+    }
+    out.flush().map_err(write_err)?;
+    Ok(hex::encode(out.hasher.finalize()))
 }
 
 #[cfg(test)]
@@ -266,6 +284,35 @@ mod tests {
                 "lib/x86_64-linux-gnu/libc.so.6"
             ]
         );
+    }
+
+    #[test]
+    fn appended_archives_follow_the_boots_own_and_the_hash_covers_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let stage = dir.path().join("stage.cpio");
+        std::fs::write(&stage, b"070701-the-stage").unwrap();
+        let (with, without) = (dir.path().join("with"), dir.path().join("without"));
+        let e = Entries::new();
+        let sha_with = build(&e, b"{}", std::slice::from_ref(&stage), &with).unwrap();
+        let sha_without = build(&e, b"{}", &[], &without).unwrap();
+        let (with, without) = (
+            std::fs::read(with).unwrap(),
+            std::fs::read(without).unwrap(),
+        );
+        assert_eq!(with, [&without[..], b"070701-the-stage"].concat());
+        assert_eq!(sha_with, hex::encode(Sha256::digest(&with)));
+        assert_ne!(sha_with, sha_without);
+        // The kernel reads the next archive at a 4-byte boundary.
+        assert_eq!(without.len() % 4, 0);
+        let missing = dir.path().join("no-such.cpio");
+        let err = build(
+            &e,
+            b"{}",
+            std::slice::from_ref(&missing),
+            &dir.path().join("x"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("no-such.cpio"), "{err}");
     }
 
     #[test]

@@ -58,7 +58,7 @@ fn campaign(dir: &Path) -> PathBuf {
 }
 
 /// The guest compiles two objects with the host's gcc, from the staged copy
-/// in its memory, in a cgroup below the compilers' peak: every sample gives
+/// its initramfs brought, in a cgroup below the compilers' peak: every sample gives
 /// real times and swaps into zswap (the second of a boot as the first),
 /// its window reads nothing over 9p (the agent refuses a sample that did),
 /// and the host's prepared tree is left as it was (the objects are not in
@@ -119,6 +119,14 @@ fn the_kernel_build_workload_compiles_in_the_guest_under_memory_pressure() {
             .join("patchbench-targets.mk")
             .is_file()
     );
+    // And its archive rode in every boot's initramfs, after the boot's
+    // own: the guest had the build's files without 9p.
+    let archive = std::fs::read(format!("{}.stage.cpio", build.display())).unwrap();
+    assert!(archive.len() > 1 << 20, "{} bytes", archive.len());
+    for entry in std::fs::read_dir(dir.path().join("out/boots")).unwrap() {
+        let initrd = std::fs::read(entry.unwrap().path().join("initramfs.cpio")).unwrap();
+        assert!(initrd.len() > archive.len() && initrd.ends_with(&archive));
+    }
 
     // Host-root mode for a command: the host's own programs run, and what
     // the guest writes stays in the guest.

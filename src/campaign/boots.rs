@@ -3,7 +3,7 @@
 //! saved after each sample and each boot.
 
 use std::cell::RefCell;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
@@ -104,9 +104,20 @@ pub fn prepare_boot(
         .conditions()
         .iter()
         .all(|(_, w)| w.swap_backend() == patchbench_agent::SwapBackend::Zram);
+    // A kernel build's staged root rides in the initramfs, so that the
+    // guest reads no file of the build from the host (src/kbuild/stage.rs).
+    let mut staged: Vec<PathBuf> = Vec::new();
+    for (_, workload) in wire.conditions() {
+        if let patchbench_agent::Workload::KernelBuild { build, .. } = workload {
+            let archive = PathBuf::from(patchbench_agent::kbuild_stage_archive(build));
+            if !staged.contains(&archive) {
+                staged.push(archive);
+            }
+        }
+    }
     let initrd = job.dir.join("initramfs.cpio");
     let job_json = serde_json::to_vec(&wire).expect("job serializes");
-    let initramfs_sha256 = image::build(base_entries, &job_json, &initrd)?;
+    let initramfs_sha256 = image::build(base_entries, &job_json, &staged, &initrd)?;
     let spec = BootSpec {
         label: job.label.to_string(),
         kernel: job.kernel.to_owned(),

@@ -309,7 +309,7 @@ async fn prepare_workloads(
         }
         Ok(Workloads { main, controls })
     };
-    if plan.workload.needs_host_root() {
+    if matches!(plan.workload, crate::workload::Planned::KernelBuild(_)) {
         stages
             .time("kernel-build tree", "the workload's own tree", all)
             .await

@@ -1,8 +1,10 @@
 //! The kernel-build workload's staged root: every file the timed build
-//! reads, copied out of the host's `/` into a directory of the cache, so
-//! that the guest can copy it into its own memory before the first sample
-//! and no sample reads the host over 9p (whose requests QEMU completes in
-//! host threads, at instruction counts the host's speed decides).
+//! reads, copied out of the host's `/` into a directory of the cache and
+//! written as a cpio archive beside it, which every boot's initramfs
+//! carries ([`write_archive`]): the guest has the build's files in memory
+//! from its first instruction and reads nothing over 9p (whose requests
+//! QEMU completes in host threads, at instruction counts the host's speed
+//! decides).
 //!
 //! Which files: the host runs the sample's own command once under
 //! `strace -f` ([`trace`]), with the guest's environment, and keeps every
@@ -54,6 +56,28 @@ pub struct Build<'a> {
 /// whatever the traced build wrote into the build directory removed
 /// again, so that the prepared tree is as it was.
 pub async fn ensure(build: &Build<'_>, stage: &Path) -> Result<Staged, KbuildError> {
+    let archive = PathBuf::from(patchbench_agent::kbuild_stage_archive(
+        &build.build.display().to_string(),
+    ));
+    // An archive of an earlier, incomplete root is not this one's.
+    if read_marker(stage).is_none() && archive.exists() {
+        fs::remove_file(&archive).map_err(io_err(&archive))?;
+    }
+    let staged = staged_root(build, stage).await?;
+    if !archive.is_file() {
+        let partial = archive.with_extension("partial");
+        let file = fs::File::create(&partial).map_err(io_err(&partial))?;
+        let mut out = std::io::BufWriter::new(file);
+        write_archive(stage, &mut out).map_err(io_err(&partial))?;
+        std::io::Write::flush(&mut out).map_err(io_err(&partial))?;
+        drop(out);
+        fs::rename(&partial, &archive).map_err(io_err(&archive))?;
+    }
+    Ok(staged)
+}
+
+/// The staged root's directory, made unless it is complete.
+async fn staged_root(build: &Build<'_>, stage: &Path) -> Result<Staged, KbuildError> {
     if let Some(staged) = read_marker(stage) {
         return Ok(staged);
     }
@@ -102,6 +126,66 @@ pub async fn ensure(build: &Build<'_>, stage: &Path) -> Result<Staged, KbuildErr
     fs::write(staging.join(STAGED), marker).map_err(io_err(&staging.join(STAGED)))?;
     fs::rename(&staging, stage).map_err(io_err(stage))?;
     Ok(staged)
+}
+
+/// Writes the staged root at `stage` as a newc cpio archive, every member
+/// under [`patchbench_agent::KBUILD_STAGE_GUEST`] with its mode and
+/// modification time (make compares times), links as links; sorted, owned
+/// by root, so the same root gives the same bytes. The kernel unpacks it
+/// after the boot's own archive.
+pub fn write_archive(stage: &Path, out: impl std::io::Write) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+    let mut out = out;
+    let prefix = patchbench_agent::KBUILD_STAGE_GUEST.trim_start_matches('/');
+    let mut ino = 1u32;
+    let mut member = |out: &mut dyn Write, name: &str, meta: &fs::Metadata, data: &[u8]| {
+        let size = u32::try_from(data.len()).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{name} is over 4 GiB"),
+            )
+        })?;
+        let builder = cpio::newc::Builder::new(name)
+            .ino(ino)
+            .uid(0)
+            .gid(0)
+            .mode(meta.mode())
+            .nlink(if meta.is_dir() { 2 } else { 1 })
+            .mtime(u32::try_from(meta.mtime().max(0)).unwrap_or(u32::MAX));
+        ino += 1;
+        let mut writer = builder.write(out, size);
+        writer.write_all(data)?;
+        writer.finish().map(drop)
+    };
+    member(&mut out, prefix, &fs::metadata(stage)?, &[])?;
+    for entry in walkdir::WalkDir::new(stage)
+        .sort_by_file_name()
+        .min_depth(1)
+    {
+        let entry = entry?;
+        let rel = entry.path().strip_prefix(stage).expect("under the stage");
+        if rel == Path::new(STAGED) {
+            continue;
+        }
+        let name = format!("{prefix}/{}", rel.display());
+        let meta = fs::symlink_metadata(entry.path())?;
+        if meta.file_type().is_symlink() {
+            let target = fs::read_link(entry.path())?;
+            member(
+                &mut out,
+                &name,
+                &meta,
+                target.as_os_str().as_encoded_bytes(),
+            )?;
+        } else if meta.is_file() {
+            member(&mut out, &name, &meta, &fs::read(entry.path())?)?;
+        } else if meta.is_dir() {
+            member(&mut out, &name, &meta, &[])?;
+        }
+    }
+    cpio::newc::trailer(&mut out)?;
+    Ok(())
 }
 
 /// The interpreter the kernel loads for the executable file at `path`,
@@ -489,6 +573,52 @@ exit_group(0)                           = ?
         assert_eq!(interpreter(&script), Some(PathBuf::from("/bin/sh")));
         fs::write(&script, "plain text\n").unwrap();
         assert_eq!(interpreter(&script), None);
+    }
+
+    #[test]
+    fn the_archive_holds_the_root_under_its_guest_path() {
+        use std::os::unix::fs::symlink;
+        let stage = tempfile::tempdir().unwrap();
+        let s = stage.path();
+        fs::create_dir_all(s.join("usr/bin")).unwrap();
+        fs::write(s.join("usr/bin/gcc-12"), b"gcc").unwrap();
+        fs::set_permissions(s.join("usr/bin/gcc-12"), fs::Permissions::from_mode(0o755)).unwrap();
+        symlink("gcc-12", s.join("usr/bin/gcc")).unwrap();
+        fs::write(s.join(STAGED), b"{}").unwrap();
+        let mut bytes = Vec::new();
+        write_archive(s, &mut bytes).unwrap();
+        let mut again = Vec::new();
+        write_archive(s, &mut again).unwrap();
+        assert_eq!(bytes, again, "the same root gives the same archive");
+        let mut members = Vec::new();
+        let mut rest = &bytes[..];
+        loop {
+            let mut reader = cpio::NewcReader::new(rest).unwrap();
+            let entry = reader.entry();
+            if entry.is_trailer() {
+                break;
+            }
+            let (name, mode) = (entry.name().to_string(), entry.mode());
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut reader, &mut data).unwrap();
+            members.push((name, mode, data));
+            rest = reader.finish().unwrap();
+        }
+        let names: Vec<&str> = members.iter().map(|m| m.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "kbuild-stage",
+                "kbuild-stage/usr",
+                "kbuild-stage/usr/bin",
+                "kbuild-stage/usr/bin/gcc",
+                "kbuild-stage/usr/bin/gcc-12"
+            ]
+        );
+        assert_eq!(members[3].1 & 0o170000, 0o120000, "a link stays a link");
+        assert_eq!(members[3].2, b"gcc-12");
+        assert_eq!(members[4].1 & 0o7777, 0o755);
+        assert_eq!(members[4].2, b"gcc");
     }
 
     #[test]

@@ -542,14 +542,6 @@ impl Planned {
         }
     }
 
-    /// Whether the workload runs host programs (host-root mode).
-    pub fn needs_host_root(&self) -> bool {
-        match self {
-            Planned::Ready(p) => p.wire().needs_host_root(),
-            Planned::KernelBuild(_) => true,
-        }
-    }
-
     /// The swap device it needs (set up once per boot).
     pub fn swap_backend(&self) -> SwapBackend {
         match self {

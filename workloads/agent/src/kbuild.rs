@@ -1,11 +1,11 @@
 //! The KernelBuild workload (seeds 001 and 004: a kernel build in a memcg
 //! whose `memory.max` is below the build's peak, zswap on). It runs the
 //! host's `make` and compiler on a kernel tree the host prepared, from a
-//! copy in guest memory: before the first sample, untimed, the files the
-//! build reads (the host traced them, [`crate::stage`]) are copied over
-//! 9p into a tmpfs, and every sample builds there, chrooted, so no timed
-//! window reads the host. A window whose 9p device took an interrupt is
-//! refused ([`crate::hostio`]).
+//! copy in guest memory: the files the build reads (the host traced them)
+//! come in the boot's initramfs ([`crate::stage`]), and every sample
+//! builds there, chrooted, so no window reads the host. A window whose 9p
+//! device (if the boot has one) took an interrupt is refused
+//! ([`crate::hostio`]).
 //!
 //! Setup, untimed, per sample: the clean page cache and slab caches are
 //! dropped ([`drop_caches`]), then a fresh child cgroup
@@ -93,7 +93,7 @@ pub fn check(params: &Params) -> Result<()> {
 /// Runs and reports every sample.
 pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Result<()> {
     check(params)?;
-    stage::load(&params.build).context("staging the build into guest memory")?;
+    stage::load(&params.build).context("finding the staged build in guest memory")?;
     let prepared = hostroot::under(stage::STAGED, &params.build);
     // The recorded commands read no .config; kbuild does, so the host
     // staged it.

@@ -302,10 +302,10 @@ pub enum Workload {
         reread: RefaultOrder,
     },
     /// Seeds 001 and 004: build `targets` of a kernel tree with the host's
-    /// toolchain (host-root mode), `make -j jobs` in a cgroup limited to
-    /// `memory_max` with `memory.zswap.max` at `zswap_max`. Each sample
-    /// starts from the same state: a fresh tmpfs overlay over the build
-    /// directory the host prepared.
+    /// toolchain, `make -j jobs` in a cgroup limited to `memory_max` with
+    /// `memory.zswap.max` at `zswap_max`, from the staged root the boot's
+    /// initramfs holds ([`kbuild_stage_archive`]). Each sample starts from
+    /// the same state: a fresh tmpfs overlay over that root.
     KernelBuild {
         /// The make target that configured the tree (`defconfig`...).
         config: String,
@@ -366,6 +366,17 @@ pub const RECORDED_MAKEFILE: &str = "patchbench-targets.mk";
 pub fn kbuild_stage(build: &str) -> String {
     format!("{}.stage", build.trim_end_matches('/'))
 }
+
+/// The staged root of `build` as a newc cpio archive (a host path), its
+/// members under [`KBUILD_STAGE_GUEST`]: the host appends it to every
+/// boot's initramfs, so that the guest has the build's files in memory
+/// from its first instruction and reads nothing over 9p.
+pub fn kbuild_stage_archive(build: &str) -> String {
+    format!("{}.cpio", kbuild_stage(build))
+}
+
+/// Where the kernel unpacks a kernel build's staged root in the guest.
+pub const KBUILD_STAGE_GUEST: &str = "/kbuild-stage";
 
 /// The command a kernel-build sample runs: its working directory and its
 /// argv (`make` first), in host paths. The guest runs it in every sample;
@@ -494,10 +505,9 @@ impl Workload {
     pub fn needs_host_root(&self) -> bool {
         matches!(
             self,
-            Workload::KernelBuild { .. }
-                | Workload::GuestFault {
-                    fault: Fault::HostIo
-                }
+            Workload::GuestFault {
+                fault: Fault::HostIo
+            }
         )
     }
 
