@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use patchbench_agent::{Job, Message, PROTOCOL_VERSION, SwapSetup};
+use patchbench_agent::{Job, Message, PROTOCOL_VERSION, SwapBackend, SwapSetup};
 
 use super::lane::Lane;
 use super::stages::Stages;
@@ -98,12 +98,19 @@ pub fn prepare_boot(
         settings: job.settings,
         layout: job.layout,
     };
-    // Workloads that all swap to zram need no disk (and the cost lane
-    // no host-timed disk completions).
-    let on_zram = wire
+    // Workloads that all swap in guest memory (zram, a RAM disk) need no
+    // disk, and have no host-timed disk completions.
+    let backends: Vec<SwapBackend> = wire
         .conditions()
         .iter()
-        .all(|(_, w)| w.swap_backend() == patchbench_agent::SwapBackend::Zram);
+        .map(|(_, w)| w.swap_backend())
+        .collect();
+    let no_disk = backends.iter().all(|b| *b != SwapBackend::Disk);
+    let ram_swap = if backends.contains(&SwapBackend::Ram) {
+        patchbench_agent::ram_swap_cmdline(plan.vm.swap_size.as_u64())
+    } else {
+        Vec::new()
+    };
     // A kernel build's staged root rides in the initramfs, so that the
     // guest reads no file of the build from the host (src/kbuild/stage.rs).
     let mut staged: Vec<PathBuf> = Vec::new();
@@ -126,7 +133,7 @@ pub fn prepare_boot(
         clock: job.clock,
         memory_mib: plan.vm.memory.as_u64() >> 20,
         cpus: plan.vm.cpus,
-        swap_bytes: if on_zram {
+        swap_bytes: if no_disk {
             0
         } else {
             plan.vm.swap_size.as_u64()
@@ -138,6 +145,7 @@ pub fn prepare_boot(
             plan.cmdline.clone(),
             job.cmdline,
             job.layout.map(layout::cmdline_word).into_iter().collect(),
+            ram_swap,
         ]
         .concat(),
     };
@@ -680,6 +688,69 @@ mod tests {
         );
         assert!(!read_job());
         assert_ne!(with_layout, without);
+    }
+
+    #[test]
+    fn a_workload_on_a_ram_disk_boots_with_brd_and_no_swap_disk() {
+        use crate::config::{Campaign, DEFAULT_CAMPAIGN, Overrides, default_campaign_dir};
+        use patchbench_agent::{Limit, Workload};
+        let plan = Campaign::parse(DEFAULT_CAMPAIGN, Path::new("smoke.yaml"))
+            .unwrap()
+            .into_plan(
+                Path::new("ci/smoke.yaml"),
+                &default_campaign_dir(),
+                Overrides::default(),
+            )
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let job = |swap| BootJob {
+            label: "A",
+            kernel: Path::new("/k"),
+            dir: dir.path(),
+            clock: vm::Clock::Icount,
+            workload: Workload::ZswapPageout {
+                workers: 1,
+                mib_per_worker: 32,
+                random_percent: 0,
+                zswap_max: Limit::Max,
+                memory_max: Limit::Max,
+                swap_max: Limit::Max,
+                count_flushes: false,
+                swap,
+                compact: false,
+                settle: false,
+            },
+            controls: Vec::new(),
+            host_root: false,
+            settings: Vec::new(),
+            cmdline: Vec::new(),
+            layout: None,
+            samples: 3,
+        };
+        let entries = image::Entries::new();
+        let swap_size = plan.vm.swap_size.as_u64();
+        let brd = |spec: &vm::BootSpec| {
+            spec.extra_cmdline
+                .iter()
+                .filter(|w| w.starts_with("brd."))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let (ram, _) = prepare_boot(&plan, job(SwapBackend::Ram), &entries).unwrap();
+        assert_eq!(ram.swap_bytes, 0, "no virtio swap disk");
+        assert_eq!(
+            brd(&ram),
+            [
+                "brd.rd_nr=1".to_string(),
+                format!("brd.rd_size={}", swap_size >> 10)
+            ]
+        );
+        let (disk, _) = prepare_boot(&plan, job(SwapBackend::Disk), &entries).unwrap();
+        assert_eq!(disk.swap_bytes, swap_size);
+        assert!(brd(&disk).is_empty());
+        let (zram, _) = prepare_boot(&plan, job(SwapBackend::Zram), &entries).unwrap();
+        assert_eq!(zram.swap_bytes, 0);
+        assert!(brd(&zram).is_empty());
     }
 
     fn window(seq: u64, phase: &str, model: &str, cycles: u64) -> String {

@@ -744,6 +744,7 @@ fn swap_text(swap: SwapBackend) -> &'static str {
     match swap {
         SwapBackend::Disk => "disk",
         SwapBackend::Zram => "zram",
+        SwapBackend::Ram => "ram",
     }
 }
 

@@ -487,6 +487,27 @@ pub enum SwapBackend {
     Disk,
     /// `/dev/zram0`, sized by the workload, instead of the job's device.
     Zram,
+    /// [`RAM_SWAP_DEVICE`], a RAM block device (brd) in the guest's own
+    /// memory, instead of the job's device: a disk that swaps without
+    /// compressing, whose every read and write completes inside the guest,
+    /// so no swap I/O of a window is timed by the host (the virtio disk's
+    /// completions are, even under icount). The host boots the kernel with
+    /// [`ram_swap_cmdline`]; the kernel needs `CONFIG_BLK_DEV_RAM`
+    /// (`kconfigs/variants/ram-swap.config`). Its pages are the kernel's,
+    /// charged to no cgroup, as a disk's blocks are to none.
+    Ram,
+}
+
+/// The RAM block device a [`SwapBackend::Ram`] workload swaps on.
+pub const RAM_SWAP_DEVICE: &str = "/dev/ram0";
+
+/// The kernel parameters that make [`RAM_SWAP_DEVICE`] `bytes` large (brd
+/// counts in KiB), and no other RAM disk.
+pub fn ram_swap_cmdline(bytes: u64) -> Vec<String> {
+    vec![
+        "brd.rd_nr=1".to_string(),
+        format!("brd.rd_size={}", bytes >> 10),
+    ]
 }
 
 impl Workload {

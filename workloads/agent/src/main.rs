@@ -118,6 +118,7 @@ fn run(port: &mut Port) -> Result<()> {
     let conditions = job.conditions();
     match job.workload.swap_backend() {
         SwapBackend::Disk => setup::swap(&job.swap),
+        SwapBackend::Ram => setup::ram(),
         SwapBackend::Zram => setup::zram(
             conditions
                 .iter()

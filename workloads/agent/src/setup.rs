@@ -90,6 +90,23 @@ pub fn zram(bytes: u64) -> Result<()> {
     enable_swap(ZRAM_DEVICE, Some(32767))
 }
 
+/// Swaps on the RAM block device the host's kernel parameters made
+/// ([`patchbench_agent::ram_swap_cmdline`]).
+pub fn ram() -> Result<()> {
+    let device = patchbench_agent::RAM_SWAP_DEVICE;
+    if !Path::new(device).exists() {
+        bail!(
+            "{device} is missing: `swap: ram` needs a kernel built with BLK_DEV_RAM \
+             (kconfigs/variants/ram-swap.config in the campaign's fragments)"
+        );
+    }
+    let size = files::read_value("/sys/block/ram0/size")?;
+    console::say(format!(
+        "{device}: RAM block device of {size} sectors, swap on it"
+    ));
+    enable_swap(device, None)
+}
+
 fn enable_swap(device: &str, priority: Option<u16>) -> Result<()> {
     let run = || format!("running {BUSYBOX} mkswap {device}");
     let out = Command::new(BUSYBOX)
