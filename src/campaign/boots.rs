@@ -640,32 +640,49 @@ mod tests {
     use super::*;
     use patchbench_costmodel::record::{Cost, Line, SymbolCost, WindowRecord};
 
-    #[test]
-    fn a_boot_in_a_layout_names_it_on_the_command_line_and_in_its_job() {
+    /// The built-in smoke campaign's plan.
+    fn smoke_plan() -> Plan {
         use crate::config::{Campaign, DEFAULT_CAMPAIGN, Overrides, default_campaign_dir};
-        let plan = Campaign::parse(DEFAULT_CAMPAIGN, Path::new("smoke.yaml"))
+        Campaign::parse(DEFAULT_CAMPAIGN, Path::new("smoke.yaml"))
             .unwrap()
             .into_plan(
                 Path::new("ci/smoke.yaml"),
                 &default_campaign_dir(),
                 Overrides::default(),
             )
-            .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let job = |layout| BootJob {
+            .unwrap()
+    }
+
+    /// Boot A of `workload` under icount, writing into `dir`.
+    fn boot_job(dir: &Path, workload: patchbench_agent::Workload) -> BootJob<'_> {
+        BootJob {
             label: "A",
             kernel: Path::new("/k"),
-            dir: dir.path(),
+            dir,
             clock: vm::Clock::Icount,
-            workload: patchbench_agent::Workload::Exec {
-                argv: vec!["true".into()],
-            },
+            workload,
             controls: Vec::new(),
             host_root: false,
             settings: Vec::new(),
+            cmdline: Vec::new(),
+            layout: None,
+            samples: 3,
+        }
+    }
+
+    #[test]
+    fn a_boot_in_a_layout_names_it_on_the_command_line_and_in_its_job() {
+        let plan = smoke_plan();
+        let dir = tempfile::tempdir().unwrap();
+        let job = |layout| BootJob {
             cmdline: vec!["mitigations=off".into()],
             layout,
-            samples: 3,
+            ..boot_job(
+                dir.path(),
+                patchbench_agent::Workload::Exec {
+                    argv: vec!["true".into()],
+                },
+            )
         };
         let read_job = || {
             let cpio = std::fs::read(dir.path().join("initramfs.cpio")).unwrap();
@@ -692,40 +709,25 @@ mod tests {
 
     #[test]
     fn a_workload_on_a_ram_disk_boots_with_brd_and_no_swap_disk() {
-        use crate::config::{Campaign, DEFAULT_CAMPAIGN, Overrides, default_campaign_dir};
         use patchbench_agent::{Limit, Workload};
-        let plan = Campaign::parse(DEFAULT_CAMPAIGN, Path::new("smoke.yaml"))
-            .unwrap()
-            .into_plan(
-                Path::new("ci/smoke.yaml"),
-                &default_campaign_dir(),
-                Overrides::default(),
-            )
-            .unwrap();
+        let plan = smoke_plan();
         let dir = tempfile::tempdir().unwrap();
-        let job = |swap| BootJob {
-            label: "A",
-            kernel: Path::new("/k"),
-            dir: dir.path(),
-            clock: vm::Clock::Icount,
-            workload: Workload::ZswapPageout {
-                workers: 1,
-                mib_per_worker: 32,
-                random_percent: 0,
-                zswap_max: Limit::Max,
-                memory_max: Limit::Max,
-                swap_max: Limit::Max,
-                count_flushes: false,
-                swap,
-                compact: false,
-                settle: false,
-            },
-            controls: Vec::new(),
-            host_root: false,
-            settings: Vec::new(),
-            cmdline: Vec::new(),
-            layout: None,
-            samples: 3,
+        let job = |swap| {
+            boot_job(
+                dir.path(),
+                Workload::ZswapPageout {
+                    workers: 1,
+                    mib_per_worker: 32,
+                    random_percent: 0,
+                    zswap_max: Limit::Max,
+                    memory_max: Limit::Max,
+                    swap_max: Limit::Max,
+                    count_flushes: false,
+                    swap,
+                    compact: false,
+                    settle: false,
+                },
+            )
         };
         let entries = image::Entries::new();
         let swap_size = plan.vm.swap_size.as_u64();
