@@ -190,19 +190,31 @@ pub fn write_cpio<W: Write>(entries: &Entries, out: W) -> std::io::Result<String
                 &[],
             ),
         };
-        let size = u32::try_from(data.len()).map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("{path} is over 4 GiB"),
-            )
-        })?;
-        let mut writer = builder.write(&mut out, size);
-        writer.write_all(data)?;
-        writer.finish()?;
+        write_member(builder, path, data, &mut out)?;
     }
     cpio::newc::trailer(&mut out)?;
     out.flush()?;
     Ok(hex::encode(out.hasher.finalize()))
+}
+
+/// One newc member: the header `builder` describes (named `name`), sized
+/// by `data`, then `data`. Shared by the boot's archive and the kernel
+/// build's staged root (`kbuild::stage`).
+pub fn write_member<W: Write>(
+    builder: cpio::newc::Builder,
+    name: &str,
+    data: &[u8],
+    out: W,
+) -> std::io::Result<()> {
+    let size = u32::try_from(data.len()).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{name} is over 4 GiB"),
+        )
+    })?;
+    let mut writer = builder.write(out, size);
+    writer.write_all(data)?;
+    writer.finish().map(drop)
 }
 
 struct HashingWriter<W> {

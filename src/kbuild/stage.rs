@@ -65,13 +65,9 @@ pub async fn ensure(build: &Build<'_>, stage: &Path) -> Result<Staged, KbuildErr
     }
     let staged = staged_root(build, stage).await?;
     if !archive.is_file() {
-        let partial = archive.with_extension("partial");
-        let file = fs::File::create(&partial).map_err(io_err(&partial))?;
-        let mut out = std::io::BufWriter::new(file);
-        write_archive(stage, &mut out).map_err(io_err(&partial))?;
-        std::io::Write::flush(&mut out).map_err(io_err(&partial))?;
-        drop(out);
-        fs::rename(&partial, &archive).map_err(io_err(&archive))?;
+        let mut bytes = Vec::new();
+        write_archive(stage, &mut bytes).map_err(io_err(stage))?;
+        crate::fsutil::write_atomic(&archive, &bytes).map_err(io_err(&archive))?;
     }
     Ok(staged)
 }
@@ -140,12 +136,6 @@ pub fn write_archive(stage: &Path, out: impl std::io::Write) -> std::io::Result<
     let prefix = patchbench_agent::KBUILD_STAGE_GUEST.trim_start_matches('/');
     let mut ino = 1u32;
     let mut member = |out: &mut dyn Write, name: &str, meta: &fs::Metadata, data: &[u8]| {
-        let size = u32::try_from(data.len()).map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("{name} is over 4 GiB"),
-            )
-        })?;
         let builder = cpio::newc::Builder::new(name)
             .ino(ino)
             .uid(0)
@@ -154,9 +144,7 @@ pub fn write_archive(stage: &Path, out: impl std::io::Write) -> std::io::Result<
             .nlink(if meta.is_dir() { 2 } else { 1 })
             .mtime(u32::try_from(meta.mtime().max(0)).unwrap_or(u32::MAX));
         ino += 1;
-        let mut writer = builder.write(out, size);
-        writer.write_all(data)?;
-        writer.finish().map(drop)
+        crate::image::write_member(builder, name, data, out)
     };
     member(&mut out, prefix, &fs::metadata(stage)?, &[])?;
     for entry in walkdir::WalkDir::new(stage)

@@ -93,7 +93,7 @@ pub fn check(params: &Params) -> Result<()> {
 /// Runs and reports every sample.
 pub fn run(params: &Params, warmups: u32, samples: u32, port: &mut Port) -> Result<()> {
     check(params)?;
-    stage::load(&params.build).context("finding the staged build in guest memory")?;
+    stage::check_present(&params.build).context("finding the staged build in guest memory")?;
     let prepared = hostroot::under(stage::STAGED, &params.build);
     // The recorded commands read no .config; kbuild does, so the host
     // staged it.

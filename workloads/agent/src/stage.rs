@@ -25,7 +25,7 @@ pub const STAGED: &str = patchbench_agent::KBUILD_STAGE_GUEST;
 
 /// Checks that the boot's initramfs brought the staged root of the build
 /// directory `build` (a host path).
-pub fn load(build: &str) -> Result<()> {
+pub fn check_present(build: &str) -> Result<()> {
     let prepared = hostroot::under(STAGED, build);
     if !prepared.is_dir() {
         crate::error::bail!(
