@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The cost lane's slowdown against icount alone (issue 14). It boots the
-# counter campaign's guest (ci/workloads/counter.yaml: 20 possible CPUs,
+# counter campaign's guest (ci/seeds/000-counter.yaml: 20 possible CPUs,
 # 2 online, 1 GiB, TCG with -icount shift=0,sleep=off) N times without and
 # N times with the cost-model plugin, each running the same command, and
 # prints the median wall-clock and CPU time (user + sys, QEMU included) of
 # each and their ratios. The host is shared with other work: CPU time is the
 # steadier figure.
-#   icount only: patchbench boot --campaign ci/workloads/counter.yaml --accel tcg KERNEL -- CMD
+#   icount only: patchbench boot --campaign ci/seeds/000-counter.yaml --accel tcg KERNEL -- CMD
 #   cost lane:   the same with --cost-model
 # Two commands: `true` (the boot alone), then CMD, by default the
 # zswap-pageout workers without a cgroup (`/init dev-workers --workers 2
@@ -30,7 +30,7 @@ out=$(mktemp -d /tmp/bench-cost.XXXXXX)
 measure() {
   local name=$1; shift
   /usr/bin/time -f '%e %U %S' -o "$out/time.txt" \
-    "$PATCHBENCH" boot --campaign ci/workloads/counter.yaml --accel tcg \
+    "$PATCHBENCH" boot --campaign ci/seeds/000-counter.yaml --accel tcg \
       --out "$out/$name" "$@" >"$out/$name.log" 2>&1 || {
     echo "bench-cost: $name failed (log: $out/$name.log)" >&2; exit 1; }
   awk '{printf "%.2f %.2f\n", $1, $2 + $3}' "$out/time.txt" >>"$out/$name.times"

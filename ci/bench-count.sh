@@ -12,7 +12,7 @@
 # PATCHBENCH=path/to/patchbench skips the release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-icount=${1:-ci/workloads/counter.yaml}
+icount=${1:-ci/seeds/000-counter.yaml}
 count=${2:-ci/workloads/counter-count.yaml}
 if [ -z "${PATCHBENCH:-}" ]; then
   cargo build --release --workspace --locked

@@ -21,13 +21,13 @@ use common::{require_host_tools, run_campaign};
 /// One campaign at a time: they share the cached tree and build directories.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// ci/workloads/counter.yaml (seed 000 with its unlimited control, under
+/// ci/seeds/000-counter.yaml (seed 000 with its unlimited control, under
 /// icount) with absolute paths and a CI-sized protocol: 1 warm-up and 3
 /// samples per condition per boot. icount makes the CPU times repeat, so
 /// three samples are enough for the verdicts.
 fn counter_campaign(dir: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(root.join("ci/workloads/counter.yaml"))
+    let text = std::fs::read_to_string(root.join("ci/seeds/000-counter.yaml"))
         .unwrap()
         .replace("../../", &format!("{}/", root.display()));
     // Three samples: one round, the fixed protocol (protocol.sequential:
@@ -41,7 +41,7 @@ fn counter_campaign(dir: &Path) -> PathBuf {
             && text.contains("  warmups: 1\n")
             && text.contains("  samples: 3\n")
             && text.contains("series: /"),
-        "ci/workloads/counter.yaml changed shape; update this test"
+        "ci/seeds/000-counter.yaml changed shape; update this test"
     );
     let path = dir.join("campaign.yaml");
     std::fs::write(&path, text).unwrap();

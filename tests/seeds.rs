@@ -137,27 +137,6 @@ fn every_header_states_the_setup_the_seed_figure_and_the_expectation() {
 }
 
 #[test]
-fn the_old_counter_path_is_seed_000() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let old = plan_of(&root.join("ci/workloads/counter.yaml"));
-    let new = plan_of(&seeds_dir().join("000-counter.yaml"));
-    let canonical = |plan: &Plan| -> Vec<PathBuf> {
-        plan.fragments
-            .iter()
-            .map(|f| f.canonicalize().unwrap())
-            .collect()
-    };
-    assert_eq!(old.name, new.name);
-    assert_eq!(canonical(&old), canonical(&new));
-    assert_eq!(
-        root.join("ci/workloads/counter.yaml")
-            .canonicalize()
-            .unwrap(),
-        seeds_dir().join("000-counter.yaml").canonicalize().unwrap()
-    );
-}
-
-#[test]
 fn eight_workers_have_a_cpu_each_and_the_seeds_limits() {
     let plan = plan_of(&seeds_dir().join("000-counter-8workers.yaml"));
     assert_eq!(plan.vm.cpus.online, 8);
