@@ -7,8 +7,9 @@
 //! headline shows inside the viewport, that every verdict badge of the
 //! comparison tables has a size, lies inside the viewport horizontally and
 //! is what the browser finds at its own centre (nothing clips or covers it),
-//! and that every plot fits the width. It keeps a full-page PNG per width
-//! and checks that it decodes to that width.
+//! and that every plot fits the width. It keeps a full-page PNG per width,
+//! decodes it, and checks that every badge is drawn in its verdict's colour
+//! at a point of its own background.
 //!
 //! Two documents: the smoke fixture (`tests/fixtures/smoke-results.json`)
 //! and the stored icount smoke run (`results/smoke/results.json`), whose
@@ -123,8 +124,10 @@ fn check_run_page(name: &str, path: &Path) {
         let (png, page_height) = browser.screenshot(&tab, width);
         let file = shots.join(format!("{name}-{width}.png"));
         std::fs::write(&file, &png).unwrap();
-        let (png_width, png_height) = decode_png(&png)
+        let image = decode_png(&png)
             .unwrap_or_else(|e| panic!("{at}: {} does not decode: {e}", file.display()));
+        let (png_width, png_height) = (image.width, image.height);
+        layout.assert_badges_drawn(&at, &image);
         assert_eq!(png_width, width, "{at}: {}", file.display());
         assert!(
             (f64::from(png_height) - page_height).abs() < 1.0,
@@ -197,6 +200,13 @@ const MEASURE: &str = r#"(() => {
       hit: describe(hit),
       hitItself: hit !== null && (hit === el || el.contains(hit)),
       scrollX: window.scrollX,
+      // A point of its own background in page coordinates (the full-page
+      // screenshot's): 5 px in from its left edge at mid-height, inside a
+      // badge's 1 px border and 8 px padding, clear of its text.
+      pageX: r.left + window.scrollX + 5,
+      pageY: r.top + window.scrollY + r.height / 2,
+      background: getComputedStyle(el).backgroundColor,
+      classes: el.getAttribute('class') || '',
     };
   };
   const all = (selector) => [...document.querySelectorAll(selector)].map(shown);
@@ -256,6 +266,11 @@ struct Shown {
     hit: String,
     hit_itself: bool,
     scroll_x: f64,
+    page_x: f64,
+    page_y: f64,
+    /// Its computed `background-color`, as `rgb(r, g, b)` or `rgba(..)`.
+    background: String,
+    classes: String,
 }
 
 impl Shown {
@@ -317,6 +332,57 @@ impl Layout {
             rightmost(&self.headlines),
             self.plots.len(),
             rightmost(&self.plots),
+        );
+    }
+
+    /// In the screenshot, every verdict badge is drawn in the colour its
+    /// verdict class gives it (templates/base.html), at a point of its own
+    /// background, and the page has badges of at least two verdicts.
+    fn assert_badges_drawn(&self, at: &str, image: &Image) {
+        // templates/base.html's backgrounds, written out here so that a
+        // badge drawn in another verdict's colour fails.
+        const COLOURS: [(&str, [u8; 3]); 6] = [
+            ("v-improvement", [0xda, 0xfb, 0xe1]),
+            ("v-regression", [0xff, 0xeb, 0xe9]),
+            ("v-nochange", [0xf6, 0xf8, 0xfa]),
+            ("v-inconclusive", [0xff, 0xf8, 0xc5]),
+            ("v-context", [0xff, 0xff, 0xff]),
+            ("v-changed", [0xdd, 0xf4, 0xff]),
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for badge in &self.badges {
+            let (class, want) = COLOURS
+                .iter()
+                .find(|(c, _)| badge.classes.split(' ').any(|k| k == *c))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{at}: badge {:?} has no verdict class: {:?}",
+                        badge.text, badge.classes
+                    )
+                });
+            assert_eq!(
+                badge.background,
+                format!("rgb({}, {}, {})", want[0], want[1], want[2]),
+                "{at}: badge {:?} ({class}): its computed background",
+                badge.text
+            );
+            let (x, y) = (badge.page_x.floor() as u32, badge.page_y.floor() as u32);
+            let got = image.rgb(x, y).unwrap_or_else(|| {
+                panic!(
+                    "{at}: badge {:?} at ({x}, {y}) is outside the screenshot",
+                    badge.text
+                )
+            });
+            assert!(
+                got.iter().zip(want).all(|(g, w)| g.abs_diff(*w) <= 2),
+                "{at}: badge {:?} ({class}) is drawn {got:?} at ({x}, {y}), not {want:?}",
+                badge.text
+            );
+            seen.insert(*class);
+        }
+        assert!(
+            seen.len() >= 2,
+            "{at}: badges of one verdict only ({seen:?}): the colour check tells nothing"
         );
     }
 
@@ -742,10 +808,10 @@ impl Drop for Browser {
 // ---------------------------------------------------------------------------
 // PNG.
 
-/// The width and height of a PNG, after decoding it: the signature, every
-/// chunk's CRC up to IEND, and IDAT inflating to exactly the filtered rows
-/// that IHDR promises.
-fn decode_png(bytes: &[u8]) -> Result<(u32, u32), String> {
+/// A PNG's pixels, after checking the signature, every chunk's CRC up to
+/// IEND, and that IDAT inflates to exactly the filtered rows that IHDR
+/// promises. Colour type 3 (a palette) is refused: screenshots are RGB.
+fn decode_png(bytes: &[u8]) -> Result<Image, String> {
     let be = |b: &[u8]| u32::from_be_bytes(b[..4].try_into().unwrap());
     let mut rest = bytes
         .strip_prefix(b"\x89PNG\r\n\x1a\n")
@@ -777,7 +843,7 @@ fn decode_png(bytes: &[u8]) -> Result<(u32, u32), String> {
     let (width, height) = (be(&ihdr[0..]), be(&ihdr[4..]));
     let (depth, colour, interlace) = (ihdr[8], ihdr[9], ihdr[12]);
     let channels = match colour {
-        0 | 3 => 1,
+        0 => 1,
         4 => 2,
         2 => 3,
         6 => 4,
@@ -797,10 +863,91 @@ fn decode_png(bytes: &[u8]) -> Result<(u32, u32), String> {
             rows.len()
         ));
     }
-    if let Some(bad) = rows.chunks(row).position(|r| r[0] > 4) {
-        return Err(format!("row {bad} has filter type {}", rows[bad * row]));
+    if depth != 8 {
+        return Err(format!("bit depth {depth}: only 8 is read"));
     }
-    Ok((width, height))
+    // Undo each row's filter (PNG spec, section 9): every byte is stored
+    // as its difference from a prediction made of the pixel to its left
+    // (a), above (b) and above-left (c), bytes of the reconstructed image.
+    let stride = row - 1;
+    let mut pixels = vec![0u8; stride * height as usize];
+    for (y, filtered) in rows.chunks(row).enumerate() {
+        let (kind, data) = (filtered[0], &filtered[1..]);
+        for x in 0..stride {
+            let a = if x >= channels {
+                pixels[y * stride + x - channels]
+            } else {
+                0
+            };
+            let b = if y > 0 {
+                pixels[(y - 1) * stride + x]
+            } else {
+                0
+            };
+            let c = if y > 0 && x >= channels {
+                pixels[(y - 1) * stride + x - channels]
+            } else {
+                0
+            };
+            let predicted = match kind {
+                0 => 0,
+                1 => a,
+                2 => b,
+                3 => ((u16::from(a) + u16::from(b)) / 2) as u8,
+                4 => paeth(a, b, c),
+                other => return Err(format!("row {y} has filter type {other}")),
+            };
+            pixels[y * stride + x] = data[x].wrapping_add(predicted);
+        }
+    }
+    Ok(Image {
+        width,
+        height,
+        channels,
+        pixels,
+    })
+}
+
+/// The Paeth predictor: whichever of a, b, c is nearest to a + b − c.
+fn paeth(a: u8, b: u8, c: u8) -> u8 {
+    let p = i16::from(a) + i16::from(b) - i16::from(c);
+    let (pa, pb, pc) = (
+        (p - i16::from(a)).abs(),
+        (p - i16::from(b)).abs(),
+        (p - i16::from(c)).abs(),
+    );
+    if pa <= pb && pa <= pc {
+        a
+    } else if pb <= pc {
+        b
+    } else {
+        c
+    }
+}
+
+/// A decoded 8-bit PNG: its rows of `channels` bytes a pixel, unfiltered.
+#[derive(Debug, PartialEq)]
+struct Image {
+    width: u32,
+    height: u32,
+    channels: usize,
+    pixels: Vec<u8>,
+}
+
+impl Image {
+    /// The red, green and blue of the pixel at (x, y); grey repeated.
+    fn rgb(&self, x: u32, y: u32) -> Option<[u8; 3]> {
+        if x >= self.width || y >= self.height || self.channels == 2 {
+            return None;
+        }
+        let at = (y as usize * self.width as usize + x as usize) * self.channels;
+        let p = &self.pixels[at..at + self.channels];
+        Some(if self.channels == 1 {
+            [p[0]; 3]
+        } else {
+            [p[0], p[1], p[2]]
+        })
+    }
 }
 
 /// A PNG of `width` x `height` RGB pixels, 8 bits each, whose IDAT holds
@@ -830,7 +977,11 @@ fn encode_png(width: u32, height: u32, rows: &[u8]) -> Vec<u8> {
 fn the_png_check_rejects_bad_crcs_and_missing_rows() {
     let row = [0, 255, 0, 0, 0, 0, 255];
     let good = encode_png(2, 1, &row);
-    assert_eq!(decode_png(&good), Ok((2, 1)));
+    let image = decode_png(&good).unwrap();
+    assert_eq!((image.width, image.height), (2, 1));
+    assert_eq!(image.rgb(0, 0), Some([255, 0, 0]));
+    assert_eq!(image.rgb(1, 0), Some([0, 0, 255]));
+    assert_eq!(image.rgb(2, 0), None);
 
     let mut flipped = good.clone();
     let last_idat_byte = good.len() - 12 - 5;
@@ -841,4 +992,26 @@ fn the_png_check_rejects_bad_crcs_and_missing_rows() {
     assert!(decode_png(&short).unwrap_err().contains("not 2 rows of 7"));
     assert!(decode_png(&good[..good.len() - 12]).is_err(), "no IEND");
     assert_eq!(decode_png(b"GIF89a"), Err("no PNG signature".into()));
+}
+
+#[test]
+fn the_png_check_undoes_every_row_filter() {
+    // Two rows of two RGB pixels: (10,20,30) (40,50,60) / (70,80,90) (100,110,120).
+    let want: [[u8; 6]; 2] = [[10, 20, 30, 40, 50, 60], [70, 80, 90, 100, 110, 120]];
+    // Row 0 as Sub (1): the second pixel minus the first. Row 1 as Paeth
+    // (4): its first pixel's predictor is b (above), its second's is the
+    // nearest of a, b, c to a + b - c.
+    let mut rows = vec![1, 10, 20, 30, 30, 30, 30];
+    let p = |x: usize, i: usize| {
+        let (a, b, c) = (want[1][x - 3 + i], want[0][x + i], want[0][x - 3 + i]);
+        want[1][x + i].wrapping_sub(paeth(a, b, c))
+    };
+    rows.extend([4, 60, 60, 60, p(3, 0), p(3, 1), p(3, 2)]);
+    let image = decode_png(&encode_png(2, 2, &rows)).unwrap();
+    assert_eq!(image.pixels, want.concat());
+    // Up (2) and Average (3) on a one-row image predict from zeros above.
+    let flat = decode_png(&encode_png(1, 1, &[3, 20, 40, 60])).unwrap();
+    assert_eq!(flat.rgb(0, 0), Some([20, 40, 60]));
+    let bad = encode_png(1, 1, &[5, 0, 0, 0]);
+    assert_eq!(decode_png(&bad), Err("row 0 has filter type 5".into()));
 }
