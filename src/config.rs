@@ -773,7 +773,7 @@ mod tests {
         let cost = Campaign::load(&path).unwrap();
         assert_eq!(cost.vm.cost_model, CostModel::Cache);
         // The counter campaign in every other respect.
-        let plain = Campaign::load(&dir.join("counter.yaml")).unwrap();
+        let plain = Campaign::load(&dir.join("../seeds/000-counter.yaml")).unwrap();
         assert_eq!(plain.vm.cost_model, CostModel::None);
         let text = DEFAULT_CAMPAIGN.replace("vm:\n", "vm:\n  cost_model: cash\n");
         let err = Campaign::parse(&text, Path::new("x.yaml"))
