@@ -132,11 +132,45 @@ fn words(line: &str) -> Vec<String> {
     out
 }
 
-/// Every command in README.md's `sh` code blocks that runs patchbench
-/// (`patchbench` or `target/release/patchbench`, after `VAR=value`s), with
-/// `\` continuations joined.
-fn readme_commands() -> Vec<Vec<String>> {
-    let text = read(&root().join("README.md"));
+/// The patchbench commands of one shell line: split at `&&`, `||`, `;`
+/// and `|`, redirections (`> file`) dropped, leading `VAR=value`s dropped;
+/// each kept when it runs `patchbench` or `target/release/patchbench`.
+fn commands_of(line: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut argv: Vec<String> = Vec::new();
+    let mut words = words(line).into_iter();
+    let mut end = |argv: &mut Vec<String>| {
+        let mut cmd = std::mem::take(argv);
+        while cmd
+            .first()
+            .is_some_and(|w| w.contains('=') && !w.starts_with('-'))
+        {
+            cmd.remove(0);
+        }
+        if cmd
+            .first()
+            .is_some_and(|p| p == "patchbench" || p.ends_with("/patchbench"))
+        {
+            out.push(cmd);
+        }
+    };
+    while let Some(w) = words.next() {
+        match w.as_str() {
+            "&&" | "||" | ";" | "|" => end(&mut argv),
+            ">" | ">>" | "2>" | "<" => {
+                words.next();
+            }
+            _ => argv.push(w),
+        }
+    }
+    end(&mut argv);
+    out
+}
+
+/// Every command in a Markdown file's `sh` code blocks that runs
+/// patchbench, with `\` continuations joined.
+fn markdown_commands(path: &Path) -> Vec<Vec<String>> {
+    let text = read(path);
     let mut commands = Vec::new();
     let mut in_sh = false;
     let mut pending = String::new();
@@ -154,21 +188,39 @@ fn readme_commands() -> Vec<Vec<String>> {
             continue;
         }
         pending.push_str(line);
-        let mut argv = words(&std::mem::take(&mut pending));
-        while argv
-            .first()
-            .is_some_and(|w| w.contains('=') && !w.starts_with('-'))
-        {
-            argv.remove(0);
-        }
-        if argv
-            .first()
-            .is_some_and(|p| p == "patchbench" || p.ends_with("/patchbench"))
-        {
-            commands.push(argv);
-        }
+        commands.extend(commands_of(&std::mem::take(&mut pending)));
     }
     commands
+}
+
+fn readme_commands() -> Vec<Vec<String>> {
+    markdown_commands(&root().join("README.md"))
+}
+
+/// The examples of every `--help`: the lines of each command's after-help
+/// that run patchbench.
+fn help_commands() -> Vec<(String, Vec<String>)> {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let mut out = Vec::new();
+    for cmd in std::iter::once(&cli).chain(cli.get_subcommands()) {
+        let Some(help) = cmd.get_after_help() else {
+            continue;
+        };
+        let mut pending = String::new();
+        for line in help.to_string().lines() {
+            if let Some(head) = line.trim_end().strip_suffix('\\') {
+                pending.push_str(head);
+                pending.push(' ');
+                continue;
+            }
+            pending.push_str(line);
+            for argv in commands_of(&std::mem::take(&mut pending)) {
+                out.push((format!("`patchbench {} --help`", cmd.get_name()), argv));
+            }
+        }
+    }
+    out
 }
 
 #[test]
@@ -180,6 +232,129 @@ fn every_patchbench_command_in_the_readme_parses() {
             panic!("README.md: `{}` does not parse:\n{e}", argv.join(" "));
         }
     }
+}
+
+/// What the documents' placeholder words stand for, made real: a series
+/// (the shipped zswap-counter patches, as a directory and as one file), a
+/// git repository of a kernel-like tree, a kernel image file, and a run's
+/// results (the committed smoke run).
+struct Stand {
+    _dir: tempfile::TempDir,
+    series_dir: String,
+    patch_file: String,
+    repo: String,
+    kernel: String,
+    results_dir: String,
+    results_file: String,
+}
+
+impl Stand {
+    fn new() -> Stand {
+        let dir = tempfile::tempdir().unwrap();
+        let series = dir.path().join("my-series");
+        std::fs::create_dir(&series).unwrap();
+        let mut first = None;
+        for e in std::fs::read_dir(root().join("patches/zswap-counter")).unwrap() {
+            let e = e.unwrap();
+            if !e.path().is_file() {
+                continue;
+            }
+            std::fs::copy(e.path(), series.join(e.file_name())).unwrap();
+            if e.file_name().to_string_lossy().ends_with(".patch") {
+                first.get_or_insert(e.path());
+            }
+        }
+        let repo = dir.path().join("linux");
+        let git = git2::Repository::init(&repo).unwrap();
+        std::fs::create_dir_all(repo.join("mm")).unwrap();
+        std::fs::write(repo.join("mm/vmscan.c"), "/* vmscan */\n").unwrap();
+        let mut index = git.index().unwrap();
+        index.add_path(Path::new("mm/vmscan.c")).unwrap();
+        let tree = git.find_tree(index.write_tree().unwrap()).unwrap();
+        let who = git2::Signature::now("T", "t@example.org").unwrap();
+        git.commit(Some("HEAD"), &who, &who, "base", &tree, &[])
+            .unwrap();
+        let kernel = dir.path().join("bzImage");
+        std::fs::write(&kernel, b"not booted: `check` only looks that it is there").unwrap();
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        Stand {
+            series_dir: s(&series),
+            patch_file: s(&first.expect("a .patch in patches/zswap-counter")),
+            repo: s(&repo),
+            kernel: s(&kernel),
+            results_dir: s(&root().join("results/smoke")),
+            results_file: s(&root().join("results/smoke/results.json")),
+            _dir: dir,
+        }
+    }
+
+    /// `word` with a placeholder replaced by what it stands for; a path
+    /// of the repository made absolute; anything else as written.
+    fn real(&self, word: &str) -> String {
+        let w = word.trim_end_matches('/');
+        let results_placeholder = ["OUT", "out", "s1", "s2", "s3", "s4", "results/*"].contains(&w)
+            || w.starts_with("patchbench-out/")
+            || w.starts_with("results/seeds/<")
+            || w.ends_with("-r2");
+        match w {
+            "./my-series" | "my-series" => self.series_dir.clone(),
+            "0001-fix.patch" => self.patch_file.clone(),
+            "~/linux" | "~/src/linux" => self.repo.clone(),
+            "KERNEL" | "bzImage" => self.kernel.clone(),
+            _ if w.ends_with("/bzImage") => self.kernel.clone(),
+            _ if results_placeholder => self.results_dir.clone(),
+            _ if w.ends_with("results.json") && !root().join(w).exists() => {
+                self.results_file.clone()
+            }
+            _ if !w.is_empty() && root().join(w).exists() => {
+                root().join(w).to_string_lossy().into_owned()
+            }
+            _ => word.to_string(),
+        }
+    }
+}
+
+/// Every patchbench command that README.md, docs/*.md and each `--help`
+/// show goes through the CLI's own checks (`Cli::check`: the campaign and
+/// its overrides load, the flags go together, the tree, series, kernel
+/// and results it names are there), not only its parser, with the
+/// documents' placeholders made real ([`Stand`]). Output paths (`--out`,
+/// `--pages`) are not inputs and are left as written.
+#[test]
+fn every_documented_command_passes_the_clis_checks() {
+    let stand = Stand::new();
+    let mut commands: Vec<(String, Vec<String>)> = help_commands();
+    for file in markdown_files() {
+        let shown = file.strip_prefix(root()).unwrap().display().to_string();
+        commands.extend(
+            markdown_commands(&file)
+                .into_iter()
+                .map(|c| (shown.clone(), c)),
+        );
+    }
+    assert!(commands.len() >= 30, "{} commands", commands.len());
+    let mut failed = Vec::new();
+    for (source, argv) in &commands {
+        let mut real = vec![argv[0].clone()];
+        let mut output = false;
+        for w in &argv[1..] {
+            real.push(if output { w.clone() } else { stand.real(w) });
+            output = matches!(w.as_str(), "--out" | "--pages" | "--cache-dir");
+        }
+        let outcome = Cli::try_parse_from(&real)
+            .map_err(|e| e.to_string())
+            .and_then(|cli| cli.check().map_err(|e| format!("{e:#}")));
+        if let Err(e) = outcome {
+            failed.push(format!("{source}: `{}`\n    {}", argv.join(" "), e.trim()));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} documented commands fail the CLI's checks:\n{}",
+        failed.len(),
+        commands.len(),
+        failed.join("\n")
+    );
 }
 
 #[test]

@@ -48,12 +48,19 @@ pub struct BootArgs {
     /// plugin, run under TCG single-threaded with icount and `nokaslr`
     /// whatever --accel or the campaign say, and print every window the
     /// guest marked: instructions, cache misses, modeled cycles and the
-    /// costliest kernel symbols. `--cost-model count` is the counting lane:
-    /// each vCPU's instructions by mode and symbol, no cache model.
+    /// costliest kernel symbols. `--cost-model=count` is the counting lane:
+    /// each vCPU's instructions by mode and symbol, no cache model (the `=`
+    /// is needed: `--cost-model KERNEL` takes no model).
     /// `-- /init marked-loop N` runs a marked loop of 2N instructions. The
     /// windows stay in the boot's directory (`cost-windows.jsonl`, see
     /// --out).
-    #[arg(long, value_name = "MODEL", num_args = 0..=1, default_missing_value = "cache")]
+    #[arg(
+        long,
+        value_name = "MODEL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "cache"
+    )]
     cost_model: Option<BootModel>,
     /// The kernel's System.map, for --cost-model [default: the one at the
     /// top of the kernel's build directory, as `patchbench build` keeps it].
@@ -88,13 +95,19 @@ pub fn median(values: &mut [Duration]) -> Option<Duration> {
     }
 }
 
-pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> {
+/// `boot`'s checks before it boots: the kernel is a file, and the campaign
+/// whose guest it takes loads.
+pub(super) fn check(args: &BootArgs) -> anyhow::Result<crate::config::Plan> {
     anyhow::ensure!(
         args.kernel.is_file(),
         "the kernel {} does not exist",
         args.kernel.display()
     );
-    let plan = load_plan_file(args.campaign.as_deref(), args.accel.map(Into::into))?;
+    load_plan_file(args.campaign.as_deref(), args.accel.map(Into::into))
+}
+
+pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> {
+    let plan = check(&args)?;
     let clock = match args.cost_model {
         Some(model) => {
             let lane = cost_lane(&args, model)?;

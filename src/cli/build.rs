@@ -23,9 +23,17 @@ pub struct BuildArgs {
     out: Option<PathBuf>,
 }
 
-pub(super) async fn build(args: BuildArgs, sink: &dyn Sink) -> anyhow::Result<()> {
+/// `build`'s checks: the campaign loads with its flags, is no hunt, and
+/// its local tree and series are there.
+pub(super) fn check(args: &BuildArgs) -> anyhow::Result<crate::config::Plan> {
     let plan = load_plan(&args.campaign, None)?;
     super::args::refuse_bisect(&plan, "`patchbench build`")?;
+    super::check::plan_paths(&plan)?;
+    Ok(plan)
+}
+
+pub(super) async fn build(args: BuildArgs, sink: &dyn Sink) -> anyhow::Result<()> {
+    let plan = check(&args)?;
     let outcome = campaign::build_only(
         &plan,
         &cache_dir(&args.campaign),

@@ -12,14 +12,14 @@ use crate::results::Results;
 pub struct CompareArgs {
     /// results.json files (or the directories holding them).
     #[arg(required = true, value_name = "RESULTS")]
-    results: Vec<PathBuf>,
+    pub(super) results: Vec<PathBuf>,
     /// Print Markdown (as report.md) instead of the terminal table.
     #[arg(long)]
     markdown: bool,
     /// A run whose B kernel becomes the baseline (A) for each RESULTS' B
     /// (a new comparison, judged under today's rule).
     #[arg(long, value_name = "RESULTS")]
-    against: Option<PathBuf>,
+    pub(super) against: Option<PathBuf>,
     /// Judge each document again under today's rule before rendering it,
     /// without writing it (`patchbench judge` writes it back).
     #[arg(long)]

@@ -12,7 +12,7 @@ use crate::results::Results;
 pub struct JudgeArgs {
     /// results.json files (or the directories holding them).
     #[arg(required = true, value_name = "RESULTS")]
-    results: Vec<PathBuf>,
+    pub(super) results: Vec<PathBuf>,
 }
 
 /// The `after_help` of `patchbench judge`.

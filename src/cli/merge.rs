@@ -15,7 +15,7 @@ pub struct MergeArgs {
     /// Every shard's results.json (or the directory holding it), of every
     /// round run so far.
     #[arg(required = true, value_name = "SHARD")]
-    shards: Vec<PathBuf>,
+    pub(super) shards: Vec<PathBuf>,
     /// Where the merged results.json and report.md go.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,

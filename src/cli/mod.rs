@@ -11,12 +11,13 @@ use clap::{Parser, Subcommand};
 use crate::campaign;
 use crate::events::{Event, Sink};
 pub use args::default_cache_dir;
-use args::{AccelArg, CampaignArgs, cache_dir, load_run_plan, tree_override};
+use args::{AccelArg, CampaignArgs, cache_dir};
 
 mod args;
 mod boot;
 mod build;
 mod cache;
+mod check;
 mod choose;
 mod compare;
 pub mod doctor;
@@ -153,12 +154,13 @@ impl Cli {
 #[derive(clap::Args)]
 pub struct ApplyArgs {
     /// The kernel tree: a source tarball, a local git repository, or a git
-    /// URL (fetched shallow).
+    /// URL (fetched shallow) [default: the built-in smoke campaign's tree,
+    /// as for `run` and `plan`].
     #[arg(long, value_name = "PATH|URL")]
-    tree: PathBuf,
+    tree: Option<PathBuf>,
     /// With a git repository: the base commit or ref. Without it, the
     /// series' `base-commit:` trailer, then the repository's HEAD.
-    #[arg(long, value_name = "REV")]
+    #[arg(long, value_name = "REV", requires = "tree")]
     rev: Option<String>,
     /// A directory of patches, an mbox, one patch file, or `lore:<message-id>`.
     #[arg(long, value_name = "PATH|lore:ID")]
@@ -219,28 +221,17 @@ pub struct RunArgs {
     /// hunt is OUT/bisect.json and OUT/report.md, written after each step,
     /// and the same --out resumes. Exit code: that of the whole series'
     /// run (1 if it regressed). (A campaign's `per_patch: bisect` does the
-    /// same.)
+    /// same.) With --series and no campaign file, each campaign the series
+    /// chooses hunts, into OUT/<campaign>/.
     #[arg(long, conflicts_with_all = ["per_patch", "kernels", "shard"])]
     bisect: bool,
 }
 
 async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
-    if choose::wanted(
-        usize::from(args.campaign.campaign.is_some()),
-        &args.campaign.sources,
-    ) {
-        return run_chosen(args, sink).await;
-    }
-    let shard = args
-        .shard
-        .as_deref()
-        .map(|text| crate::model::Shard::parse(text, args.round))
-        .transpose()
-        .map_err(|message| crate::config::ConfigError::Invalid {
-            path: PathBuf::from("--shard"),
-            message,
-        })?;
-    let plan = load_run_plan(&args.campaign, args.accel.map(Into::into), args.bisect)?;
+    let (plan, shard) = match check::run(&args)? {
+        check::RunCheck::Chosen => return run_chosen(args, sink).await,
+        check::RunCheck::Plan { plan, shard } => (*plan, shard),
+    };
     let out_dir = args.out.unwrap_or_else(|| {
         let stamp = jiff::ZonedDateTime::now()
             .strftime("%Y%m%d-%H%M%S")
@@ -289,27 +280,20 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
 /// exit code is the guest's, else 1); any other failure would repeat in
 /// the next one, and stops the command with its own code.
 async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
-    for (flag, given) in [
-        ("--kernels", args.kernels.is_some()),
-        ("--shard", args.shard.is_some()),
-    ] {
-        if given {
-            return Err(crate::config::ConfigError::Invalid {
-                path: PathBuf::from(flag),
-                message: "needs a campaign file: with --series alone the series chooses the campaigns, each with kernels and boots of its own".into(),
-            }
-            .into());
-        }
-    }
-    if args.bisect {
+    let chose = choose::choose(&args.campaign.sources, &cache_dir(&args.campaign), sink).await?;
+    sink.emit(Event::Output(chose.text.clone()));
+    if args.bisect && chose.choice.chosen.is_empty() {
         return Err(crate::config::ConfigError::Invalid {
             path: PathBuf::from("--bisect"),
-            message: "needs a campaign file: a hunt runs within one campaign (`patchbench plan --series X` names the campaigns that execute what the series changes; pass one of them)".into(),
+            message: format!(
+                "{}, so a hunt would look for nothing: pass a campaign file that runs what the series changes",
+                crate::reach::NOTHING_REACHED
+            ),
         }
         .into());
     }
-    let chose = choose::choose(&args.campaign.sources, &cache_dir(&args.campaign), sink).await?;
-    sink.emit(Event::Output(chose.text.clone()));
+    // A hunt's regression (exit 1) lets the next campaign hunt too.
+    let mut hunted: Option<anyhow::Error> = None;
     let base_out = args.out.clone().unwrap_or_else(|| {
         let stamp = jiff::ZonedDateTime::now()
             .strftime("%Y%m%d-%H%M%S")
@@ -339,7 +323,7 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
             cache_dir: args.campaign.cache_dir.clone(),
             cache_max: args.campaign.cache_max,
         };
-        let plan = args::load_plan(&campaign_args, args.accel.map(Into::into))?;
+        let plan = args::load_run_plan(&campaign_args, args.accel.map(Into::into), args.bisect)?;
         let shown = file.as_deref().map_or("ci/smoke.yaml".to_string(), |f| {
             crate::reach::shown(&chose.root, f)
         });
@@ -362,6 +346,20 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
             shard: None,
             reach: Some(chose.choice.record(chosen, &shown)),
         };
+        if plan.variants == crate::variants::VariantSet::Bisect {
+            match hunt(&plan, &opts, sink).await {
+                Ok(()) => summary.push(format!(
+                    "{} ({shown}): hunted, nothing regressed\n",
+                    plan.name
+                )),
+                Err(e) if crate::exit::code_for(&e) == crate::exit::REGRESSION => {
+                    summary.push(format!("{} ({shown}): {e:#}\n", plan.name));
+                    hunted.get_or_insert(e);
+                }
+                Err(e) => return Err(e.context(format!("campaign {} ({shown})", plan.name))),
+            }
+            continue;
+        }
         match campaign::run(&plan, &opts, sink).await {
             Ok(outcome) => {
                 sink.emit(Event::Output(format!(
@@ -405,7 +403,7 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
             crate::reach::NOTHING_REACHED
         )));
     }
-    if let Some(e) = guest {
+    if let Some(e) = guest.or(hunted) {
         return Err(e);
     }
     if regressed.is_empty() {
@@ -482,7 +480,7 @@ async fn hunt(
 }
 
 async fn apply(args: ApplyArgs, sink: &dyn Sink) -> anyhow::Result<()> {
-    let tree_source = tree_override(args.tree, args.rev);
+    let tree_source = check::apply_tree(&args)?;
     let source = crate::series::SeriesSource::parse(&args.series, std::path::Path::new(""));
     let cache = args.cache_dir.unwrap_or_else(default_cache_dir);
     sink.emit(Event::Note(format!("tree: {tree_source}")));

@@ -102,7 +102,32 @@ Examples:
   patchbench plan --matrix --jobs build ci/smoke.yaml
   echo \"bench=$(patchbench plan --matrix --jobs bench ci/*.yaml)\" >> \"$GITHUB_OUTPUT\"";
 
+/// `plan`'s checks before it chooses or loads anything slow: the series'
+/// local paths when it chooses the campaigns, else every campaign loads
+/// with the flags applied, and a matrix has no hunt.
+pub(super) fn check(args: &PlanArgs) -> anyhow::Result<()> {
+    if super::choose::wanted(args.campaigns.len(), &args.sources) {
+        return super::check::sources_paths(&args.sources);
+    }
+    let plans = load_all(&args.campaigns, &args.sources)?;
+    refuse_matrix_hunts(args, &plans)
+}
+
+/// A CI matrix's build jobs build fixed kernels: no hunt in one.
+fn refuse_matrix_hunts(args: &PlanArgs, plans: &[Planned]) -> anyhow::Result<()> {
+    if args.matrix {
+        for p in plans {
+            super::args::refuse_bisect(
+                &p.plan,
+                "a CI matrix (its build jobs build fixed kernels)",
+            )?;
+        }
+    }
+    Ok(())
+}
+
 pub(super) async fn plan(args: PlanArgs, sink: &dyn Sink) -> anyhow::Result<()> {
+    check(&args)?;
     let (files, chose) = if super::choose::wanted(args.campaigns.len(), &args.sources) {
         let cache = args
             .cache_dir
@@ -115,14 +140,7 @@ pub(super) async fn plan(args: PlanArgs, sink: &dyn Sink) -> anyhow::Result<()> 
         (args.campaigns.clone(), None)
     };
     let plans = load_all(&files, &args.sources)?;
-    if args.matrix {
-        for p in &plans {
-            super::args::refuse_bisect(
-                &p.plan,
-                "a CI matrix (its build jobs build fixed kernels)",
-            )?;
-        }
-    }
+    refuse_matrix_hunts(&args, &plans)?;
     let text = if args.matrix {
         let matrix = match args.jobs {
             PlanJobs::Build => build_matrix(&plans)?,

@@ -28,7 +28,7 @@ pub struct PublishArgs {
     /// Results to publish: a run directory holding `results.json`, or the
     /// file itself. Console logs below the run directory go on the pages.
     #[arg(required = true, value_name = "RESULTS_DIR")]
-    results: Vec<PathBuf>,
+    pub(super) results: Vec<PathBuf>,
     /// Write the static result pages here (an index, one page per run, a
     /// trend page per campaign).
     #[arg(long, value_name = "DIR")]
