@@ -1,0 +1,525 @@
+//! The fake `qemu-system-x86_64`: the arguments patchbench builds
+//! (src/vm/args.rs) checked, the job read from the initramfs, and the
+//! guest agent's side of the protocol spoken on the virtio-serial socket.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use patchbench_agent::{GuestFacts, Job, Message, PORT_NAME, PROTOCOL_VERSION, Sample, Workload};
+
+use crate::{FakeKernel, Refused, refuse};
+
+/// What a boot's command line says, once checked.
+#[derive(Debug, Default)]
+pub struct Boot {
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    pub append: Vec<String>,
+    pub console: PathBuf,
+    pub agent: PathBuf,
+    pub memory_mib: u64,
+    pub cpus: u32,
+}
+
+/// A QEMU option value's comma-separated parts (`,,` is a literal comma).
+fn parts(value: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = value.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ',' {
+            if chars.peek() == Some(&',') {
+                chars.next();
+                out.last_mut().expect("never empty").push(',');
+            } else {
+                out.push(String::new());
+            }
+        } else {
+            out.last_mut().expect("never empty").push(c);
+        }
+    }
+    out
+}
+
+/// Check every argument and gather what the boot needs.
+pub fn parse(args: &[String]) -> Result<Boot, Refused> {
+    let mut boot = Boot::default();
+    let mut port = None;
+    let mut serial = false;
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| Refused(format!("{flag} without its value")))
+        };
+        match flag.as_str() {
+            "-nodefaults" | "-no-user-config" | "-no-reboot" => {}
+            "-display" | "-nic" => {
+                let v = value()?;
+                if v != "none" {
+                    refuse!("{flag} {v}: only `none` is faked");
+                }
+            }
+            "-accel" => {
+                let v = value()?;
+                if !["kvm", "tcg,thread=single", "tcg,thread=multi"].contains(&v.as_str()) {
+                    refuse!("-accel {v} is not faked");
+                }
+            }
+            "-cpu" => {
+                let v = value()?;
+                if v != "max" && v != "host" {
+                    refuse!("-cpu {v} is not faked");
+                }
+            }
+            "-icount" => {
+                let v = value()?;
+                if v != "shift=0,sleep=off" {
+                    refuse!("-icount {v} is not faked");
+                }
+            }
+            "-machine" => {
+                let v = value()?;
+                if v != "q35" {
+                    refuse!("-machine {v} is not faked");
+                }
+            }
+            "-m" => {
+                let v = value()?;
+                boot.memory_mib = v
+                    .strip_suffix('M')
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| Refused(format!("-m {v}: MiB expected")))?;
+            }
+            "-smp" => {
+                let v = value()?;
+                boot.cpus = v
+                    .parse()
+                    .map_err(|_| Refused(format!("-smp {v}: a count expected")))?;
+            }
+            "-kernel" => boot.kernel = value()?.into(),
+            "-initrd" => boot.initrd = value()?.into(),
+            "-append" => boot.append = value()?.split_whitespace().map(String::from).collect(),
+            "-serial" => {
+                let v = value()?;
+                if v != "chardev:console" {
+                    refuse!("-serial {v}: the console chardev expected");
+                }
+                serial = true;
+            }
+            "-chardev" => {
+                let v = parts(&value()?);
+                let field = |name: &str| {
+                    v.iter()
+                        .find_map(|p| p.strip_prefix(&format!("{name}=")))
+                        .map(String::from)
+                };
+                match (v[0].as_str(), field("id").as_deref(), field("path")) {
+                    ("file", Some("console"), Some(path)) => boot.console = path.into(),
+                    ("socket", Some("agent"), Some(path)) => boot.agent = path.into(),
+                    _ => refuse!("-chardev {}: not a chardev patchbench makes", v.join(",")),
+                }
+            }
+            "-device" => {
+                let v = parts(&value()?);
+                let known = ["virtio-serial-pci", "virtio-blk-pci", "virtio-9p-pci"];
+                match v[0].as_str() {
+                    "virtserialport" => {
+                        for p in &v[1..] {
+                            match p.split_once('=') {
+                                Some(("name", name)) => port = Some(name.to_string()),
+                                Some(("bus", "vser0.0") | ("chardev", "agent")) => {}
+                                _ => refuse!("virtserialport option {p} is not faked"),
+                            }
+                        }
+                    }
+                    d if known.contains(&d) => {}
+                    d => refuse!("-device {d} is not faked"),
+                }
+            }
+            "-blockdev" => {
+                let v = value()?;
+                let json: serde_json::Value = serde_json::from_str(&v)
+                    .map_err(|e| Refused(format!("-blockdev {v}: not JSON ({e})")))?;
+                let file = json["file"]["filename"].as_str().unwrap_or_default();
+                if json["driver"] != "raw" || !Path::new(file).is_file() {
+                    refuse!("-blockdev {v}: a raw swap file that exists expected");
+                }
+            }
+            "-fsdev" => {
+                value()?;
+            }
+            "-plugin" | "-seed" => refuse!("{flag}: the cost lane's plugin is not faked"),
+            other => refuse!("does not understand the argument {other:?}"),
+        }
+    }
+    if port.as_deref() != Some(PORT_NAME) {
+        refuse!("no virtserialport named {PORT_NAME}: the agent could not talk");
+    }
+    if !serial || boot.console.as_os_str().is_empty() || boot.agent.as_os_str().is_empty() {
+        refuse!("a boot needs the console chardev on -serial and the agent's socket");
+    }
+    if boot.kernel.as_os_str().is_empty() || boot.initrd.as_os_str().is_empty() {
+        refuse!("a boot needs -kernel and -initrd");
+    }
+    for word in ["console=ttyS0", "rdinit=/init"] {
+        if !boot.append.iter().any(|w| w == word) {
+            refuse!(
+                "the kernel command line lacks {word}: {}",
+                boot.append.join(" ")
+            );
+        }
+    }
+    if boot.memory_mib == 0 || boot.cpus == 0 {
+        refuse!("a boot needs -m and -smp");
+    }
+    Ok(boot)
+}
+
+/// The initramfs's `/init` and job, from its first newc archive.
+fn read_initramfs(path: &Path) -> Result<Job, Refused> {
+    let mut file = std::io::BufReader::new(
+        std::fs::File::open(path)
+            .map_err(|e| Refused(format!("-initrd {}: {e}", path.display())))?,
+    );
+    let (mut init, mut job) = (false, None);
+    loop {
+        let mut entry = cpio::newc::Reader::new(file)
+            .map_err(|e| Refused(format!("{} is not a newc archive: {e}", path.display())))?;
+        if entry.entry().is_trailer() {
+            break;
+        }
+        let name = entry.entry().name().to_string();
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data)?;
+        if name == "init" {
+            init = data.starts_with(b"\x7fELF");
+        }
+        if name == patchbench_agent::JOB_PATH.trim_start_matches('/') {
+            job = Some(serde_json::from_slice::<Job>(&data).map_err(|e| {
+                Refused(format!("the job in {} does not parse: {e}", path.display()))
+            })?);
+        }
+        file = entry.finish()?;
+    }
+    if !init {
+        refuse!(
+            "{} has no executable /init: nothing would run",
+            path.display()
+        );
+    }
+    job.ok_or_else(|| {
+        Refused(format!(
+            "{} holds no {}",
+            path.display(),
+            patchbench_agent::JOB_PATH
+        ))
+    })
+}
+
+pub fn main(args: &[String]) -> Result<(), Refused> {
+    let boot = parse(args)?;
+    let kernel_text = std::fs::read_to_string(&boot.kernel)
+        .map_err(|e| Refused(format!("-kernel {}: {e}", boot.kernel.display())))?;
+    let kernel = FakeKernel::parse(&kernel_text)?;
+    let job = read_initramfs(&boot.initrd)?;
+    if job.protocol != PROTOCOL_VERSION {
+        refuse!(
+            "the job speaks protocol {}, the fake agent {PROTOCOL_VERSION}",
+            job.protocol
+        );
+    }
+    crate::log(&format!(
+        "qemu {} {} {}",
+        job.boot_label,
+        kernel.release,
+        &kernel.digest[..12]
+    ))?;
+    let kill = kill_after(&job.boot_label)?;
+    let mut console = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&boot.console)
+        .map_err(|e| Refused(format!("console {}: {e}", boot.console.display())))?;
+    writeln!(
+        console,
+        "Linux version {} (patchbench fake) #1\nCommand line: {}\nRun /init as init process",
+        kernel.release,
+        boot.append.join(" ")
+    )?;
+    let stream = std::os::unix::net::UnixStream::connect(&boot.agent)
+        .map_err(|e| Refused(format!("agent socket {}: {e}", boot.agent.display())))?;
+    let mut port = std::io::BufWriter::new(stream);
+    let send = |port: &mut std::io::BufWriter<std::os::unix::net::UnixStream>,
+                message: &Message|
+     -> Result<(), Refused> {
+        serde_json::to_writer(&mut *port, message)?;
+        port.write_all(b"\n")?;
+        port.flush()?;
+        Ok(())
+    };
+    send(
+        &mut port,
+        &Message::Hello {
+            protocol: PROTOCOL_VERSION,
+            agent_version: "fake".into(),
+        },
+    )?;
+    writeln!(
+        console,
+        "job boot={} warmups={} samples={}",
+        job.boot_label, job.warmups, job.samples
+    )?;
+    send(
+        &mut port,
+        &Message::Facts(Box::new(facts(&boot, &job, &kernel)?)),
+    )?;
+    for (condition, workload) in job.conditions() {
+        for index in 0..job.warmups + job.samples {
+            let warmup = index < job.warmups;
+            let metrics = metrics(workload, &kernel, &job.boot_label, condition, index)?;
+            send(
+                &mut port,
+                &Message::Sample(Sample {
+                    index,
+                    warmup,
+                    metrics,
+                    condition: condition.map(String::from),
+                }),
+            )?;
+            let measured = index + 1 - job.warmups.min(index + 1);
+            if condition.is_none() && !warmup && kill == Some(measured) {
+                writeln!(
+                    console,
+                    "fake qemu: killing itself as {} asked",
+                    crate::ENV_KILL
+                )?;
+                read_by_host(port.get_ref())?;
+                // SAFETY: kill(2) of this very process.
+                unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            }
+        }
+    }
+    writeln!(console, "done, rebooting")?;
+    send(&mut port, &Message::Done)?;
+    read_by_host(port.get_ref())
+}
+
+/// Wait until the host has read every byte sent on `socket`, as it always
+/// has by the time a real guest has powered off (or a real QEMU died
+/// mid-run): a fake that exits the moment it has written would race the
+/// host's accept of its connection against its own exit.
+fn read_by_host(socket: &std::os::unix::net::UnixStream) -> Result<(), Refused> {
+    use std::os::fd::AsRawFd;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let mut unread: libc::c_int = 0;
+        // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int: the bytes the peer
+        // has not read yet.
+        if unsafe { libc::ioctl(socket.as_raw_fd(), libc::TIOCOUTQ, &mut unread) } != 0 {
+            refuse!(
+                "SIOCOUTQ on the agent socket: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        if unread == 0 {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            refuse!("the host left {unread} bytes unread on the agent socket for 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// The measured sample after which this boot dies, if [`crate::ENV_KILL`] asks.
+fn kill_after(label: &str) -> Result<Option<u32>, Refused> {
+    let Ok(spec) = std::env::var(crate::ENV_KILL) else {
+        return Ok(None);
+    };
+    let (who, n) = spec
+        .rsplit_once(':')
+        .ok_or_else(|| Refused(format!("{}={spec}: LABEL:N expected", crate::ENV_KILL)))?;
+    let n: u32 = n
+        .parse()
+        .map_err(|_| Refused(format!("{}={spec}: LABEL:N expected", crate::ENV_KILL)))?;
+    Ok((who == label).then_some(n))
+}
+
+/// The facts the agent reads: from the command line, the job (what the
+/// agent wrote and read back) and the kernel's embedded `.config`.
+fn facts(boot: &Boot, job: &Job, kernel: &FakeKernel) -> Result<GuestFacts, Refused> {
+    let online: u32 = boot
+        .append
+        .iter()
+        .find_map(|w| w.strip_prefix("maxcpus="))
+        .map_or(Ok(boot.cpus), |n| n.parse())
+        .map_err(|_| Refused("maxcpus= is not a number".into()))?;
+    let range = |n: u32| {
+        if n == 1 {
+            "0".to_string()
+        } else {
+            format!("0-{}", n - 1)
+        }
+    };
+    let z = &job.zswap;
+    let zswap = BTreeMap::from([
+        (
+            "enabled".to_string(),
+            if z.enabled { "Y" } else { "N" }.to_string(),
+        ),
+        ("compressor".to_string(), z.compressor.clone()),
+        ("zpool".to_string(), z.zpool.clone()),
+        (
+            "max_pool_percent".to_string(),
+            z.max_pool_percent.to_string(),
+        ),
+    ]);
+    let thp = ["always", "madvise", "never"]
+        .map(|m| {
+            if m == job.thp.sysfs_word() {
+                format!("[{m}]")
+            } else {
+                m.to_string()
+            }
+        })
+        .join(" ");
+    Ok(GuestFacts {
+        kernel_release: kernel.release.clone(),
+        kernel_version: "#1 SMP PREEMPT_DYNAMIC (patchbench fake)".into(),
+        possible_cpus: range(boot.cpus),
+        online_cpus: range(online.min(boot.cpus)),
+        mem_total_kib: boot.memory_mib * 1024 - 40_000,
+        zswap,
+        thp,
+        swaps: vec![format!("{} partition {} 0 -2", job.swap.device, 512 * 1024)],
+        profiled_symbol: job
+            .workload
+            .profile_candidates()
+            .first()
+            .map(|s| s.to_string()),
+        settings: job
+            .settings
+            .iter()
+            .map(|s| (s.path.clone(), s.value.clone()))
+            .collect(),
+        cputime: Some(patchbench_agent::cputime::from_kconfig(&kernel.config)),
+    })
+}
+
+/// splitmix64: the noise's source, a pure function of its seed.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn seed(words: &[&str]) -> u64 {
+    words.iter().fold(0x7061_7463_6862_656e, |h, w| {
+        w.bytes().fold(mix(h), |h, b| mix(h ^ u64::from(b)))
+    })
+}
+
+/// Every figure of one sample of `workload` (zswap-pageout only): a base
+/// from the workload's size, times the kernel's effect, times a noise of
+/// up to [`crate::ENV_NOISE`] percent drawn from the kernel, the boot's
+/// label, the condition, the index and the metric. Counts carry no noise,
+/// and the figures a spec calls negligible stay inside their level.
+fn metrics(
+    workload: &Workload,
+    kernel: &FakeKernel,
+    label: &str,
+    condition: Option<&str>,
+    index: u32,
+) -> Result<BTreeMap<String, u64>, Refused> {
+    let Workload::ZswapPageout {
+        workers,
+        mib_per_worker,
+        count_flushes,
+        ..
+    } = workload
+    else {
+        refuse!("the fake agent runs only zswap-pageout, not {workload:?}");
+    };
+    let noise_pct: f64 = match std::env::var(crate::ENV_NOISE) {
+        Ok(v) => v
+            .parse()
+            .map_err(|_| Refused(format!("{}={v}: a percent expected", crate::ENV_NOISE)))?,
+        Err(_) => 0.2,
+    };
+    let pages = u64::from(*workers) * mib_per_worker * 256;
+    let p = pages as f64;
+    // (metric, base, noisy): times in ns per page stored.
+    let mut figures: Vec<(&str, f64, bool)> = vec![
+        ("pageout_cpu_ns", p * 22_000.0, true),
+        ("verify_cpu_ns", p * 18_000.0, true),
+        ("total_cpu_ns", p * 57_000.0, true),
+        ("elapsed_ns", p * 57_500.0, true),
+        ("zswpout_pages", p, false),
+        ("zswpin_pages", p, false),
+        ("user_ns", p * 13_000.0, true),
+        ("sys_ns", p * 44_000.0, true),
+        ("guest_user_ns", p * 13_100.0, true),
+        ("guest_sys_ns", p * 44_500.0, true),
+        ("guest_irq_ns", 3_000_000.0, false),
+        ("guest_softirq_ns", 1_000_000.0, false),
+        ("kswapd_ns", 0.0, false),
+        ("kcompactd_ns", 0.0, false),
+        ("kworker_ns", 200_000.0, false),
+    ];
+    if *count_flushes {
+        figures.push(("pageout_flushes", p, false));
+    }
+    let condition = condition.unwrap_or("");
+    let index = index.to_string();
+    Ok(figures
+        .into_iter()
+        .map(|(metric, base, noisy)| {
+            let noise = if noisy {
+                let u = mix(seed(&[&kernel.digest, label, condition, &index, metric])) as f64
+                    / u64::MAX as f64;
+                (2.0 * u - 1.0) * noise_pct / 100.0
+            } else {
+                0.0
+            };
+            let value = base * (1.0 + kernel.effect(metric) / 100.0) * (1.0 + noise);
+            (metric.to_string(), value.max(0.0).round() as u64)
+        })
+        .collect())
+}
+
+/// The metrics the fake agent reports for `workload`, by name (for tests
+/// that hold them to the workload's spec).
+pub fn metric_names(workload: &Workload) -> Result<Vec<String>, Refused> {
+    let kernel = FakeKernel {
+        release: "0".into(),
+        digest: "0".into(),
+        effects: Vec::new(),
+        config: String::new(),
+    };
+    Ok(metrics(workload, &kernel, "A", None, 0)?
+        .into_keys()
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaped_commas_stay_in_their_part() {
+        assert_eq!(
+            parts("socket,id=agent,path=/tmp/a,,b/agent.sock"),
+            ["socket", "id=agent", "path=/tmp/a,b/agent.sock"]
+        );
+    }
+
+    #[test]
+    fn an_unknown_argument_is_refused() {
+        let err = parse(&["-vnc".to_string(), ":0".to_string()]).unwrap_err();
+        assert!(err.0.contains("-vnc"), "{}", err.0);
+        let err = parse(&[]).unwrap_err();
+        assert!(err.0.contains(PORT_NAME), "{}", err.0);
+    }
+}

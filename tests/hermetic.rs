@@ -1,0 +1,803 @@
+//! The hermetic tier: whole campaigns through the real `patchbench`
+//! binary, against fake `make` and `qemu-system-x86_64` (tests/fakes),
+//! in seconds: no kernel tree tarball, no QEMU, no KVM, no root. Each
+//! test makes a small git tree (a Makefile, Kconfig files, a few `.c`
+//! files) and a series of `git format-patch` mails against it; a patch
+//! that adds a `patchbench-fake-effect:` line changes what the fake guest
+//! measures on every kernel built from it.
+//!
+//! This binary is also the fakes: `main` first asks
+//! `patchbench_fakes::dispatch` whether it was started as `make`, `gcc`
+//! or `qemu-system-x86_64` (the symlinks each test puts alone on
+//! patchbench's `PATH`), and acts as that program if so. Otherwise it
+//! runs the tests below, libtest's way (filters, `--exact`, `--list`),
+//! in parallel.
+//!
+//! Run alone: `cargo test --test hermetic`.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use patchbench::results::hunt::{Hunt, HuntState, StepRole};
+use patchbench::results::{Results, VerdictRecord};
+use patchbench_fakes::{ENV_KILL, ENV_LOG, ENV_NOISE};
+
+const TESTS: &[(&str, fn())] = &[
+    (
+        "a_regressing_series_exits_1_with_the_regression_found",
+        a_regressing_series_exits_1_with_the_regression_found,
+    ),
+    ("an_improving_series_exits_0", an_improving_series_exits_0),
+    (
+        "a_killed_qemu_is_infrastructure_and_keeps_what_was_measured",
+        a_killed_qemu_is_infrastructure_and_keeps_what_was_measured,
+    ),
+    (
+        "an_interrupted_run_resumes_from_its_measured_boots",
+        an_interrupted_run_resumes_from_its_measured_boots,
+    ),
+    (
+        "a_sequential_campaign_stops_at_the_look_that_decides",
+        a_sequential_campaign_stops_at_the_look_that_decides,
+    ),
+    (
+        "shards_merge_into_the_unsharded_run",
+        shards_merge_into_the_unsharded_run,
+    ),
+    (
+        "a_hunt_names_the_patch_that_regressed",
+        a_hunt_names_the_patch_that_regressed,
+    ),
+    (
+        "a_failed_build_is_infrastructure_naming_the_error",
+        a_failed_build_is_infrastructure_naming_the_error,
+    ),
+    (
+        "the_fake_agent_reports_what_the_spec_lists",
+        the_fake_agent_reports_what_the_spec_lists,
+    ),
+    (
+        "the_fakes_refuse_what_they_do_not_understand",
+        the_fakes_refuse_what_they_do_not_understand,
+    ),
+];
+
+fn main() {
+    if let Some(code) = patchbench_fakes::dispatch() {
+        std::process::exit(code);
+    }
+    std::process::exit(run_tests(std::env::args().skip(1).collect()));
+}
+
+/// libtest's command line, as far as cargo and nextest use it: name
+/// filters, `--exact`, `--list`, `--test-threads N`; other flags ignored.
+fn run_tests(args: Vec<String>) -> i32 {
+    let (mut filters, mut exact, mut list, mut threads) = (Vec::new(), false, false, None);
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--exact" => exact = true,
+            "--list" => list = true,
+            "--test-threads" => threads = it.next().and_then(|n| n.parse().ok()),
+            a if a.starts_with("--test-threads=") => threads = a[15..].parse().ok(),
+            "--format" | "--color" | "--skip" | "-Z" => {
+                it.next();
+            }
+            a if a.starts_with('-') => {}
+            _ => filters.push(arg),
+        }
+    }
+    let chosen: Vec<&(&str, fn())> = TESTS
+        .iter()
+        .filter(|(name, _)| {
+            filters.is_empty()
+                || filters.iter().any(|f| {
+                    if exact {
+                        name == f
+                    } else {
+                        name.contains(f.as_str())
+                    }
+                })
+        })
+        .collect();
+    if list {
+        for (name, _) in &chosen {
+            println!("{name}: test");
+        }
+        return 0;
+    }
+    let started = Instant::now();
+    println!("\nrunning {} tests", chosen.len());
+    let threads = threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().max(2)))
+        .max(1);
+    let queue = std::sync::Mutex::new(chosen.iter());
+    let failed = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let Some((name, test)) = queue.lock().unwrap().next().copied() else {
+                        return;
+                    };
+                    let one = Instant::now();
+                    let ok = std::thread::Builder::new()
+                        .name(name.to_string())
+                        .spawn(test)
+                        .unwrap()
+                        .join()
+                        .is_ok();
+                    println!(
+                        "test {name} ... {} ({:.1}s)",
+                        if ok { "ok" } else { "FAILED" },
+                        one.elapsed().as_secs_f64()
+                    );
+                    if !ok {
+                        failed.lock().unwrap().push(name);
+                    }
+                }
+            });
+        }
+    });
+    let failed = failed.into_inner().unwrap();
+    if !failed.is_empty() {
+        println!("\nfailures:");
+        for name in &failed {
+            println!("    {name}");
+        }
+    }
+    println!(
+        "\ntest result: {}. {} passed; {} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        chosen.len() - failed.len(),
+        failed.len(),
+        TESTS.len() - chosen.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed.is_empty() { 0 } else { 101 }
+}
+
+// ---------------------------------------------------------------------------
+// The world a test runs in: a tree, a series, the fakes, a cache.
+
+/// One test's directory: the fakes as `bin/`, the tree, the cache, and
+/// the fakes' log.
+struct World {
+    dir: tempfile::TempDir,
+}
+
+/// A patch of a series: its subject, and the file it rewrites with the
+/// line it appends.
+struct Patch {
+    subject: &'static str,
+    file: &'static str,
+    line: String,
+}
+
+impl Patch {
+    fn comment(subject: &'static str, file: &'static str) -> Patch {
+        Patch {
+            subject,
+            file,
+            line: format!("/* {subject} */"),
+        }
+    }
+
+    fn effect(subject: &'static str, file: &'static str, metric: &str, pct: f64) -> Patch {
+        Patch {
+            subject,
+            file,
+            line: format!("/* {subject}: patchbench-fake-effect: {metric} {pct} */"),
+        }
+    }
+}
+
+/// The base tree's files.
+const TREE: &[(&str, &str)] = &[
+    (
+        "Makefile",
+        "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 0\nEXTRAVERSION = -hermetic\n",
+    ),
+    (
+        "Kconfig",
+        "mainmenu \"hermetic\"\n\nconfig PVH\n\tbool \"PVH entry\"\n\nconfig IKCONFIG_PROC\n\tbool \"/proc/config.gz\"\n\n\
+         config VIRT_CPU_ACCOUNTING_GEN\n\tbool \"precise cputime\"\n\n\
+         config CONTEXT_TRACKING_USER_FORCE\n\tbool \"force context tracking\"\n\tdepends on VIRT_CPU_ACCOUNTING_GEN\n\n\
+         config IRQ_TIME_ACCOUNTING\n\tbool \"irq time\"\n\n\
+         config HZ_250\n\tbool \"250 Hz\"\n\nconfig HZ_1000\n\tbool \"1000 Hz\"\n\nconfig HZ\n\tint\n\tdefault 1000\n\nsource \"mm/Kconfig\"\n",
+    ),
+    (
+        "mm/Kconfig",
+        "config SWAP\n\tbool \"swap\"\n\tdefault y\n\nconfig ZSWAP\n\tbool \"zswap\"\n\tdepends on SWAP\n",
+    ),
+    ("init/main.c", "int start_kernel(void)\n{\n\treturn 0;\n}\n"),
+    (
+        "mm/vmscan.c",
+        "int shrink_folio_list(void)\n{\n\treturn 0;\n}\n",
+    ),
+    ("mm/zswap.c", "int zswap_store(void)\n{\n\treturn 0;\n}\n"),
+    (
+        "mm/memcontrol.c",
+        "int mem_cgroup_flush_stats(void)\n{\n\treturn 0;\n}\n",
+    ),
+];
+
+/// The campaign's one fragment: options the tree declares.
+const FRAGMENT: &str = "CONFIG_SWAP=y\nCONFIG_ZSWAP=y\nCONFIG_PVH=y\nCONFIG_IKCONFIG_PROC=y\n";
+
+fn signature() -> git2::Signature<'static> {
+    git2::Signature::new(
+        "patchbench tests",
+        "tests@patchbench.invalid",
+        &git2::Time::new(1_800_000_000, 0),
+    )
+    .unwrap()
+}
+
+impl World {
+    /// A world with the fakes, the tree, and `patches` as a series of
+    /// format-patch mails in `series/`.
+    fn new(patches: &[Patch]) -> World {
+        let world = World {
+            dir: tempfile::Builder::new()
+                .prefix("patchbench-hermetic-")
+                .tempdir()
+                .unwrap(),
+        };
+        let exe = std::env::current_exe().unwrap();
+        patchbench_fakes::install(&world.bin(), &exe).unwrap();
+        world.write_tree(patches);
+        std::fs::write(world.path("fake.config"), FRAGMENT).unwrap();
+        world
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn bin(&self) -> PathBuf {
+        self.path("bin")
+    }
+
+    /// The tree's repository (HEAD at the base), and the series as mails:
+    /// each patch a commit on the one before, never on a ref.
+    fn write_tree(&self, patches: &[Patch]) {
+        let root = self.path("tree");
+        let repo = git2::Repository::init(&root).unwrap();
+        let mut files: Vec<(String, String)> = TREE
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect();
+        let commit_files = |files: &[(String, String)],
+                            parent: Option<&git2::Commit>,
+                            subject: &str,
+                            head: bool| {
+            let mut builder = git2::build::TreeUpdateBuilder::new();
+            for (path, text) in files {
+                let blob = repo.blob(text.as_bytes()).unwrap();
+                builder.upsert(path, blob, git2::FileMode::Blob);
+            }
+            let empty = repo.treebuilder(None).unwrap().write().unwrap();
+            let empty = repo.find_tree(empty).unwrap();
+            let tree = builder.create_updated(&repo, &empty).unwrap();
+            let tree = repo.find_tree(tree).unwrap();
+            let parents: Vec<&git2::Commit> = parent.into_iter().collect();
+            let message = format!("{subject}\n\nA patch of patchbench's hermetic tests.\n");
+            repo.commit(
+                head.then_some("HEAD"),
+                &signature(),
+                &signature(),
+                &message,
+                &tree,
+                &parents,
+            )
+            .unwrap()
+        };
+        let base = commit_files(&files, None, "hermetic base", true);
+        let series = self.path("series");
+        std::fs::create_dir_all(&series).unwrap();
+        let mut parent = repo.find_commit(base).unwrap();
+        for (k, patch) in patches.iter().enumerate() {
+            let entry = files
+                .iter_mut()
+                .find(|(p, _)| p == patch.file)
+                .unwrap_or_else(|| panic!("no {} in the tree", patch.file));
+            entry.1.push_str(&patch.line);
+            entry.1.push('\n');
+            let oid = commit_files(&files, Some(&parent), patch.subject, false);
+            let commit = repo.find_commit(oid).unwrap();
+            let mut opts = git2::EmailCreateOptions::new();
+            opts.start_number(k + 1);
+            let email = git2::Email::from_commit(&commit, &mut opts).unwrap();
+            std::fs::write(
+                series.join(format!("{:04}-patch.patch", k + 1)),
+                email.as_slice(),
+            )
+            .unwrap();
+            parent = commit;
+        }
+        // The working tree as HEAD has it (a local repository's checkout).
+        repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
+            .unwrap();
+    }
+
+    /// A campaign on the tree and series, with `protocol` as its
+    /// protocol section's body (indented two spaces), written to
+    /// `<name>.yaml`.
+    fn campaign(&self, name: &str, protocol: &str) -> PathBuf {
+        let text = format!(
+            "name: {name}\n\
+             tree:\n  git:\n    path: {tree}\n\
+             series: {series}\n\
+             kernel:\n  base: tinyconfig\n  fragments:\n    - {fragment}\n\
+             vm:\n  memory: 1 GiB\n  cpus: {{possible: 4, online: 2}}\n  icount: true\n  accel: tcg\n  boot_timeout: 30s\n  run_timeout: 60s\n  swap_size: 64 MiB\n\
+             zswap: {{enabled: true, compressor: lzo, zpool: zsmalloc, max_pool_percent: 20}}\n\
+             thp: never\n\
+             workload:\n  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  count_flushes: true\n\
+             protocol:\n{protocol}",
+            tree = self.path("tree").display(),
+            series = self.path("series").display(),
+            fragment = self.path("fake.config").display(),
+        );
+        let path = self.path(&format!("{name}.yaml"));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// `patchbench ARGS` with only the fakes on `PATH`, the world's cache,
+    /// and `env` set; its output.
+    fn patchbench<S: AsRef<OsStr>>(&self, args: &[S], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_patchbench"));
+        cmd.args(args)
+            .arg("--cache-dir")
+            .arg(self.path("cache"))
+            .env_clear()
+            .env("PATH", self.bin())
+            .env("TMPDIR", self.dir.path())
+            // The agent never runs in the fake guest: the initramfs needs
+            // a static ELF as /init, and busybox is the one the image
+            // takes anyway.
+            .env("PATCHBENCH_AGENT", "/bin/busybox")
+            .env(ENV_LOG, self.path("fakes.log"))
+            .env(ENV_NOISE, "0.2");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    }
+
+    fn run(&self, campaign: &Path, out: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut args: Vec<&OsStr> = vec!["run".as_ref(), campaign.as_os_str(), "--out".as_ref()];
+        let out = self.path(out);
+        args.push(out.as_os_str());
+        args.extend(extra.iter().map(|a| OsStr::new(*a)));
+        self.patchbench(&args, env)
+    }
+
+    fn results(&self, out: &str) -> Results {
+        Results::load(&self.path(out).join("results.json")).unwrap()
+    }
+
+    /// The fakes' log lines, and forget them.
+    fn take_log(&self) -> Vec<String> {
+        let path = self.path("fakes.log");
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let _ = std::fs::remove_file(&path);
+        text.lines().map(String::from).collect()
+    }
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The verdict of the main condition's `metric`.
+fn verdict(results: &Results, metric: &str) -> VerdictRecord {
+    row(results, metric).verdict
+}
+
+fn row<'r>(results: &'r Results, metric: &str) -> &'r patchbench::results::ComparisonRecord {
+    results
+        .judgement
+        .as_ref()
+        .expect("judged")
+        .rows
+        .iter()
+        .find(|r| r.metric == metric && r.condition.is_none())
+        .unwrap_or_else(|| panic!("no comparison of {metric}"))
+}
+
+/// The fakes' boots in a log: `qemu LABEL ...` lines, by label.
+fn boots_in(log: &[String]) -> Vec<String> {
+    log.iter()
+        .filter_map(|l| l.strip_prefix("qemu "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
+}
+
+const ABA: &str = "  order: ABA\n  warmups: 1\n  samples: 3\n";
+
+/// Two patches, the second making PAGEOUT `pct` percent slower.
+fn two_patches(pct: f64) -> Vec<Patch> {
+    vec![
+        Patch::comment("mm: zswap: a comment", "mm/zswap.c"),
+        Patch::effect(
+            "mm: vmscan: the change",
+            "mm/vmscan.c",
+            "pageout_cpu_ns",
+            pct,
+        ),
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// The tests.
+
+/// A whole A/B/A′ campaign: both kernels built by the fake make (B
+/// incrementally, rebuilding only what the series touched), three boots of
+/// one warm-up and three samples, PAGEOUT 10% slower in B: a regression,
+/// exit code 1, and nothing else called.
+fn a_regressing_series_exits_1_with_the_regression_found() {
+    let world = World::new(&two_patches(10.0));
+    let campaign = world.campaign("regress", ABA);
+    let output = world.run(&campaign, "out", &[], &[]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("the patch regressed: pageout_cpu_ns"), "{err}");
+    let results = world.results("out");
+    let labels: Vec<&str> = results.boots.iter().map(|b| b.label.as_str()).collect();
+    assert_eq!(labels, ["A", "B", "A'"]);
+    for boot in &results.boots {
+        assert!(boot.complete, "{}", boot.label);
+        assert_eq!(
+            (boot.warmups.len(), boot.samples.len()),
+            (1, 3),
+            "{}",
+            boot.label
+        );
+        let facts = boot.facts.as_ref().unwrap();
+        assert_eq!(facts.kernel_release, "6.12.0-hermetic");
+        assert!(facts.cputime.as_ref().unwrap().is_precise(), "{facts:?}");
+        assert!(world.path("out").join(&boot.console_log).is_file());
+    }
+    assert_eq!(
+        verdict(&results, "pageout_cpu_ns"),
+        VerdictRecord::Regression
+    );
+    let pageout = row(&results, "pageout_cpu_ns");
+    let ratio = pageout.b.mean / pageout.a.mean;
+    assert!((1.09..1.11).contains(&ratio), "{pageout:?}");
+    for metric in [
+        "verify_cpu_ns",
+        "total_cpu_ns",
+        "zswpout_pages",
+        "pageout_flushes",
+    ] {
+        assert_eq!(
+            verdict(&results, metric),
+            VerdictRecord::NoClearDifference,
+            "{metric}"
+        );
+    }
+    assert_eq!(
+        results.judgement.as_ref().unwrap().regressed,
+        ["pageout_cpu_ns"]
+    );
+    // B is another kernel, built from A's objects: only the two files the
+    // series changed were compiled again, both for the series.
+    let (a, b) = (&results.variants[0].kernel, &results.variants[1].kernel);
+    assert_ne!(a.bzimage_sha256, b.bzimage_sha256);
+    assert!(b.incremental, "{b:?}");
+    let rebuilt: Vec<&str> = b.rebuilt.iter().map(|r| r.object.as_str()).collect();
+    assert_eq!(rebuilt, ["mm/vmscan.o", "mm/zswap.o"], "{:?}", b.rebuilt);
+    let report = std::fs::read_to_string(world.path("out/report.md")).unwrap();
+    assert!(report.contains("pageout_cpu_ns"), "{report}");
+    let log = world.take_log();
+    assert_eq!(boots_in(&log), ["A", "B", "A'"]);
+    // The same run again: every boot is kept, nothing is built or booted.
+    let again = world.run(&campaign, "out", &[], &[]);
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+    assert_eq!(world.take_log(), Vec::<String>::new());
+}
+
+/// The same series made 10% faster: an improvement, exit code 0.
+fn an_improving_series_exits_0() {
+    let world = World::new(&two_patches(-10.0));
+    let campaign = world.campaign("improve", ABA);
+    let output = world.run(&campaign, "out", &[], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results = world.results("out");
+    assert_eq!(
+        verdict(&results, "pageout_cpu_ns"),
+        VerdictRecord::Improvement
+    );
+    assert!(results.judgement.as_ref().unwrap().regressed.is_empty());
+}
+
+/// QEMU killed by a signal in boot B, after two of its samples: the
+/// host's failure (exit code 3), named with its boot and console log; A's
+/// boot and B's two samples stay in results.json, and A′ never boots.
+fn a_killed_qemu_is_infrastructure_and_keeps_what_was_measured() {
+    let world = World::new(&two_patches(10.0));
+    let campaign = world.campaign("killed", ABA);
+    let output = world.run(&campaign, "out", &[], &[(ENV_KILL, "B:2")]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("boot B: QEMU was killed") && err.contains("console log"),
+        "{err}"
+    );
+    let results = world.results("out");
+    assert_eq!(results.boots.len(), 2);
+    let (a, b) = (&results.boots[0], &results.boots[1]);
+    assert!(a.complete && a.samples.len() == 3, "{a:?}");
+    assert!(!b.complete, "{b:?}");
+    assert_eq!(b.samples.len(), 2);
+    assert!(results.judgement.is_none(), "a stopped run is not judged");
+    assert_eq!(boots_in(&world.take_log()), ["A", "B"]);
+}
+
+/// A run whose QEMU died in A′ is run again with the same --out: A and B
+/// are read back from disk, not booted again, A′ boots from the start, the
+/// kernels come from the cache, and the run ends as an uninterrupted one.
+fn an_interrupted_run_resumes_from_its_measured_boots() {
+    let world = World::new(&two_patches(10.0));
+    let campaign = world.campaign("resume", ABA);
+    let first = world.run(&campaign, "out", &[], &[(ENV_KILL, "A':1")]);
+    assert_eq!(first.status.code(), Some(3), "{}", stderr(&first));
+    let interrupted = world.results("out");
+    assert_eq!(boots_in(&world.take_log()), ["A", "B", "A'"]);
+    let second = world.run(&campaign, "out", &[], &[]);
+    let err = stderr(&second);
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("boot(s) A, B already complete, not measured again"),
+        "{err}"
+    );
+    let log = world.take_log();
+    assert_eq!(boots_in(&log), ["A'"], "{log:?}");
+    assert!(
+        !log.iter().any(|l| l.starts_with("make")),
+        "rebuilt: {log:?}"
+    );
+    let resumed = world.results("out");
+    assert_eq!(resumed.started_at, interrupted.started_at);
+    for k in 0..2 {
+        assert_eq!(
+            resumed.boots[k].samples, interrupted.boots[k].samples,
+            "boot {k}"
+        );
+    }
+    assert!(resumed.boots[2].complete && resumed.boots[2].samples.len() == 3);
+    // The same figures as a run never interrupted.
+    let straight = world.run(&campaign, "straight", &[], &[]);
+    assert_eq!(straight.status.code(), Some(1));
+    let straight = world.results("straight");
+    for (r, s) in resumed.boots.iter().zip(&straight.boots) {
+        assert_eq!(r.samples, s.samples, "boot {}", r.label);
+    }
+    assert_eq!(
+        verdict(&resumed, "pageout_cpu_ns"),
+        VerdictRecord::Regression
+    );
+}
+
+/// A sequential campaign with a budget of three rounds stops at its first
+/// look when every primary metric is decided (a 10% regression); on the
+/// band's edge (2%) it looks after every round and spends the budget.
+fn a_sequential_campaign_stops_at_the_look_that_decides() {
+    let protocol = "  order: ABA\n  warmups: 1\n  samples: 3\n  sequential: {rounds: 3}\n";
+    let decided = World::new(&two_patches(10.0));
+    let output = decided.run(&decided.campaign("seq", protocol), "out", &[], &[]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("look 1 of 3: every primary metric decided"),
+        "{err}"
+    );
+    let results = decided.results("out");
+    let s = results.protocol.sequential.as_ref().unwrap();
+    assert_eq!(s.looks.len(), 1, "{s:?}");
+    assert!(s.looks[0].undecided.is_empty());
+    assert_eq!(results.boots.len(), 3);
+    assert_eq!(
+        verdict(&results, "pageout_cpu_ns"),
+        VerdictRecord::Regression
+    );
+
+    let edge = World::new(&two_patches(2.0));
+    let output = edge.run(&edge.campaign("seq", protocol), "out", &[], &[]);
+    let err = stderr(&output);
+    assert!(matches!(output.status.code(), Some(0 | 1)), "{err}");
+    let results = edge.results("out");
+    let s = results.protocol.sequential.as_ref().unwrap();
+    assert_eq!(s.looks.len(), 3, "{s:?}");
+    assert!(
+        s.looks
+            .iter()
+            .all(|l| l.undecided.iter().any(|m| m.contains("pageout_cpu_ns"))),
+        "{s:?}"
+    );
+    assert_eq!(results.boots.len(), 9);
+    assert!(err.contains("the budget's 3 round(s) spent"), "{err}");
+}
+
+/// The round's three boots as three shards (`run --shard i/3`, one boot
+/// each, nothing judged), merged by `patchbench merge` into the same
+/// judgement as the unsharded run, with its exit code.
+fn shards_merge_into_the_unsharded_run() {
+    let world = World::new(&two_patches(10.0));
+    let campaign = world.campaign("shards", ABA);
+    let whole = world.run(&campaign, "whole", &[], &[]);
+    assert_eq!(whole.status.code(), Some(1), "{}", stderr(&whole));
+    world.take_log();
+    let mut shards = Vec::new();
+    for i in 1..=3 {
+        let out = format!("s{i}");
+        let output = world.run(&campaign, &out, &["--shard", &format!("{i}/3")], &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let shard = world.results(&out);
+        assert_eq!(shard.boots.len(), 1, "shard {i}");
+        assert_eq!(shard.boots[0].index, i - 1);
+        assert!(shard.judgement.is_none(), "a shard judges nothing");
+        shards.push(world.path(&out));
+    }
+    assert_eq!(boots_in(&world.take_log()), ["A", "B", "A'"]);
+    let mut args: Vec<&OsStr> = vec!["merge".as_ref()];
+    args.extend(shards.iter().map(|s| s.as_os_str()));
+    let merged_dir = world.path("merged");
+    args.extend([OsStr::new("--out"), merged_dir.as_os_str()]);
+    // merge takes no --cache-dir: call it without World::patchbench's.
+    let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(&args)
+        .env_clear()
+        .env("PATH", world.bin())
+        .output()
+        .unwrap();
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    let merged = Results::load(&merged_dir.join("results.json")).unwrap();
+    let whole = world.results("whole");
+    let rows = |r: &Results| {
+        r.judgement
+            .as_ref()
+            .unwrap()
+            .rows
+            .iter()
+            .map(|c| (c.metric.clone(), c.verdict, c.a.mean, c.b.mean))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows(&merged), rows(&whole));
+    assert_eq!(
+        verdict(&merged, "pageout_cpu_ns"),
+        VerdictRecord::Regression
+    );
+}
+
+/// `run --bisect` over four patches, the third the slow one: the whole
+/// series regresses, then two midpoints (p2: no change, p3: the change)
+/// name patch 3, with exit code 1.
+fn a_hunt_names_the_patch_that_regressed() {
+    let world = World::new(&[
+        Patch::comment("mm: zswap: one", "mm/zswap.c"),
+        Patch::comment("mm: memcontrol: two", "mm/memcontrol.c"),
+        Patch::effect(
+            "mm: vmscan: three, the slow one",
+            "mm/vmscan.c",
+            "pageout_cpu_ns",
+            10.0,
+        ),
+        Patch::comment("init: four", "init/main.c"),
+    ]);
+    let campaign = world.campaign("hunt", ABA);
+    let output = world.run(&campaign, "out", &["--bisect"], &[]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the first patch with the regression is 3/4"),
+        "{err}"
+    );
+    let hunt = Hunt::load(&world.path("out/bisect.json")).unwrap();
+    let steps: Vec<(StepRole, usize, usize)> = hunt
+        .steps
+        .iter()
+        .map(|s| (s.role, s.baseline_patches, s.patches))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (StepRole::Whole, 0, 4),
+            (StepRole::Midpoint, 0, 2),
+            (StepRole::Midpoint, 0, 3),
+        ]
+    );
+    let HuntState::Found { patch, own } = &hunt.state else {
+        panic!("{:?}", hunt.state)
+    };
+    assert_eq!(*patch, 3);
+    let own_pageout = own
+        .comparisons
+        .iter()
+        .find(|c| c.metric == "pageout_cpu_ns" && c.condition.is_none())
+        .unwrap();
+    assert_eq!(own_pageout.verdict, VerdictRecord::Regression);
+    assert_eq!(
+        (own_pageout.baseline.as_str(), own_pageout.variant.as_str()),
+        ("p2", "p3")
+    );
+}
+
+/// A source that does not compile: the build's failure is the host's
+/// side (exit code 3), and the message quotes the compiler's error.
+fn a_failed_build_is_infrastructure_naming_the_error() {
+    let world = World::new(&[Patch {
+        subject: "mm: vmscan: broken",
+        file: "mm/vmscan.c",
+        line: format!("int broken = {};", patchbench_fakes::ERROR_MARKER),
+    }]);
+    let output = world.run(&world.campaign("broken", ABA), "out", &[], &[]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("mm/vmscan.c:5:1: error: patchbench-fake-error"),
+        "{err}"
+    );
+    assert!(boots_in(&world.take_log()).is_empty(), "nothing boots");
+}
+
+/// The fake agent reports exactly the metrics zswap-pageout's spec lists
+/// for a lane without the plugin: the fakes cannot drift from the spec.
+fn the_fake_agent_reports_what_the_spec_lists() {
+    let spec = patchbench::workload::spec_for_kind("zswap-pageout").unwrap();
+    let mut listed: Vec<String> = spec
+        .metrics
+        .iter()
+        .filter(|m| m.lane.is_none())
+        .map(|m| m.name.clone())
+        .collect();
+    listed.sort();
+    let workload = patchbench_agent::Workload::ZswapPageout {
+        workers: 1,
+        mib_per_worker: 32,
+        random_percent: 0,
+        zswap_max: patchbench_agent::Limit::Max,
+        memory_max: patchbench_agent::Limit::Max,
+        swap_max: patchbench_agent::Limit::Max,
+        count_flushes: true,
+        swap: patchbench_agent::SwapBackend::Disk,
+        compact: false,
+        settle: false,
+    };
+    let reported = patchbench_fakes::qemu::metric_names(&workload).unwrap();
+    assert_eq!(reported, listed);
+}
+
+/// A fake given what it does not understand exits 2 and says what.
+fn the_fakes_refuse_what_they_do_not_understand() {
+    let world = World::new(&[]);
+    let run = |program: &str, args: &[&str]| {
+        let output = Command::new(world.bin().join(program))
+            .args(args)
+            .output()
+            .unwrap();
+        (output.status.code(), stderr(&output))
+    };
+    let tree = world.path("tree");
+    let tree = tree.to_str().unwrap();
+    let (code, err) = run("make", &["-C", tree, "O=/nonexistent", "modules"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("fake make: does not understand the argument \"modules\""),
+        "{err}"
+    );
+    let (code, err) = run("qemu-system-x86_64", &["-nodefaults", "-vnc", ":0"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("\"-vnc\""), "{err}");
+    let (code, err) = run("gcc", &["-c", "x.c"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("never runs gcc"), "{err}");
+    let (code, out) = run("gcc", &["--version"]);
+    assert_eq!(code, Some(0), "{out}");
+}
