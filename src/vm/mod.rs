@@ -436,7 +436,13 @@ async fn converse(
     on_message: &mut impl FnMut(&Message) -> anyhow::Result<()>,
 ) -> Result<(Option<GuestFacts>, Duration), Stop> {
     let boot_deadline = tokio::time::Instant::from_std(started + spec.boot_timeout);
+    // Biased, the connection first: a guest that connected, wrote its
+    // lines and powered off at once has both ready, and its lines are in
+    // the socket, waiting to be read (the hermetic tier's fake QEMU showed
+    // the race: an exit taken first misread such a boot as never having
+    // connected).
     let stream = tokio::select! {
+        biased;
         accepted = listener.accept() => accepted.map_err(|e| VmError::Setup {
             label: spec.label.clone(),
             what: "accept the agent connection".into(),
