@@ -576,7 +576,8 @@ mod tests {
         let icount_cmd = qemu_command(&icount, Path::new("/tmp/s")).to_string();
         assert!(
             icount_cmd.contains("-icount shift=0,sleep=off")
-                && icount_cmd.contains("rdinit=/init zswap.enabled=0 noapictimer pmtmr=0"),
+                && icount_cmd
+                    .contains("rdinit=/init zswap.enabled=0 noapictimer pmtmr=0 no_timer_check"),
             "{icount_cmd}"
         );
         assert!(root_cmd.contains("mount_tag=hostroot"), "{root_cmd}");
