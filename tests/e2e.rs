@@ -35,6 +35,7 @@ fn run_campaign(text: &str, out: &Path) -> anyhow::Result<Outcome> {
         kernels: None,
         shard: None,
         reach: None,
+        replay: false,
     };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(campaign::run(&plan, &opts, &Recorder::default()))

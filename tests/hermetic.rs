@@ -39,6 +39,10 @@ const TESTS: &[(&str, fn())] = &[
         an_interrupted_run_resumes_from_its_measured_boots,
     ),
     (
+        "an_identical_boot_is_replayed_not_booted",
+        an_identical_boot_is_replayed_not_booted,
+    ),
+    (
         "a_sequential_campaign_stops_at_the_look_that_decides",
         a_sequential_campaign_stops_at_the_look_that_decides,
     ),
@@ -576,7 +580,7 @@ fn an_interrupted_run_resumes_from_its_measured_boots() {
     }
     assert!(resumed.boots[2].complete && resumed.boots[2].samples.len() == 3);
     // The same figures as a run never interrupted.
-    let straight = world.run(&campaign, "straight", &[], &[]);
+    let straight = world.run(&campaign, "straight", &["--fresh-boots"], &[]);
     assert_eq!(straight.status.code(), Some(1));
     let straight = world.results("straight");
     for (r, s) in resumed.boots.iter().zip(&straight.boots) {
@@ -586,6 +590,49 @@ fn an_interrupted_run_resumes_from_its_measured_boots() {
         verdict(&resumed, "pageout_cpu_ns"),
         VerdictRecord::Regression
     );
+}
+
+/// Under icount a boot whose inputs ran before is replayed from the cache:
+/// a second series on the same base boots only its B, with A's and A′'s
+/// records those of the first run, marked replayed, and the report says
+/// so; `--fresh-boots` boots all three again, to the same figures.
+fn an_identical_boot_is_replayed_not_booted() {
+    let world = World::new(&two_patches(10.0));
+    let campaign = world.campaign("replay", ABA);
+    let first = world.run(&campaign, "first", &[], &[]);
+    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    assert_eq!(boots_in(&world.take_log()), ["A", "A'", "B"]);
+    let first = world.results("first");
+    assert!(first.boots.iter().all(|b| !b.replayed));
+
+    // The same campaign into another directory: nothing boots.
+    let again = world.run(&campaign, "again", &[], &[]);
+    let err = stderr(&again);
+    assert_eq!(again.status.code(), Some(1), "{err}");
+    assert!(boots_in(&world.take_log()).is_empty(), "{err}");
+    assert!(err.contains("boot A: replayed from the cache"), "{err}");
+    let again = world.results("again");
+    for (a, f) in again.boots.iter().zip(&first.boots) {
+        assert!(a.replayed && a.complete, "boot {}", a.label);
+        assert_eq!(a.samples, f.samples, "boot {}", a.label);
+        let log = world.path("again").join(&a.console_log);
+        assert!(log.is_file(), "{} has its console log", a.label);
+    }
+    let report = std::fs::read_to_string(world.path("again/report.md")).unwrap();
+    assert!(
+        report.contains("Replayed from the cache, not booted: A, B, A'"),
+        "{report}"
+    );
+
+    // --fresh-boots boots every kernel, to the same figures.
+    let fresh = world.run(&campaign, "fresh", &["--fresh-boots"], &[]);
+    assert_eq!(fresh.status.code(), Some(1), "{}", stderr(&fresh));
+    assert_eq!(boots_in(&world.take_log()), ["A", "A'", "B"]);
+    let fresh = world.results("fresh");
+    for (n, f) in fresh.boots.iter().zip(&first.boots) {
+        assert!(!n.replayed);
+        assert_eq!(n.samples, f.samples, "boot {}", n.label);
+    }
 }
 
 /// A sequential campaign with a budget of three rounds stops at its first
@@ -640,7 +687,12 @@ fn shards_merge_into_the_unsharded_run() {
     let mut shards = Vec::new();
     for i in 1..=3 {
         let out = format!("s{i}");
-        let output = world.run(&campaign, &out, &["--shard", &format!("{i}/3")], &[]);
+        let output = world.run(
+            &campaign,
+            &out,
+            &["--shard", &format!("{i}/3"), "--fresh-boots"],
+            &[],
+        );
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         let shard = world.results(&out);
         assert_eq!(shard.boots.len(), 1, "shard {i}");

@@ -155,6 +155,8 @@ pub fn prepare_boot(
 /// Everything the boot loop reads.
 pub(super) struct Boots<'a> {
     pub(super) plan: &'a Plan,
+    /// Where a deterministic lane's boots are replayed from, if they are.
+    pub(super) replays: Option<&'a super::replay::Replays>,
     pub(super) lane: &'a Lane,
     /// Every variant, the baseline first.
     pub(super) variants: &'a [Variant],
@@ -177,6 +179,7 @@ struct Ready {
     /// Its place in `results.boots` (the protocol's boot index, but in a
     /// shard, which holds only its own boots).
     pos: usize,
+    initramfs_sha256: String,
     label: String,
     variant: String,
     spec: BootSpec,
@@ -310,6 +313,7 @@ impl Boots<'_> {
             total_seconds: None,
             complete: false,
             failure: None,
+            replayed: false,
         });
         results.save(self.results_path)?;
         let windows = self.lane.cost.as_ref().map(|c| CostWindows {
@@ -319,6 +323,7 @@ impl Boots<'_> {
         });
         Ok(Ready {
             pos,
+            initramfs_sha256: results.boots[pos].initramfs_sha256.clone(),
             label: label.to_string(),
             variant: this.name.to_string(),
             spec,
@@ -411,6 +416,36 @@ impl Boots<'_> {
     ) -> anyhow::Result<Timing> {
         let path = self.results_path;
         let started = Instant::now();
+        let key = match self.replays {
+            Some(replays) => Some(replays.key(&ready.spec, &ready.initramfs_sha256)?),
+            None => None,
+        };
+        if let (Some(replays), Some(key)) = (self.replays, &key)
+            && let Some(earlier) = replays.load(key, &ready.spec.console_log())
+        {
+            sink.emit(Event::Note(format!(
+                "boot {}: replayed from the cache: under icount a boot with these exact inputs ran before and repeats instruction for instruction (--fresh-boots boots it)",
+                ready.label
+            )));
+            let mut results = shared.borrow_mut();
+            let boot = &mut results.boots[ready.pos];
+            boot.facts = earlier.facts;
+            boot.warmups = earlier.warmups;
+            boot.samples = earlier.samples;
+            boot.hello_seconds = earlier.hello_seconds;
+            boot.total_seconds = earlier.total_seconds;
+            boot.complete = true;
+            boot.replayed = true;
+            let timing = Timing {
+                stage: format!("boot {} (replayed)", ready.label),
+                seconds: started.elapsed().as_secs_f64(),
+            };
+            results.timings.push(timing.clone());
+            results
+                .save(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            return Ok(timing);
+        }
         let on_message = |message: &Message| {
             // The boots of a wave are polled on one task, one at a time,
             // and none holds the document across an await.
@@ -442,6 +477,15 @@ impl Boots<'_> {
         boot.hello_seconds = Some(outcome.hello_after.as_secs_f64());
         boot.total_seconds = Some(outcome.total.as_secs_f64());
         boot.complete = true;
+        if let (Some(replays), Some(key)) = (self.replays, &key) {
+            // A boot that cannot be kept is only booted again next time.
+            if let Err(e) = replays.store(key, boot, &ready.spec.console_log()) {
+                sink.emit(Event::Note(format!(
+                    "warning: boot {} not kept for replay: {e:#}",
+                    ready.label
+                )));
+            }
+        }
         results.timings.push(timing.clone());
         results
             .save(path)

@@ -22,6 +22,7 @@ mod boots;
 mod cputime;
 mod kernels;
 mod lane;
+mod replay;
 mod stages;
 pub use boots::{BootJob, prepare_boot};
 use boots::{Boots, Workloads};
@@ -53,6 +54,10 @@ pub struct RunOptions {
     /// Why `run --series` chose this campaign for the series (recorded in
     /// the results, shown by the report); `None` when a file was given.
     pub reach: Option<crate::results::ReachRecord>,
+    /// In a deterministic lane, replay a boot whose exact inputs ran before
+    /// from the cache instead of booting it (`replay`); `run
+    /// --fresh-boots` sets it false.
+    pub replay: bool,
 }
 
 /// What a finished campaign produced.
@@ -128,8 +133,17 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     if let Some(earlier) = earlier {
         resume(&mut results, earlier, &results_path, &mut stages)?;
     }
+    // Under icount a boot repeats exactly: one whose inputs ran before is
+    // replayed from the cache (`replay`). Not for a boot of the host's
+    // files over 9p, which a campaign never makes.
+    let replays = if opts.replay && lane.icount {
+        Some(replay::Replays::open(&opts.cache_dir)?)
+    } else {
+        None
+    };
     let mut boots = Boots {
         plan,
+        replays: replays.as_ref(),
         lane: &lane,
         variants: &kernels.variants,
         kernels: &kernels.kernels,

@@ -225,6 +225,13 @@ pub struct RunArgs {
     /// chooses hunts, into OUT/<campaign>/.
     #[arg(long, conflicts_with_all = ["per_patch", "kernels", "shard"])]
     bisect: bool,
+    /// Boot every kernel. Without it, under icount (and in the cost and
+    /// counting lanes) a boot whose exact inputs ran before (QEMU and its
+    /// firmware, the arguments, the kernel's and initramfs's bytes) is
+    /// replayed from the cache, since it would repeat instruction for
+    /// instruction; the report marks it. A warm verdict then boots only B.
+    #[arg(long, env = "PATCHBENCH_FRESH_BOOTS")]
+    fresh_boots: bool,
 }
 
 async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
@@ -246,6 +253,7 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         kernels: args.kernels,
         shard,
         reach: None,
+        replay: !args.fresh_boots,
     };
     if plan.variants == crate::variants::VariantSet::Bisect {
         return hunt(&plan, &opts, sink).await;
@@ -345,6 +353,7 @@ async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
             kernels: None,
             shard: None,
             reach: Some(chose.choice.record(chosen, &shown)),
+            replay: !args.fresh_boots,
         };
         if plan.variants == crate::variants::VariantSet::Bisect {
             match hunt(&plan, &opts, sink).await {

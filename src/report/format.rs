@@ -256,6 +256,18 @@ pub fn time_line(results: &crate::results::Results) -> Option<String> {
         }
         line.push('.');
     }
+    let replayed: Vec<&str> = results
+        .boots
+        .iter()
+        .filter(|b| b.replayed)
+        .map(|b| b.label.as_str())
+        .collect();
+    if !replayed.is_empty() {
+        line.push_str(&format!(
+            " Replayed from the cache, not booted: {} (under icount a boot with the same inputs repeats instruction for instruction; its times are the earlier boot's; `run --fresh-boots` boots every kernel).",
+            replayed.join(", ")
+        ));
+    }
     Some(line)
 }
 

@@ -412,6 +412,12 @@ pub struct Boot {
     /// boot's. Absent for a boot that ran to its end or has not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<BootFailure>,
+    /// Replayed from the cache: in a deterministic lane, a boot with
+    /// exactly these inputs (QEMU, firmware, arguments, kernel and
+    /// initramfs bytes) ran before, and this record is that boot's.
+    /// Absent for a boot that ran in this run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
 }
 
 /// A guest failure that stopped a boot (`Boot::failure`). Both fields are

@@ -232,6 +232,7 @@ impl From<ResultsV2> for Results {
                     hello_seconds: b.hello_seconds,
                     total_seconds: b.total_seconds,
                     failure: None,
+                    replayed: false,
                     complete: b.complete,
                 })
                 .collect(),
