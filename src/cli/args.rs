@@ -1,11 +1,11 @@
 //! The flags `run`, `build`, `boot` and `plan` share, and turning them
 //! into a validated plan.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 
-use crate::config::{self, AccelChoice, Campaign, Overrides, TreeSource};
+use crate::config::{self, AccelChoice, Campaign, ConfigError, Overrides, TreeSource};
 
 /// Where the kernels come from: shared by `run` and `build`.
 #[derive(clap::Args)]
@@ -192,4 +192,51 @@ fn load_plan_with(
 
 pub fn cache_dir(args: &CampaignArgs) -> PathBuf {
     args.cache_dir.clone().unwrap_or_else(default_cache_dir)
+}
+
+/// The tree and series a plan names, where they are local.
+pub fn plan_paths(plan: &config::Plan) -> anyhow::Result<()> {
+    tree_exists(&plan.tree)?;
+    series_readable(&plan.series)
+}
+
+/// `--tree` and `--series` as given, where they are local.
+pub fn sources_paths(s: &SourceArgs) -> anyhow::Result<()> {
+    if let Some(t) = &s.tree {
+        tree_exists(&tree_override(t.clone(), s.rev.clone()))?;
+    }
+    if let Some(text) = &s.series {
+        series_readable(&crate::series::SeriesSource::parse(text, Path::new("")))?;
+    }
+    Ok(())
+}
+
+/// A tarball that is a file, a repository that git opens; a URL is fetched
+/// later and is not checked here.
+pub fn tree_exists(tree: &TreeSource) -> anyhow::Result<()> {
+    match tree {
+        TreeSource::Tarball(p) if !p.is_file() => Err(ConfigError::Invalid {
+            path: p.clone(),
+            message: "no such tarball or directory: --tree takes a source tarball, a git repository or a git URL".into(),
+        }
+        .into()),
+        TreeSource::Git { path, .. } => match git2::Repository::open(path) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(ConfigError::Invalid {
+                path: path.clone(),
+                message: format!("is a directory but not a git repository git can open: {}", e.message()),
+            }
+            .into()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// A local series, read and parsed as the run will (a `lore:` thread is
+/// fetched later).
+pub fn series_readable(source: &crate::series::SeriesSource) -> anyhow::Result<()> {
+    if let crate::series::SeriesSource::Path(p) = source {
+        crate::series::load_path(p)?;
+    }
+    Ok(())
 }

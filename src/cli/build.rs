@@ -28,7 +28,7 @@ pub struct BuildArgs {
 pub(super) fn check(args: &BuildArgs) -> anyhow::Result<crate::config::Plan> {
     let plan = load_plan(&args.campaign, None)?;
     super::args::refuse_bisect(&plan, "`patchbench build`")?;
-    super::check::plan_paths(&plan)?;
+    super::args::plan_paths(&plan)?;
     Ok(plan)
 }
 

@@ -17,7 +17,6 @@ mod args;
 mod boot;
 mod build;
 mod cache;
-mod check;
 mod choose;
 mod compare;
 pub mod doctor;
@@ -235,9 +234,9 @@ pub struct RunArgs {
 }
 
 async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
-    let (plan, shard) = match check::run(&args)? {
-        check::RunCheck::Chosen => return run_chosen(args, sink).await,
-        check::RunCheck::Plan { plan, shard } => (*plan, shard),
+    let (plan, shard) = match check_run(&args)? {
+        RunCheck::Chosen => return run_chosen(args, sink).await,
+        RunCheck::Plan { plan, shard } => (*plan, shard),
     };
     let out_dir = args.out.unwrap_or_else(|| {
         let stamp = jiff::ZonedDateTime::now()
@@ -489,7 +488,7 @@ async fn hunt(
 }
 
 async fn apply(args: ApplyArgs, sink: &dyn Sink) -> anyhow::Result<()> {
-    let tree_source = check::apply_tree(&args)?;
+    let tree_source = apply_tree(&args)?;
     let source = crate::series::SeriesSource::parse(&args.series, std::path::Path::new(""));
     let cache = args.cache_dir.unwrap_or_else(default_cache_dir);
     sink.emit(Event::Note(format!("tree: {tree_source}")));
@@ -531,5 +530,124 @@ async fn apply(args: ApplyArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     }
     let _ = writeln!(text, "B = {}", applied.head);
     sink.emit(Event::Output(text));
+    Ok(())
+}
+
+/// What `run` goes on with once its flags are checked.
+enum RunCheck {
+    /// `--series` without a campaign file: the series chooses the campaigns.
+    Chosen,
+    /// One campaign (or the built-in smoke campaign), with its shard.
+    Plan {
+        plan: Box<crate::config::Plan>,
+        shard: Option<crate::model::Shard>,
+    },
+}
+
+impl Cli {
+    /// What a command checks before its first slow step: the campaign file
+    /// and its overrides, flags that cannot go together, and that every
+    /// local path it names (tree, series, kernel, results) is there and
+    /// readable. Each command calls its check first, so a mistake costs no
+    /// import or build; this runs them alone, which is how tests/docs.rs
+    /// holds every documented command to what the CLI accepts.
+    ///
+    /// Every check the command makes before it imports, builds, boots or
+    /// fetches anything. `Ok` means the command would start its work.
+    pub fn check(&self) -> anyhow::Result<()> {
+        match &self.command {
+            Command::Run(a) => check_run(a).map(drop),
+            Command::Apply(a) => apply_tree(a).map(drop),
+            Command::Build(a) => build::check(a).map(drop),
+            Command::Boot(a) => boot::check(a).map(drop),
+            Command::Plan(a) => plan::check(a),
+            Command::Compare(a) => results_paths(a.results.iter().chain(&a.against)),
+            Command::Judge(a) => results_paths(&a.results),
+            Command::Merge(a) => results_paths(&a.shards),
+            Command::Publish(a) => results_paths(&a.results),
+            Command::Cache(_) | Command::Doctor { .. } => Ok(()),
+        }
+    }
+}
+
+/// `run`'s checks: with `--series` and no campaign file the series chooses
+/// the campaigns (no `--kernels` or `--shard` then); else the campaign with
+/// its overrides, its shard, and the local paths it names.
+fn check_run(a: &RunArgs) -> anyhow::Result<RunCheck> {
+    if choose::wanted(
+        usize::from(a.campaign.campaign.is_some()),
+        &a.campaign.sources,
+    ) {
+        for (flag, given) in [
+            ("--kernels", a.kernels.is_some()),
+            ("--shard", a.shard.is_some()),
+        ] {
+            if given {
+                return Err(crate::config::ConfigError::Invalid {
+                    path: PathBuf::from(flag),
+                    message: "needs a campaign file: with --series alone the series chooses the campaigns, each with kernels and boots of its own".into(),
+                }
+                .into());
+            }
+        }
+        args::sources_paths(&a.campaign.sources)?;
+        return Ok(RunCheck::Chosen);
+    }
+    let shard = a
+        .shard
+        .as_deref()
+        .map(|text| crate::model::Shard::parse(text, a.round))
+        .transpose()
+        .map_err(|message| crate::config::ConfigError::Invalid {
+            path: PathBuf::from("--shard"),
+            message,
+        })?;
+    let plan = args::load_run_plan(&a.campaign, a.accel.map(Into::into), a.bisect)?;
+    if a.kernels.is_none() {
+        args::plan_paths(&plan)?;
+    }
+    Ok(RunCheck::Plan {
+        plan: Box::new(plan),
+        shard,
+    })
+}
+
+/// `apply`'s tree: `--tree` (with `--rev`), else the built-in smoke
+/// campaign's, as `run` and `plan` default to; and its series, read.
+fn apply_tree(a: &ApplyArgs) -> anyhow::Result<crate::config::TreeSource> {
+    let tree = match &a.tree {
+        Some(t) => args::tree_override(t.clone(), a.rev.clone()),
+        None => {
+            let default = CampaignArgs {
+                campaign: None,
+                sources: args::SourceArgs::default(),
+                cache_dir: None,
+                cache_max: crate::build::cache::DEFAULT_BUDGET,
+            };
+            args::load_plan(&default, None)?.tree
+        }
+    };
+    args::tree_exists(&tree)?;
+    args::series_readable(&crate::series::SeriesSource::parse(
+        &a.series,
+        std::path::Path::new(""),
+    ))?;
+    Ok(tree)
+}
+
+/// Results a command reads: each a results.json or a directory with one.
+fn results_paths<'a>(given: impl IntoIterator<Item = &'a PathBuf>) -> anyhow::Result<()> {
+    for path in given {
+        let file = if path.is_dir() {
+            path.join("results.json")
+        } else {
+            path.clone()
+        };
+        anyhow::ensure!(
+            file.is_file(),
+            "{} is not a results.json or a directory holding one",
+            path.display()
+        );
+    }
     Ok(())
 }

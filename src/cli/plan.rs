@@ -107,7 +107,7 @@ Examples:
 /// with the flags applied, and a matrix has no hunt.
 pub(super) fn check(args: &PlanArgs) -> anyhow::Result<()> {
     if super::choose::wanted(args.campaigns.len(), &args.sources) {
-        return super::check::sources_paths(&args.sources);
+        return super::args::sources_paths(&args.sources);
     }
     let plans = load_all(&args.campaigns, &args.sources)?;
     refuse_matrix_hunts(args, &plans)
