@@ -891,9 +891,8 @@ mod tests {
 
     #[test]
     fn parallel_boots_is_auto_or_a_count_of_one_or_more() {
-        // The smoke's own `parallel_boots: 3` out, then `line` in.
         let parallel = |line: &str| {
-            plan_of(&replaced("  parallel_boots: 3\n", line))
+            plan_of(&replaced("  icount: true\n", line))
                 .map(|p| p.vm.parallel_boots)
                 .map_err(|e| e.chain())
         };
