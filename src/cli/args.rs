@@ -240,3 +240,13 @@ pub fn series_readable(source: &crate::series::SeriesSource) -> anyhow::Result<(
     }
     Ok(())
 }
+
+/// The results.json a command is given: the file itself, or the one in
+/// the run directory given.
+pub fn results_file(given: &Path) -> PathBuf {
+    if given.is_dir() {
+        given.join("results.json")
+    } else {
+        given.to_owned()
+    }
+}

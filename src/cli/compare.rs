@@ -27,12 +27,7 @@ pub struct CompareArgs {
 }
 
 pub(super) fn load(path: &std::path::Path) -> anyhow::Result<Results> {
-    let file = if path.is_dir() {
-        path.join("results.json")
-    } else {
-        path.to_owned()
-    };
-    Ok(Results::load(&file)?)
+    Ok(Results::load(&super::args::results_file(path))?)
 }
 
 /// `new`'s B boots against `old`'s B boots, as one document: old's B boots

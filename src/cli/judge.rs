@@ -63,11 +63,7 @@ fn stored_verdicts(text: &str) -> Stored {
 pub(super) fn judge(args: JudgeArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let mut regressed = Vec::new();
     for given in &args.results {
-        let path = if given.is_dir() {
-            given.join("results.json")
-        } else {
-            given.clone()
-        };
+        let path = super::args::results_file(given);
         let before = std::fs::read_to_string(&path)
             .map(|t| stored_verdicts(&t))
             .unwrap_or_default();

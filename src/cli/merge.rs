@@ -40,11 +40,7 @@ boot in two shards, and a missing or unfinished boot. Exit codes as for
 pub(super) fn merge(args: MergeArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let mut shards = Vec::new();
     for path in &args.shards {
-        let file = if path.is_dir() {
-            path.join("results.json")
-        } else {
-            path.clone()
-        };
+        let file = super::args::results_file(path);
         let results = Results::load(&file)?;
         shards.push((file, results));
     }

@@ -617,15 +617,7 @@ fn check_run(a: &RunArgs) -> anyhow::Result<RunCheck> {
 fn apply_tree(a: &ApplyArgs) -> anyhow::Result<crate::config::TreeSource> {
     let tree = match &a.tree {
         Some(t) => args::tree_override(t.clone(), a.rev.clone()),
-        None => {
-            let default = CampaignArgs {
-                campaign: None,
-                sources: args::SourceArgs::default(),
-                cache_dir: None,
-                cache_max: crate::build::cache::DEFAULT_BUDGET,
-            };
-            args::load_plan(&default, None)?.tree
-        }
+        None => args::load_plan_file(None, None)?.tree,
     };
     args::tree_exists(&tree)?;
     args::series_readable(&crate::series::SeriesSource::parse(
@@ -638,13 +630,8 @@ fn apply_tree(a: &ApplyArgs) -> anyhow::Result<crate::config::TreeSource> {
 /// Results a command reads: each a results.json or a directory with one.
 fn results_paths<'a>(given: impl IntoIterator<Item = &'a PathBuf>) -> anyhow::Result<()> {
     for path in given {
-        let file = if path.is_dir() {
-            path.join("results.json")
-        } else {
-            path.clone()
-        };
         anyhow::ensure!(
-            file.is_file(),
+            args::results_file(path).is_file(),
             "{} is not a results.json or a directory holding one",
             path.display()
         );

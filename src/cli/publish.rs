@@ -227,7 +227,7 @@ pub(super) async fn publish(args: PublishArgs, sink: Arc<dyn Sink>) -> anyhow::R
 /// The results file and its run directory for a command-line argument.
 fn locate(given: &Path) -> (PathBuf, PathBuf) {
     if given.is_dir() {
-        (given.join("results.json"), given.to_owned())
+        (super::args::results_file(given), given.to_owned())
     } else {
         let dir = given
             .parent()
