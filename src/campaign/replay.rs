@@ -84,19 +84,12 @@ impl Replays {
                 .replace(SOCKETS, "<sockets>");
             // Input files, wherever they sit in an argument (`-kernel F`,
             // `-plugin F,system_map=F`): by their bytes, not their paths.
-            let files: Vec<&str> = arg
+            let original = arg.clone();
+            for file in original
                 .split([',', '=', '"', '{', '}', ' '])
                 .filter(|p| p.starts_with('/') && Path::new(p).is_file())
-                .collect();
-            let mut named = Vec::new();
-            for file in files {
-                named.push((
-                    file.to_string(),
-                    format!("<file {}>", self.hashed(Path::new(file))?),
-                ));
-            }
-            for (file, token) in named {
-                arg = arg.replace(&file, &token);
+            {
+                arg = arg.replace(file, &format!("<file {}>", self.hashed(Path::new(file))?));
             }
             text.push_str(&arg);
             text.push('\n');
