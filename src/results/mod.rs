@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 pub mod comparison;
 mod document;
+pub mod history;
 pub mod hunt;
 pub mod judgement;
 pub mod merge;
