@@ -860,7 +860,7 @@ pub fn trend_page(
             Ok(PlotView {
                 name: name.to_string(),
                 anchor: anchor(i),
-                svg: plot::trend_plot(name, &points)?,
+                svg: plot::trend_plot(name, &points, &[])?,
                 caption: format!("{name}: B vs A in percent, one point per run, oldest first."),
             })
         })

@@ -288,18 +288,95 @@ pub struct TrendPoint {
     pub verdict: Option<Verdict>,
 }
 
+/// A change point on a trend plot: a vertical dashed line at `x` (in
+/// slots: point `i` sits at `i`, so a step between points 2 and 3 is at
+/// 2.5) across the plot, with a short label at its top.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrendMarker {
+    pub x: f64,
+    pub label: String,
+}
+
+/// The CSS class of a change point's line and label on a trend plot:
+/// `templates/base.html` gives it its colour, defined there once.
+pub const CHANGE_POINT_CLASS: &str = "change-point";
+
+/// Roughly how wide one character of an axis label is drawn, in px
+/// (`FONT` at 13 px, sans-serif, digits and lower case).
+const LABEL_CHAR_PX: f64 = 8.0;
+/// The trend plot's frame, inside its margin and y label area, in px.
+const TREND_PLOT_PX: f64 = TREND_SIZE.0 as f64 - 2.0 * 12.0 - 64.0;
+/// At most this many x labels on a trend plot, however many runs.
+const TREND_TICKS: usize = 8;
+
+/// Whether x labels of up to `chars` characters fit side by side under a
+/// trend plot of `n` points without running into each other.
+pub fn trend_labels_fit(chars: usize, n: usize) -> bool {
+    let ticks = n.clamp(1, TREND_TICKS) as f64;
+    chars as f64 * LABEL_CHAR_PX <= TREND_PLOT_PX / ticks - 8.0
+}
+
 /// B against A in percent for one metric across runs, oldest first, with
-/// each run's interval as an error bar when it has one.
-pub fn trend_plot(metric: &str, points: &[TrendPoint]) -> Result<Svg, PlotError> {
+/// each run's interval as an error bar when it has one, and each of
+/// `markers` as a dashed line of [`CHANGE_POINT_CLASS`].
+pub fn trend_plot(
+    metric: &str,
+    points: &[TrendPoint],
+    markers: &[TrendMarker],
+) -> Result<Svg, PlotError> {
     let mut buf = String::new();
-    draw_trend(&mut buf, points).map_err(err(metric))?;
-    Ok(with_title(buf, &format!("{metric}: B vs A across runs")))
+    let marks = draw_trend(&mut buf, points, markers).map_err(err(metric))?;
+    Ok(with_title(
+        with_markers(buf, &marks),
+        &format!("{metric}: B vs A across runs"),
+    ))
+}
+
+/// A marker placed in the SVG's pixels: its line's x, its top and bottom,
+/// and its label.
+struct PlacedMarker {
+    x: i32,
+    top: i32,
+    bottom: i32,
+    label: String,
+}
+
+/// `svg` with each marker's line and label added last (on top of the
+/// points), as elements of [`CHANGE_POINT_CLASS`]: their colour and dash
+/// come from the page's CSS. The label's text is escaped here.
+fn with_markers(mut svg: String, marks: &[PlacedMarker]) -> String {
+    if marks.is_empty() {
+        return svg;
+    }
+    let Some(end) = svg.rfind("</svg>") else {
+        return svg;
+    };
+    let mut add = String::new();
+    for m in marks {
+        // The label reads rightwards from the line, or leftwards when the
+        // line is in the plot's right quarter.
+        let right = f64::from(m.x) > f64::from(TREND_SIZE.0) * 0.75;
+        let (dx, anchor) = if right { (-5, "end") } else { (5, "start") };
+        add.push_str(&format!(
+            "<line class=\"{CHANGE_POINT_CLASS}\" x1=\"{x}\" y1=\"{top}\" x2=\"{x}\" y2=\"{bottom}\"/>\n\
+             <text class=\"{CHANGE_POINT_CLASS}\" x=\"{lx}\" y=\"{ly}\" text-anchor=\"{anchor}\">{text}</text>\n",
+            x = m.x,
+            top = m.top,
+            bottom = m.bottom,
+            lx = m.x + dx,
+            ly = m.top + 13,
+            text = xml_escape(&m.label),
+        ));
+    }
+    svg.insert_str(end, &add);
+    svg
 }
 
 fn draw_trend(
     buf: &mut String,
     points: &[TrendPoint],
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    markers: &[TrendMarker],
+) -> Result<Vec<PlacedMarker>, Box<dyn std::error::Error + Send + Sync>> {
     let n = points.len().max(1);
     let (y_lo, y_hi) = y_range(points.iter().flat_map(|p| {
         let (lo, hi) = p
@@ -327,7 +404,7 @@ fn draw_trend(
         .configure_mesh()
         .disable_x_mesh()
         // At most eight labels, however many runs there are.
-        .x_labels(n.min(8))
+        .x_labels(n.min(TREND_TICKS))
         .x_label_formatter(&label_of)
         .y_labels(6)
         .y_label_formatter(&tick)
@@ -364,8 +441,23 @@ fn draw_trend(
             .iter()
             .map(|(x, p, c)| Circle::new((*x, *c), 5, verdict_colour(p.verdict).filled())),
     )?;
+    let placed = markers
+        .iter()
+        .map(|m| {
+            // Inside the frame, even for a step before the first point.
+            let x = m.x.clamp(x_lo + 0.05, x_hi - 0.05);
+            let (px, top) = chart.backend_coord(&(x, y_hi));
+            let (_, bottom) = chart.backend_coord(&(x, y_lo));
+            PlacedMarker {
+                x: px,
+                top,
+                bottom,
+                label: m.label.clone(),
+            }
+        })
+        .collect();
     root.present()?;
-    Ok(())
+    Ok(placed)
 }
 
 /// One step of a waterfall: its label, its contribution (in points of the
@@ -670,9 +762,68 @@ mod tests {
                 p(None, None),
                 p(Some(-2.0), None),
             ],
+            &[],
         )
         .unwrap();
         assert_eq!(svg.as_str().matches("<circle").count(), 2);
         assert!(svg.as_str().contains("#CF222E") || svg.as_str().contains("#cf222e"));
+        assert!(!svg.as_str().contains(CHANGE_POINT_CLASS));
+    }
+
+    /// The x of the `<line>` of class change-point, and of every circle.
+    fn marker_and_circles(svg: &str) -> (i32, Vec<i32>) {
+        let attr = |tag: &str, name: &str| -> i32 {
+            let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            tag[at..].split('"').next().unwrap().parse().unwrap()
+        };
+        let line = svg
+            .split('<')
+            .find(|t| t.starts_with("line class=\"change-point\""))
+            .expect("a marker");
+        let circles = svg
+            .split('<')
+            .filter(|t| t.starts_with("circle"))
+            .map(|t| attr(t, "cx"))
+            .collect();
+        (attr(line, "x1"), circles)
+    }
+
+    #[test]
+    fn a_marker_is_a_dashed_line_between_its_two_points_with_an_escaped_label() {
+        let p = |c: f64| TrendPoint {
+            label: "abc1234".into(),
+            change_pct: Some(c),
+            change_ci: None,
+            verdict: Some(Verdict::NoClearDifference),
+        };
+        let marker = TrendMarker {
+            x: 1.5,
+            label: "<b>+5.00%".into(),
+        };
+        let svg = trend_plot("m", &[p(0.1), p(-0.2), p(5.0), p(4.8)], &[marker]).unwrap();
+        let s = svg.as_str();
+        let (x, circles) = marker_and_circles(s);
+        assert_eq!(circles.len(), 4, "{s}");
+        assert!(circles[1] < x && x < circles[2], "{x} {circles:?}");
+        assert!(s.contains(">&lt;b&gt;+5.00%</text>"), "{s}");
+        assert!(!s.contains("<b>"), "{s}");
+        // The colour is the page's CSS's: the SVG names only the class.
+        assert!(!s.contains("stroke-dasharray"), "{s}");
+        // A step before the first point stays inside the frame.
+        let early = TrendMarker {
+            x: -0.5,
+            label: String::new(),
+        };
+        let svg = trend_plot("m", &[p(0.1), p(0.2)], &[early]).unwrap();
+        let (x, circles) = marker_and_circles(svg.as_str());
+        assert!(x < circles[0], "{x} {circles:?}");
+    }
+
+    #[test]
+    fn short_ids_fit_under_eight_ticks_and_long_labels_do_not() {
+        assert!(trend_labels_fit(7, 5));
+        assert!(trend_labels_fit(7, 40));
+        assert!(!trend_labels_fit(40, 8));
+        assert!(trend_labels_fit(40, 1));
     }
 }
