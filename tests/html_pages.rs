@@ -313,6 +313,98 @@ fn hostile_text_never_becomes_markup() {
     );
 }
 
+/// A watch history whose every text is hostile, over two nights of the
+/// hostile document: no page of the site it makes holds markup of its
+/// own, and the change point's hostile metric gets its marker.
+#[test]
+fn a_hostile_history_never_becomes_markup() {
+    use patchbench::results::history::{
+        ChangePoint, CommitHunt, CommitInfo, History, Night, NightRun,
+    };
+    let both = format!("{SCRIPT}{IMG}");
+    let first = judged(hostile());
+    let mut second = hostile();
+    second.started_at = "2026-12-01T08:00:00Z".parse().unwrap();
+    let second = judged(second);
+    let commit = |n: char| CommitInfo {
+        commit: format!("{n}{both}"),
+        subject: both.clone(),
+        author: both.clone(),
+    };
+    let mut history = History::new(&both, &both);
+    for (i, n) in ['1', '2'].into_iter().enumerate() {
+        history.nights.push(Night {
+            index: i,
+            started_at: "2026-12-01T02:00:00Z".parse().unwrap(),
+            head: commit(n),
+            previous: None,
+            commits: vec![commit(n)],
+            runs: vec![NightRun {
+                campaign: first.campaign.clone(),
+                campaign_file: both.clone().into(),
+                dir: both.clone().into(),
+                chosen: both.clone(),
+                headline: both.clone(),
+                outcome: both.clone(),
+            }],
+        });
+    }
+    history.change_points.push(ChangePoint {
+        campaign: first.campaign.clone(),
+        metric: both.clone(),
+        unit: both.clone(),
+        night: 1,
+        before: commit('1').commit,
+        after: commit('2').commit,
+        commits: vec![commit('3'), commit('4')],
+        before_mean: 1.0,
+        after_mean: 2.0,
+        change_pct: 100.0,
+        ci_low_pct: 50.0,
+        ci_high_pct: 150.0,
+        p: 0.01,
+        verdict: both.clone(),
+        hunt: Some(CommitHunt {
+            dir: both.clone().into(),
+            pairs: 1,
+            found: Some(commit('3')),
+            change_pct: Some(1.0),
+            ci_low_pct: None,
+            ci_high_pct: None,
+            state: both.clone(),
+        }),
+        report: Some(both.clone().into()),
+    });
+    let runs = [
+        Run::new(&first, Path::new("/out")).of_night(0),
+        Run::new(&second, Path::new("/out")).of_night(1),
+    ];
+    let site = tempfile::tempdir().unwrap();
+    let report = html::write_history_site(site.path(), &runs, &history, Path::new("/h")).unwrap();
+    assert_eq!(report.missing_reports, vec![Path::new("/h").join(&both)]);
+    let pages: Vec<&PathBuf> = report
+        .written
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+        .collect();
+    assert_eq!(
+        pages.len(),
+        5,
+        "two runs, a trend page, a change point, the index"
+    );
+    let mut marked = 0;
+    for page in pages {
+        let html = std::fs::read_to_string(page).unwrap();
+        let what = page.display().to_string();
+        assert_markup_is_ours(&what, &html);
+        for svg in svgs(&html) {
+            assert_markup_is_ours(&format!("{what} svg"), svg);
+        }
+        marked += html.matches("<line class=\"change-point\"").count();
+    }
+    assert_eq!(marked, 1, "the hostile metric's plot has its marker");
+}
+
 #[test]
 fn the_index_lists_runs_newest_first_with_their_verdicts() {
     let older = fixture();

@@ -7,17 +7,11 @@ use std::path::{Component, Path};
 
 use askama::Template;
 
+use super::changes::HistorySite;
 use super::plot::{self, Svg, TrendPoint};
-use super::view::{Run, plot_key, samples_by_boot};
+use super::view::{Nav, Run, plot_key, samples_by_boot, short, signed_pct};
 use crate::model::{Direction, Verdict};
 use crate::results::{Accel, ComparisonRecord, Results};
-
-/// Links from a page to the rest of the site; empty for a page on its own.
-#[derive(Debug, Clone, Default)]
-pub struct Nav {
-    pub home: Option<String>,
-    pub trend: Option<String>,
-}
 
 #[derive(Template)]
 #[template(path = "run.html")]
@@ -254,6 +248,8 @@ pub struct FactsTable {
 #[derive(Template)]
 #[template(path = "index.html")]
 pub struct IndexPage {
+    /// A watch history's change points, newest first.
+    pub changes: Vec<super::changes::ChangeRow>,
     pub runs: Vec<RunSummary>,
     pub campaigns: Vec<(String, String)>,
 }
@@ -276,8 +272,25 @@ pub struct RunSummary {
 pub struct TrendPage {
     pub nav: Nav,
     pub campaign: String,
+    /// What one point is and what the x axis says.
+    pub axis: String,
     pub plots: Vec<PlotView>,
-    pub runs: Vec<(String, String, String)>,
+    pub runs: Vec<TrendRun>,
+    /// Whether some run is a night of a watch history: the run list names
+    /// the nights.
+    pub night_column: bool,
+    /// The campaign's change points in a watch history, oldest first.
+    pub changes: Vec<super::changes::ChangeRow>,
+}
+
+/// A run in a trend page's list.
+pub struct TrendRun {
+    pub date: String,
+    /// The watch history's night it measured (`night 3 (1a2b3c4d5e6f)`),
+    /// if any.
+    pub night: Option<String>,
+    pub series: String,
+    pub href: String,
 }
 
 /// A run's start, as pages show it.
@@ -286,19 +299,6 @@ pub fn date(results: &Results) -> String {
         .started_at
         .strftime("%Y-%m-%d %H:%M UTC")
         .to_string()
-}
-
-fn signed_pct(p: f64) -> String {
-    // U+2212 MINUS SIGN, as the Markdown report writes it.
-    if p < 0.0 {
-        format!("\u{2212}{:.2}%", -p)
-    } else {
-        format!("+{p:.2}%")
-    }
-}
-
-fn short(id: &str) -> &str {
-    &id[..id.len().min(12)]
 }
 
 fn seconds(s: Option<f64>) -> String {
@@ -820,19 +820,22 @@ pub fn run_summary(run: &Run, href: String) -> RunSummary {
 }
 
 /// The trend page of one campaign: `runs` oldest first, each with the href
-/// of its page.
+/// of its page. With a watch history, runs that are its nights are labelled
+/// by their head (when every run is one), and the campaign's change points
+/// are marked on their metric's plot and listed below the plots.
 pub fn trend_page(
     campaign: &str,
     runs: &[(&Run, String)],
     nav: Nav,
+    history: Option<&HistorySite>,
 ) -> Result<TrendPage, plot::PlotError> {
     // Metrics (a control's named with it) in the order the runs first list
-    // them.
-    let mut names: Vec<String> = Vec::new();
+    // them, each with its metric and condition.
+    let mut names: Vec<(String, &str, Option<&str>)> = Vec::new();
     for (run, _) in runs {
         for row in run.rows {
-            if !names.contains(&row.label()) {
-                names.push(row.label());
+            if !names.iter().any(|(n, ..)| *n == row.label()) {
+                names.push((row.label(), &row.metric, row.condition.as_deref()));
             }
         }
     }
@@ -840,39 +843,97 @@ pub fn trend_page(
         .iter()
         .map(|(run, _)| run.rows.iter().map(|r| (r.label(), r)).collect())
         .collect();
+    let nights: Vec<Option<usize>> = runs.iter().map(|(run, _)| run.night).collect();
+    let history_nights = history.map_or(&[][..], |h| h.history.nights.as_slice());
+    // Every point a night of the history: the head under each, as long as
+    // it fits (12 hex digits, else 7), else the dates.
+    let id_chars = [12, 7]
+        .into_iter()
+        .find(|c| plot::trend_labels_fit(*c, runs.len()))
+        .filter(|_| {
+            !runs.is_empty()
+                && nights
+                    .iter()
+                    .all(|n| n.is_some_and(|n| n < history_nights.len()))
+        });
+    let label = |run: &Run| match (id_chars, run.night) {
+        (Some(chars), Some(n)) => {
+            let head = &history_nights[n].head.commit;
+            head[..head.len().min(chars)].to_string()
+        }
+        _ => run.results.started_at.strftime("%m-%d").to_string(),
+    };
+    let changes: Vec<(usize, &crate::results::history::ChangePoint)> = history
+        .map(|h| h.of_campaign(campaign).collect())
+        .unwrap_or_default();
     let plots = names
         .iter()
         .enumerate()
-        .map(|(i, name)| {
+        .map(|(i, (name, metric, condition))| {
             let points: Vec<TrendPoint> = runs
                 .iter()
                 .zip(&by_name)
                 .map(|((run, _), rows)| {
                     let row = rows.get(name.as_str());
                     TrendPoint {
-                        label: run.results.started_at.strftime("%m-%d").to_string(),
+                        label: label(run),
                         change_pct: row.and_then(|r| r.change_pct()),
                         change_ci: row.and_then(|r| r.change_ci()).map(|ci| (ci.lo, ci.hi)),
                         verdict: row.map(|r| r.kind()),
                     }
                 })
                 .collect();
+            // A change point is of a main-workload metric.
+            let markers: Vec<plot::TrendMarker> = changes
+                .iter()
+                .filter(|(_, cp)| condition.is_none() && cp.metric == *metric)
+                .filter_map(|(_, cp)| {
+                    Some(plot::TrendMarker {
+                        x: super::changes::marker_x(&nights, cp.night)?,
+                        label: format!("step {}", signed_pct(cp.change_pct)),
+                    })
+                })
+                .collect();
+            let each = if id_chars.is_some() { "night" } else { "run" };
             Ok(PlotView {
                 name: name.to_string(),
                 anchor: anchor(i),
-                svg: plot::trend_plot(name, &points, &[])?,
-                caption: format!("{name}: B vs A in percent, one point per run, oldest first."),
+                svg: plot::trend_plot(name, &points, &markers)?,
+                caption: format!(
+                    "{name}: B vs A in percent, one point per {each}, oldest first{}.",
+                    match markers.len() {
+                        0 => "",
+                        1 => "; the dashed line marks a change point",
+                        _ => "; the dashed lines mark change points",
+                    }
+                ),
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(TrendPage {
         nav,
         campaign: campaign.to_string(),
+        axis: if id_chars.is_some() {
+            "one point per night of the watch history, oldest first, under its head's commit; each night's new head (B) against the head before it (A)".into()
+        } else {
+            "one point per run, oldest first".into()
+        },
         plots,
+        night_column: nights.iter().any(Option::is_some),
         runs: runs
             .iter()
-            .map(|(run, href)| (date(run.results), series_title(run.results), href.clone()))
+            .map(|(run, href)| TrendRun {
+                date: date(run.results),
+                night: run
+                    .night
+                    .map(|n| super::changes::night_label(n, history_nights.get(n))),
+                series: series_title(run.results),
+                href: href.clone(),
+            })
             .collect(),
+        changes: history
+            .map(|h| changes.iter().map(|(i, _)| h.row(*i, "../")).collect())
+            .unwrap_or_default(),
     })
 }
 

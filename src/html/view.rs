@@ -7,6 +7,29 @@ use std::path::Path;
 use crate::model::Verdict;
 use crate::results::{ComparisonRecord, Results};
 
+/// Links from a page to the rest of the site; empty for a page on its own.
+#[derive(Debug, Clone, Default)]
+pub struct Nav {
+    pub home: Option<String>,
+    pub trend: Option<String>,
+}
+
+/// A percentage as the pages write a change: signed, two decimals.
+pub fn signed_pct(p: f64) -> String {
+    // U+2212 MINUS SIGN, as the Markdown report writes it.
+    if p < 0.0 {
+        format!("\u{2212}{:.2}%", -p)
+    } else {
+        format!("+{p:.2}%")
+    }
+}
+
+/// A commit id or digest as the pages abbreviate it: its first 12
+/// characters.
+pub fn short(id: &str) -> &str {
+    &id[..id.len().min(12)]
+}
+
 /// One run, as the site shows it: its results document, the rows of its
 /// judgement, and the directory that held its `results.json` (console
 /// logs below it are linked relative to it).
@@ -19,6 +42,9 @@ pub struct Run<'a> {
     /// waterfall); empty otherwise.
     pub steps: &'a [ComparisonRecord],
     pub run_dir: &'a Path,
+    /// The watch history's night this run measured (its index), when it
+    /// comes from one (`Run::of_night`).
+    pub night: Option<usize>,
 }
 
 /// The metric in its condition, whatever the variant: the key of its
@@ -42,6 +68,16 @@ impl<'a> Run<'a> {
             rows,
             steps,
             run_dir,
+            night: None,
+        }
+    }
+
+    /// This run as night `index` of a watch history: its trend page puts
+    /// it in the nights' order and its change points between the nights.
+    pub fn of_night(self, index: usize) -> Self {
+        Run {
+            night: Some(index),
+            ..self
         }
     }
 
