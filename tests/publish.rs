@@ -1,7 +1,8 @@
 //! `patchbench publish`, the real binary, end to end against a local GitHub
 //! stand-in (wiremock): the first publish creates the PR comment and sets
 //! the status, a second one edits that comment instead of posting another;
-//! `--dry-run` prints what would be posted and sends nothing.
+//! `--dry-run` prints what would be posted and sends nothing; `--history`
+//! puts a watch history's nights and change points on the pages.
 
 use std::path::{Path, PathBuf};
 
@@ -310,4 +311,155 @@ async fn two_runs_of_a_campaign_make_pages_but_not_one_comment() {
         "{}",
         out.stderr
     );
+}
+
+/// A watch history with two nights (the stored smoke run twice, the
+/// second an hour later) and a change point between them, made up here:
+/// `--history` alone puts both nights and the change point on the pages;
+/// with a run directory as well, that run gets the dry run's comment and
+/// the nights do not; a directory without history.json is refused by name.
+#[tokio::test]
+async fn a_watch_history_goes_on_the_pages_and_a_directory_without_one_is_refused() {
+    use patchbench::results::history::{ChangePoint, CommitInfo, History, Night, NightRun};
+    let tmp = tempfile::tempdir().unwrap();
+    let history_dir = tmp.path().join("history");
+    let head = |n: u8| CommitInfo {
+        commit: format!("{n}").repeat(40),
+        subject: format!("head {n}"),
+        author: "A U Thor <author@example.org>".into(),
+    };
+    let mut history = History::new("/src/linux", "mm-unstable");
+    for i in 0..2u8 {
+        // The night's run in `<night>/run/`, as `run_dir` writes it.
+        let night = format!("nights/{i:03}-{}", &head(i + 1).commit[..12]);
+        run_dir(&history_dir.join(&night), |doc| {
+            doc["started_at"] = json!(format!("2026-12-0{}T02:00:00Z", i + 1));
+        });
+        history.nights.push(Night {
+            index: i.into(),
+            started_at: format!("2026-12-0{}T02:00:00Z", i + 1).parse().unwrap(),
+            head: head(i + 1),
+            previous: (i > 0).then(|| head(i).commit),
+            commits: Vec::new(),
+            runs: vec![NightRun {
+                campaign: "smoke".into(),
+                campaign_file: "ci/smoke.yaml".into(),
+                dir: format!("{night}/run").into(),
+                chosen: "named".into(),
+                headline: String::new(),
+                outcome: "ok".into(),
+            }],
+        });
+    }
+    // A night whose run left no results document: left out, with a note.
+    history.nights[1].runs.push(NightRun {
+        campaign: "other".into(),
+        campaign_file: "ci/other.yaml".into(),
+        dir: "nights/001/other".into(),
+        chosen: "named".into(),
+        headline: String::new(),
+        outcome: "failed: the build broke".into(),
+    });
+    history.change_points.push(ChangePoint {
+        campaign: "smoke".into(),
+        metric: "pageout_cpu_ns".into(),
+        unit: "ns".into(),
+        night: 1,
+        before: head(1).commit,
+        after: head(2).commit,
+        commits: vec![head(2)],
+        before_mean: 641.3e6,
+        after_mean: 684.7e6,
+        change_pct: 6.77,
+        ci_low_pct: 2.5,
+        ci_high_pct: 11.25,
+        p: 0.002,
+        verdict: "regression".into(),
+        hunt: None,
+        report: Some("reports/smoke-pageout_cpu_ns-1.md".into()),
+    });
+    std::fs::create_dir_all(history_dir.join("reports")).unwrap();
+    std::fs::write(
+        history_dir.join("reports/smoke-pageout_cpu_ns-1.md"),
+        "# report\n",
+    )
+    .unwrap();
+    std::fs::write(
+        history_dir.join("history.json"),
+        serde_json::to_string_pretty(&history).unwrap(),
+    )
+    .unwrap();
+
+    let site = tmp.path().join("site");
+    let (h, s) = (history_dir.to_str().unwrap(), site.to_str().unwrap());
+    let out = patchbench(&["publish", "--history", h, "--pages", s], &[]).await;
+    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(
+            "night 1 ran other without a results document (failed: the build broke); left out"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(std::fs::read_dir(site.join("runs")).unwrap().count(), 2);
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(
+        index.contains(
+            r#"<a href="changes/smoke-pageout-cpu-ns-1.html">night 1 (222222222222)</a>"#
+        ),
+        "{index}"
+    );
+    let trend = std::fs::read_to_string(site.join("trends/smoke.html")).unwrap();
+    assert_eq!(trend.matches(r#"<line class="change-point""#).count(), 1);
+    assert!(trend.contains("\n111111111111\n") && trend.contains("\n222222222222\n"));
+    assert_eq!(
+        std::fs::read_to_string(site.join("changes/smoke-pageout-cpu-ns-1.md")).unwrap(),
+        "# report\n"
+    );
+
+    // With a run directory too: its comment only, in the dry run.
+    let today = run_dir(&tmp.path().join("today"), |doc| {
+        doc["started_at"] = json!("2026-12-03T02:00:00Z");
+    });
+    let site2 = tmp.path().join("site2");
+    let out = patchbench(
+        &[
+            "publish",
+            today.to_str().unwrap(),
+            "--history",
+            h,
+            "--pages",
+            site2.to_str().unwrap(),
+            "--dry-run",
+        ],
+        &[],
+    )
+    .await;
+    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stdout.matches("=== comment on").count(),
+        1,
+        "{}",
+        out.stdout
+    );
+    assert_eq!(std::fs::read_dir(site2.join("runs")).unwrap().count(), 3);
+
+    // A run directory is no history.
+    let out = patchbench(
+        &[
+            "publish",
+            "--history",
+            today.to_str().unwrap(),
+            "--pages",
+            s,
+        ],
+        &[],
+    )
+    .await;
+    assert!(!out.ok);
+    let named = format!("{} not found", today.join("history.json").display());
+    assert!(out.stderr.contains(&named), "{}", out.stderr);
+    // And a history needs --pages.
+    let out = patchbench(&["publish", "--history", h], &[]).await;
+    assert!(!out.ok && out.stderr.contains("--pages"), "{}", out.stderr);
 }

@@ -22,17 +22,25 @@ use crate::github::{
 use crate::html::{self, Run};
 use crate::model::Verdict;
 use crate::results::Results;
+use crate::results::history::{HISTORY_FILE, History};
 
 #[derive(clap::Args)]
 pub struct PublishArgs {
     /// Results to publish: a run directory holding `results.json`, or the
     /// file itself. Console logs below the run directory go on the pages.
-    #[arg(required = true, value_name = "RESULTS_DIR")]
+    #[arg(required_unless_present = "history", value_name = "RESULTS_DIR")]
     pub(super) results: Vec<PathBuf>,
     /// Write the static result pages here (an index, one page per run, a
     /// trend page per campaign).
     #[arg(long, value_name = "DIR")]
     pages: Option<PathBuf>,
+    /// A watch history (`patchbench watch`'s directory, holding
+    /// history.json): every night's run goes on the pages too, each
+    /// campaign's trend page follows the nights and marks the change points,
+    /// each change point gets a page, and the index lists them. Only the
+    /// RESULTS_DIRs get comments, statuses and the step summary.
+    #[arg(long, value_name = "HISTORY", requires = "pages")]
+    history: Option<PathBuf>,
     /// The repository to comment on and set statuses in; needs --pr and --sha.
     #[arg(long, value_name = "OWNER/NAME", requires_all = ["pr", "sha"])]
     repo: Option<Repo>,
@@ -64,6 +72,7 @@ pub struct PublishArgs {
 pub(super) const AFTER_HELP: &str = "\
 Examples:
   patchbench publish patchbench-out/smoke-20250101-120000 --pages site/
+  patchbench publish --history watch-out/ --pages site/
   patchbench publish results/*/ --repo owner/linux --pr 42 --sha \"$SHA\" --dry-run
   GITHUB_TOKEN=... patchbench publish results/*/ --repo owner/linux --pr 42 --sha \"$SHA\" \\
       --report-url \"$RUN_URL\"
@@ -124,6 +133,15 @@ pub(super) async fn publish(args: PublishArgs, sink: Arc<dyn Sink>) -> anyhow::R
         }
         loaded.push((run_dir, results));
     }
+    let watched = match &args.history {
+        // A year of nights is hundreds of documents: read off the async
+        // threads, so Ctrl-C is seen at once.
+        Some(dir) => {
+            let (dir, sink) = (dir.clone(), sink.clone());
+            Some(crate::blocking::unblock(move || load_history(&dir, sink.as_ref())).await?)
+        }
+        None => None,
+    };
     let runs: Vec<Run> = loaded.iter().map(|(dir, r)| Run::new(r, dir)).collect();
     let items: Vec<Item> = runs
         .iter()
@@ -148,8 +166,20 @@ pub(super) async fn publish(args: PublishArgs, sink: Arc<dyn Sink>) -> anyhow::R
     };
 
     if let Some(dir) = &args.pages {
-        let site = html::write_site(dir, &runs)
-            .with_context(|| format!("cannot write the pages into {}", dir.display()))?;
+        let site = match &watched {
+            Some(w) => {
+                // The nights' runs, then the runs given.
+                let all: Vec<Run> = w
+                    .runs
+                    .iter()
+                    .map(|(night, run_dir, r)| Run::new(r, run_dir).of_night(*night))
+                    .chain(runs.iter().cloned())
+                    .collect();
+                html::write_history_site(dir, &all, &w.history, &w.dir)
+            }
+            None => html::write_site(dir, &runs),
+        }
+        .with_context(|| format!("cannot write the pages into {}", dir.display()))?;
         sink.emit(Event::Note(format!(
             "pages: {} ({} files)",
             dir.join("index.html").display(),
@@ -159,6 +189,12 @@ pub(super) async fn publish(args: PublishArgs, sink: Arc<dyn Sink>) -> anyhow::R
             sink.emit(Event::Note(format!(
                 "pages: console log {} not found; its link dangles",
                 log.display()
+            )));
+        }
+        for report in &site.missing_reports {
+            sink.emit(Event::Note(format!(
+                "pages: change point report {} not found; its page says so",
+                report.display()
             )));
         }
     }
@@ -222,6 +258,59 @@ pub(super) async fn publish(args: PublishArgs, sink: Arc<dyn Sink>) -> anyhow::R
         }
     }
     Ok(())
+}
+
+/// A watch history and its nights' runs, loaded for the pages.
+struct Watched {
+    dir: PathBuf,
+    history: History,
+    /// Each night's runs that have a judged results document: the night's
+    /// index, the run directory and the document.
+    runs: Vec<(usize, PathBuf, Results)>,
+}
+
+/// `dir`'s history.json and every night's run in it. A run without a
+/// results document, or with one never judged (a night that failed before
+/// it finished), is left out with a note: its night still shows in the
+/// change points' records. A directory without history.json is refused.
+fn load_history(dir: &Path, sink: &dyn Sink) -> anyhow::Result<Watched> {
+    let Some(history) = History::load(dir)? else {
+        anyhow::bail!(
+            "{} not found: {} is not a watch history (patchbench watch writes one)",
+            dir.join(HISTORY_FILE).display(),
+            dir.display()
+        );
+    };
+    let mut runs = Vec::new();
+    for night in &history.nights {
+        for run in &night.runs {
+            let run_dir = dir.join(&run.dir);
+            let file = super::args::results_file(&run_dir);
+            if !file.is_file() {
+                sink.emit(Event::Note(format!(
+                    "pages: night {} ran {} without a results document ({}); left out",
+                    night.index, run.campaign, run.outcome
+                )));
+                continue;
+            }
+            let results = Results::load(&file)?;
+            if results.judgement.is_none() {
+                sink.emit(Event::Note(format!(
+                    "pages: night {}'s run of {} ({}) was never judged; left out",
+                    night.index,
+                    run.campaign,
+                    file.display()
+                )));
+                continue;
+            }
+            runs.push((night.index, run_dir, results));
+        }
+    }
+    Ok(Watched {
+        dir: dir.to_owned(),
+        history,
+        runs,
+    })
 }
 
 /// The results file and its run directory for a command-line argument.
