@@ -16,9 +16,23 @@
 //! judgement is stored. `ci/setup-host.sh` installs Chromium; without it
 //! these tests fail rather than skip.
 //!
+//! A watch history's trend page too: five kept real A/A runs
+//! (`results/seeds/000-counter-aa-*/results.json`) as five nights of a
+//! history, with a change point of `pageout_cpu_ns` between the third and
+//! fourth night, published by the real binary (`publish --history`). At
+//! each width the test asserts that the page does not scroll sideways,
+//! that the change-point table lies inside the viewport without scrolling
+//! inside itself, that every plot fits the width, and that the change
+//! point's dashed line is drawn: pixels of its colour (templates/base.html)
+//! in the decoded PNG, along the line, inside its plot's box. Every plotted
+//! point is a kept run's stored judgement; only the history around them
+//! is made up (the nights' heads and the change point's record: its
+//! commits and figures), since no watch has run yet.
+//!
 //! To look at the pictures: `PATCHBENCH_SCREENSHOT_DIR=/tmp/shots cargo test
 //! --test screenshot` keeps `<document>-1280.png` and `<document>-500.png`
-//! there; `-- --nocapture` prints what was measured.
+//! there (`seed-trend-*.png` for the history's trend page); `--
+//! --nocapture` prints what was measured.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -138,6 +152,153 @@ fn check_run_page(name: &str, path: &Path) {
     }
 }
 
+/// The colour of a change point's line (templates/base.html's
+/// `--change-point`), written out here so that a marker drawn in another
+/// colour fails.
+const CHANGE_POINT: [u8; 3] = [0x82, 0x50, 0xdf];
+
+#[test]
+fn a_history_trend_page_marks_its_change_point_and_fits_at_1280_and_500_px() {
+    use patchbench::results::history::{ChangePoint, CommitInfo, History, Night, NightRun};
+    let tmp = tempfile::tempdir().unwrap();
+    let history_dir = tmp.path().join("history");
+    // Made-up heads: no watch has run yet.
+    let head = |i: usize| CommitInfo {
+        commit: format!("{:02x}", 0xa1 + i).repeat(20),
+        subject: format!("Merge branch 'mm-unstable' night {i}"),
+        author: "A U Thor <author@example.org>".into(),
+    };
+    let mut history = History::new("/src/linux", "mm-unstable");
+    for i in 0..5 {
+        let source = repo().join(format!(
+            "results/seeds/000-counter-aa-{}/results.json",
+            i + 1
+        ));
+        let results = Results::load(&source).unwrap();
+        assert!(
+            results.judgement.is_some(),
+            "{} has no stored judgement; update this test",
+            source.display()
+        );
+        let dir = format!(
+            "nights/{i:03}-{}/{}",
+            &head(i).commit[..12],
+            results.campaign
+        );
+        std::fs::create_dir_all(history_dir.join(&dir)).unwrap();
+        std::fs::copy(&source, history_dir.join(&dir).join("results.json")).unwrap();
+        history.nights.push(Night {
+            index: i,
+            started_at: results.started_at,
+            head: head(i),
+            previous: i.checked_sub(1).map(|p| head(p).commit),
+            commits: if i == 0 { Vec::new() } else { vec![head(i)] },
+            runs: vec![NightRun {
+                campaign: results.campaign.clone(),
+                campaign_file: "ci/seeds/000-counter.yaml".into(),
+                dir: dir.into(),
+                chosen: "named on the command line".into(),
+                headline: String::new(),
+                outcome: "ok".into(),
+            }],
+        });
+    }
+    // The constructed record: its figures are no measurement.
+    history.change_points.push(ChangePoint {
+        campaign: history.nights[0].runs[0].campaign.clone(),
+        metric: "pageout_cpu_ns".into(),
+        unit: "ns".into(),
+        night: 3,
+        before: head(2).commit,
+        after: head(3).commit,
+        commits: vec![
+            CommitInfo {
+                commit: "c".repeat(40),
+                subject: "mm: zswap: a <b>long</b> subject that has to wrap on a phone's narrow screen somewhere".into(),
+                author: "B Author <b@example.org>".into(),
+            },
+            head(3),
+        ],
+        before_mean: 1.0e6,
+        after_mean: 1.1e6,
+        change_pct: 10.0,
+        ci_low_pct: 6.0,
+        ci_high_pct: 14.0,
+        p: 0.001,
+        verdict: "regression".into(),
+        hunt: None,
+        report: None,
+    });
+    std::fs::write(
+        history_dir.join("history.json"),
+        serde_json::to_string_pretty(&history).unwrap(),
+    )
+    .unwrap();
+
+    let site = tmp.path().join("site");
+    let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .arg("publish")
+        .arg("--history")
+        .arg(&history_dir)
+        .arg("--pages")
+        .arg(&site)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "publish --history: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = site.join(format!("trends/{}.html", history.change_points[0].campaign));
+    let html_text = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html_text.matches("<line class=\"change-point\"").count(),
+        1,
+        "one marker in {}",
+        page.display()
+    );
+    let url = file_url(&page);
+    let shots = match std::env::var_os("PATCHBENCH_SCREENSHOT_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => tmp.path().join("shots"),
+    };
+    std::fs::create_dir_all(&shots).unwrap();
+
+    let mut browser = Browser::launch(tmp.path());
+    let tab = browser.open_tab();
+    for width in WIDTHS {
+        browser.set_viewport(&tab, width, HEIGHT);
+        browser.load(&tab, &url);
+        let layout: TrendLayout = browser.evaluate(&tab, MEASURE_TREND);
+        let at = format!("the history's trend page at {width} px");
+        println!(
+            "{at}: scrollWidth {}, {} plots, table {:?}, markers {:?}",
+            layout.scroll_width,
+            layout.plots.len(),
+            layout
+                .table
+                .iter()
+                .map(|t| (t.left, t.right, t.content_width, t.box_width))
+                .collect::<Vec<_>>(),
+            layout.markers
+        );
+        assert_eq!(layout.url, url, "{at}: the page did not load");
+        assert_eq!(layout.ready_state, "complete", "{at}");
+        assert_eq!(layout.inner_width, f64::from(width), "{at}: the viewport");
+        layout.assert_fits(&at);
+
+        let (png, _) = browser.screenshot(&tab, width);
+        let file = shots.join(format!("seed-trend-{width}.png"));
+        std::fs::write(&file, &png).unwrap();
+        let image = decode_png(&png)
+            .unwrap_or_else(|e| panic!("{at}: {} does not decode: {e}", file.display()));
+        assert_eq!(image.width, width, "{at}: {}", file.display());
+        layout.assert_marker_drawn(&at, &image);
+        println!("{at}: {}", file.display());
+    }
+}
+
 /// `file://` and `path`, its bytes outside the unreserved set
 /// percent-encoded, as the browser will report it back in `location.href`.
 fn file_url(path: &Path) -> String {
@@ -156,12 +317,17 @@ fn file_url(path: &Path) -> String {
 // ---------------------------------------------------------------------------
 // What the page measures in the browser.
 
-/// Evaluated in the page after it loaded; returns a [`Layout`]. Each
-/// element is measured after scrolling the document (only the document, and
-/// only vertically) so that the element's centre is mid-viewport: a
-/// sideways-scrolling box is never scrolled to bring an element into view,
-/// so an element it hides stays hidden to these checks, as to a reader.
-const MEASURE: &str = r#"(() => {
+/// A script evaluated in the page after it loaded: `$body` after the
+/// helpers every measurement shares. `shown(el)` measures an element after
+/// scrolling the document (only the document, and only vertically) so that
+/// the element's centre is mid-viewport: a sideways-scrolling box is never
+/// scrolled to bring an element into view, so an element it hides stays
+/// hidden to these checks, as to a reader. `all(selector)` measures every
+/// element the selector finds.
+macro_rules! measuring {
+    ($body:literal) => {
+        concat!(
+            r#"(() => {
   const W = window.innerWidth, H = window.innerHeight;
   const root = document.documentElement;
   // No clipping box: far outside any page.
@@ -210,6 +376,16 @@ const MEASURE: &str = r#"(() => {
     };
   };
   const all = (selector) => [...document.querySelectorAll(selector)].map(shown);
+"#,
+            $body,
+            "\n})()"
+        )
+    };
+}
+
+/// Returns a [`Layout`] of a run page.
+const MEASURE: &str = measuring!(
+    r#"
   const facts = {
     url: location.href,
     readyState: document.readyState,
@@ -223,8 +399,8 @@ const MEASURE: &str = r#"(() => {
     plots: all('figure svg'),
   };
   window.scrollTo(0, 0);
-  return facts;
-})()"#;
+  return facts;"#
+);
 
 /// The page's layout, as [`MEASURE`] returns it (CSS pixels, viewport
 /// coordinates).
@@ -423,6 +599,141 @@ impl Layout {
                 h.box_width
             );
         }
+    }
+}
+
+/// Returns a [`TrendLayout`] of a trend page.
+const MEASURE_TREND: &str = measuring!(
+    r#"
+  // An element's box in page coordinates (the full-page screenshot's).
+  const onPage = (el) => {
+    const r = el.getBoundingClientRect();
+    return {
+      left: r.left + window.scrollX, right: r.right + window.scrollX,
+      top: r.top + window.scrollY, bottom: r.bottom + window.scrollY,
+    };
+  };
+  const facts = {
+    url: location.href,
+    readyState: document.readyState,
+    innerWidth: W,
+    scrollWidth: root.scrollWidth,
+    plots: all('figure svg'),
+    table: all('table#change-points'),
+    changeRows: all('table#change-points tr.change-row'),
+  };
+  window.scrollTo(0, 0);
+  facts.markers = [...document.querySelectorAll('line.change-point')].map((line) => ({
+    line: onPage(line),
+    plot: onPage(line.ownerSVGElement),
+    stroke: getComputedStyle(line).stroke,
+  }));
+  return facts;"#
+);
+
+/// A trend page's layout, as [`MEASURE_TREND`] returns it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TrendLayout {
+    url: String,
+    ready_state: String,
+    inner_width: f64,
+    scroll_width: f64,
+    plots: Vec<Shown>,
+    table: Vec<Shown>,
+    change_rows: Vec<Shown>,
+    markers: Vec<Marker>,
+}
+
+/// A change point's line and the plot it is drawn in.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Marker {
+    line: PageBox,
+    plot: PageBox,
+    /// Its computed stroke, as `rgb(r, g, b)`.
+    stroke: String,
+}
+
+/// A box in page coordinates, CSS px.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PageBox {
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+}
+
+impl TrendLayout {
+    /// No sideways scrolling; every plot, the change-point table and each
+    /// of its rows shown inside the viewport, the table without a
+    /// sideways scroll of its own.
+    fn assert_fits(&self, at: &str) {
+        let width = self.inner_width;
+        assert!(
+            self.scroll_width <= width,
+            "{at}: the page scrolls sideways: scrollWidth {} > innerWidth {width}",
+            self.scroll_width
+        );
+        assert_eq!(self.table.len(), 1, "{at}: one change-point table");
+        assert_eq!(self.change_rows.len(), 1, "{at}: one change point");
+        for (what, shown) in [
+            ("plots", &self.plots),
+            ("change-point tables", &self.table),
+            ("change-point rows", &self.change_rows),
+        ] {
+            assert!(!shown.is_empty(), "{at}: no {what}");
+            let hidden: Vec<String> = shown.iter().filter_map(|s| s.hidden(width)).collect();
+            assert!(
+                hidden.is_empty(),
+                "{at}: {} of {} {what} not fully shown:\n  {}",
+                hidden.len(),
+                shown.len(),
+                hidden.join("\n  ")
+            );
+        }
+        let table = &self.table[0];
+        assert!(
+            table.content_width <= table.box_width,
+            "{at}: the change-point table is {} px wide in a {} px box: it scrolls sideways",
+            table.content_width,
+            table.box_width
+        );
+    }
+
+    /// One marker, stroked in the change point's colour, inside its plot's
+    /// box, and drawn: along its line, in the screenshot, pixels of that
+    /// colour over at least a third of its height (it is dashed).
+    fn assert_marker_drawn(&self, at: &str, image: &Image) {
+        assert_eq!(self.markers.len(), 1, "{at}: {:?}", self.markers);
+        let m = &self.markers[0];
+        let [r, g, b] = CHANGE_POINT;
+        assert_eq!(m.stroke, format!("rgb({r}, {g}, {b})"), "{at}: its stroke");
+        let (line, plot) = (&m.line, &m.plot);
+        assert!(
+            plot.left < line.left
+                && line.right < plot.right
+                && plot.top <= line.top
+                && line.bottom <= plot.bottom
+                && line.bottom - line.top > 50.0,
+            "{at}: the marker {line:?} is not inside its plot {plot:?}"
+        );
+        // Each pixel row along the line that has a pixel of the colour
+        // within 3 px of it.
+        let x0 = (line.left - 3.0).floor().max(0.0) as u32;
+        let x1 = (line.right + 3.0).ceil() as u32;
+        let (y0, y1) = (line.top.ceil() as u32, line.bottom.floor() as u32);
+        let close = |p: [u8; 3]| p.iter().zip(CHANGE_POINT).all(|(a, b)| a.abs_diff(b) <= 6);
+        let rows = (y0..y1)
+            .filter(|y| (x0..=x1).any(|x| image.rgb(x, *y).is_some_and(close)))
+            .count();
+        let height = (y1 - y0) as usize;
+        assert!(
+            rows * 3 >= height,
+            "{at}: only {rows} of the marker's {height} px rows show its colour {CHANGE_POINT:?} in x {x0}..={x1}"
+        );
+        println!("{at}: the marker's colour on {rows} of {height} px rows at x {x0}..={x1}");
     }
 }
 
