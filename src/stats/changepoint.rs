@@ -147,12 +147,14 @@ impl ChangePointOptions {
 pub struct Step {
     /// The first night after the step (an index into the history).
     pub index: usize,
-    /// The mean of the night means of the segment before the step (from
-    /// the previous step, or the first night, to `index`), in the
-    /// metric's unit.
+    /// The mean of the night means of the segment before the step, in the
+    /// metric's unit: from the previous step (or the start of the segment
+    /// the search found this one in) to `index`. The module's docs, "The
+    /// figures", say when a step keeps wider segments instead.
     pub before_mean: f64,
-    /// The mean of the night means of the segment after it (from `index`
-    /// to the next step, or the last night).
+    /// The mean of the night means of the segment after it: from `index`
+    /// to the next step, or to where the segment it was judged against
+    /// ended, whichever comes first.
     pub after_mean: f64,
     /// The nights of those two segments.
     pub before_nights: usize,
