@@ -210,7 +210,12 @@ fn boot_means(boots: &[Vec<f64>]) -> Vec<f64> {
 /// no sample has below 0 (B all 0). `None` when A's mean is 0; no
 /// interval without a Welch test (fewer than two values on a side),
 /// unless both sides are constant, where the change is exact.
-fn welch_change(a: &Summary, b: &Summary, welch: Option<&WelchTest>, level: f64) -> Option<Change> {
+pub(super) fn welch_change(
+    a: &Summary,
+    b: &Summary,
+    welch: Option<&WelchTest>,
+    level: f64,
+) -> Option<Change> {
     let pct = super::describe::pct_change(a.mean, b.mean)?;
     let ci = match welch {
         Some(w) => Some(welch_interval(a, b, w.df, level)?),

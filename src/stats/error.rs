@@ -38,4 +38,17 @@ pub enum StatsError {
     Sequential(#[from] super::sequential::SequentialError),
     #[error("look {look} of {of} is not a look of the budget")]
     LookOutOfRange { look: u32, of: u32 },
+    #[error("night {night} of the history has no samples")]
+    NightEmpty { night: usize },
+    #[error("sample {index} of night {night} of the history is {value}, not a finite number")]
+    NightNotFinite {
+        /// The night's index in the history, from 0.
+        night: usize,
+        index: usize,
+        value: f64,
+    },
+    #[error("min_nights is {min_nights}, below 2")]
+    MinNightsTooLow { min_nights: usize },
+    #[error("{permutations} permutations cannot give a p-value below alpha {alpha}")]
+    TooFewPermutations { permutations: usize, alpha: f64 },
 }

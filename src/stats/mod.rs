@@ -19,9 +19,12 @@
 //! - `simulate`: the A/A false-positive rate, and a sequential campaign's
 //!   error rates against naive peeking;
 //! - [`sequential`]: group-sequential boundaries (Lan-DeMets spending) for
-//!   the repeated confidence intervals of a sequential campaign's looks.
+//!   the repeated confidence intervals of a sequential campaign's looks;
+//! - [`changepoint`]: the steps in a nightly history (`patchbench watch`),
+//!   and their A/A false-alarm rate.
 
 pub mod bootstrap;
+pub mod changepoint;
 mod compare;
 pub mod describe;
 pub mod hypothesis;
@@ -39,6 +42,7 @@ pub use error::{Side, StatsError};
 
 pub use crate::model::{Direction, Verdict};
 pub use bootstrap::{BootstrapChanges, Change, DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_RESAMPLES};
+pub use changepoint::{ChangePointOptions, FalseAlarms, Step, change_points, false_alarm_rate};
 pub use compare::{Comparison, SequentialOutcome, compare};
 pub use describe::{CONFIDENCE, Interval, Separation, Summary, pct_change};
 pub use hypothesis::{MannWhitney, MannWhitneyMethod, WelchTest};
