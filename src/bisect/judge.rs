@@ -12,23 +12,34 @@ use crate::workload::WorkloadSpec;
 /// to have the change (0, the base, to begin with), prefix `hi` to have it
 /// (`n`, the whole series). The first patch with the change is in
 /// `lo + 1 ..= hi`, assuming, as every bisection does, that a prefix has
-/// the change exactly when it carries that patch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// the change exactly when it carries that patch. `skipped` are the
+/// prefixes that do not build, measured by none (`git bisect skip`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bisection {
     pub lo: usize,
     pub hi: usize,
+    pub skipped: std::collections::BTreeSet<usize>,
 }
 
 impl Bisection {
     /// The bounds once the whole series (`n` patches) showed the change.
     pub fn new(n: usize) -> Bisection {
-        Bisection { lo: 0, hi: n }
+        Bisection {
+            lo: 0,
+            hi: n,
+            skipped: Default::default(),
+        }
     }
 
-    /// The prefix to measure next, or `None` when one patch is left
-    /// (`hi`).
-    pub fn next(self) -> Option<usize> {
-        (self.hi - self.lo > 1).then(|| self.lo + (self.hi - self.lo) / 2)
+    /// The prefix to measure next: the middle of `lo + 1 .. hi`, or the
+    /// prefix nearest to it that was not skipped (the lower of two as
+    /// near); `None` when one patch is left (`hi`), or when every prefix
+    /// between the bounds was skipped ([`Bisection::only_skipped_left`]).
+    pub fn next(&self) -> Option<usize> {
+        let mid = self.lo + (self.hi - self.lo) / 2;
+        (self.lo + 1..self.hi)
+            .filter(|k| !self.skipped.contains(k))
+            .min_by_key(|&k| (k.abs_diff(mid), k))
     }
 
     /// The bounds after prefix `k`, measured, showed `outcome`.
@@ -37,7 +48,21 @@ impl Bisection {
             StepOutcome::Changed => Bisection { hi: k, ..self },
             StepOutcome::Unchanged => Bisection { lo: k, ..self },
             StepOutcome::Undecided => self,
+            StepOutcome::Skipped => self.skip(k),
         }
+    }
+
+    /// The bounds once prefix `k` did not build.
+    pub fn skip(mut self, k: usize) -> Bisection {
+        self.skipped.insert(k);
+        self
+    }
+
+    /// Whether the bisection ended with more than one patch left, every
+    /// prefix between the bounds skipped: the first patch with the change
+    /// is one of `lo + 1 ..= hi`, and which cannot be told.
+    pub fn only_skipped_left(&self) -> bool {
+        self.hi - self.lo > 1
     }
 
     /// The most steps a hunt over `n` patches takes, the whole series' own
@@ -258,7 +283,39 @@ mod tests {
         assert_eq!(Bisection::most_steps(9), 5);
         assert_eq!(Bisection::most_steps(1), 1);
         let b = Bisection::new(7);
-        assert_eq!(b.after(3, StepOutcome::Undecided), b);
+        assert_eq!(b.clone().after(3, StepOutcome::Undecided), b);
+    }
+
+    /// `git bisect skip`: a prefix that does not build is passed over for
+    /// the nearest one that does; when only such prefixes are left the
+    /// bisection ends with the range, not a patch.
+    #[test]
+    fn a_prefix_that_does_not_build_is_skipped_for_its_nearest() {
+        // Four patches, prefix 2 does not build, patch 4 is the bad one:
+        // 2 is skipped, 1 (nearer than 3 and lower) and 3 measured.
+        let mut b = Bisection::new(4);
+        let mut order = Vec::new();
+        while let Some(k) = b.next() {
+            order.push(k);
+            b = match k {
+                2 => b.skip(k),
+                k if k >= 4 => b.after(k, StepOutcome::Changed),
+                k => b.after(k, StepOutcome::Unchanged),
+            };
+        }
+        assert_eq!(order, [2, 1, 3]);
+        assert_eq!((b.lo, b.hi, b.only_skipped_left()), (3, 4, false));
+        // Patch 3 is the bad one and prefix 2 does not build: 3 or 2,
+        // and nothing left to measure tells which.
+        let mut b = Bisection::new(4);
+        while let Some(k) = b.next() {
+            b = match k {
+                2 => b.after(k, StepOutcome::Skipped),
+                k if k >= 3 => b.after(k, StepOutcome::Changed),
+                k => b.after(k, StepOutcome::Unchanged),
+            };
+        }
+        assert_eq!((b.lo, b.hi, b.only_skipped_left()), (1, 3, true));
     }
 
     /// The smoke run the README quotes (results/smoke/, under icount):

@@ -251,7 +251,18 @@ impl Hunter<'_> {
         self.hunt.state = HuntState::Running { lo: 0, hi: n };
         self.save()?;
         while let Some(k) = bounds.next() {
-            let (results, rows) = self.step(0, k, StepRole::Midpoint).await?;
+            let (results, rows) = match self.step(0, k, StepRole::Midpoint).await {
+                Ok(measured) => measured,
+                Err(e) => match does_not_build(&e) {
+                    Some(error) => {
+                        self.skip_step(k, error);
+                        bounds = bounds.skip(k);
+                        self.save()?;
+                        continue;
+                    }
+                    None => return Err(e),
+                },
+            };
             let (outcome, why) = judge::classify(&rows, &hunted);
             self.finish_step(
                 0,
@@ -283,6 +294,23 @@ impl Hunter<'_> {
                 hi: bounds.hi,
             };
             self.save()?;
+        }
+        if bounds.only_skipped_left() {
+            let skipped: Vec<String> = (bounds.lo + 1..bounds.hi)
+                .map(|k| prefix_name(k).to_string())
+                .collect();
+            self.hunt.state = HuntState::Stopped {
+                lo: bounds.lo,
+                hi: bounds.hi,
+                reason: format!(
+                    "the first patch is somewhere in {}, and {} do(es) not build, so no measurement can tell which (as `git bisect skip` ends)",
+                    crate::report::hunt::patch_range(bounds.lo, bounds.hi),
+                    skipped.join(", ")
+                ),
+            };
+            self.sink
+                .emit(Event::Note(format!("bisect: {}", self.state_line())));
+            return Ok(regressed);
         }
         let own = self.own_interval(bounds.hi, &hunted).await?;
         self.hunt.state = HuntState::Found {
@@ -340,6 +368,31 @@ impl Hunter<'_> {
             .map(|j| j.rows.clone())
             .unwrap_or_default();
         Ok((outcome.results, rows))
+    }
+
+    /// Record a prefix that does not build: a step with no kernels and no
+    /// verdicts, skipped as `git bisect skip` does.
+    fn skip_step(&mut self, patches: usize, error: String) {
+        let step = HuntStep {
+            role: StepRole::Midpoint,
+            baseline_patches: 0,
+            patches,
+            dir: step_dir(0, patches, StepRole::Midpoint),
+            kernels: Vec::new(),
+            verdicts: Vec::new(),
+            outcome: Some(StepOutcome::Skipped),
+            reason: format!(
+                "{} does not build ({error}): skipped, as `git bisect skip` does",
+                prefix_name(patches)
+            ),
+            boots_wall_seconds: None,
+        };
+        self.sink.emit(Event::Note(format!(
+            "bisect step {}: {}",
+            self.hunt.steps.len() + 1,
+            crate::report::hunt::step_line(&self.hunt, &step)
+        )));
+        self.hunt.steps.push(step);
     }
 
     /// Record a measured step and say what it showed.
@@ -516,4 +569,18 @@ pub fn hunts_regression(hunt: &Hunt) -> bool {
     hunt.hunted
         .as_ref()
         .is_some_and(|h| h.verdict == VerdictRecord::Regression)
+}
+
+/// The compiler's error, when `e` is a kernel that does not build (make
+/// failed at a compile error), not a host that cannot build (a missing
+/// tool, a full disk, a killed make).
+fn does_not_build(e: &anyhow::Error) -> Option<String> {
+    e.chain()
+        .find_map(|c| match c.downcast_ref::<crate::build::BuildError>() {
+            Some(crate::build::BuildError::Make {
+                first_error: Some(first),
+                ..
+            }) => Some(first.clone()),
+            _ => None,
+        })
 }

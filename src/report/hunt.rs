@@ -98,6 +98,7 @@ pub fn step_line(hunt: &Hunt, step: &HuntStep) -> String {
         Some(StepOutcome::Changed) => "has the change",
         Some(StepOutcome::Unchanged) => "has not",
         Some(StepOutcome::Undecided) => "undecided",
+        Some(StepOutcome::Skipped) => "does not build: skipped",
         None => "measured",
     };
     let hunted: Vec<String> = step
@@ -183,6 +184,7 @@ fn said(step: &HuntStep) -> &'static str {
         Some(StepOutcome::Changed) => "has the change",
         Some(StepOutcome::Unchanged) => "has not",
         Some(StepOutcome::Undecided) => "undecided: the hunt stops",
+        Some(StepOutcome::Skipped) => "does not build: skipped, as `git bisect skip` does",
         None => "",
     }
 }

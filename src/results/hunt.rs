@@ -141,6 +141,10 @@ pub enum StepOutcome {
     /// Neither: a hunted metric is inconclusive, or changed the other way.
     /// The hunt stops here.
     Undecided,
+    /// The prefix does not build: as `git bisect skip` does, the hunt
+    /// measures the nearest prefix that does instead (the step has no
+    /// kernels and no verdicts, and its reason quotes the build's error).
+    Skipped,
 }
 
 /// One step: an A/B campaign of two prefixes.
