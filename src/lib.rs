@@ -38,6 +38,7 @@ pub mod tree;
 pub mod ui;
 pub mod variants;
 pub mod vm;
+pub mod watch;
 pub mod workload;
 
 /// Find the guest agent binary: `$PATCHBENCH_AGENT`, else next to the running

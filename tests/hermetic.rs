@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use patchbench::results::hunt::{Hunt, HuntState, StepRole};
+use patchbench::results::history::History;
+use patchbench::results::hunt::{Hunt, HuntState, StepOutcome, StepRole};
 use patchbench::results::{Results, VerdictRecord};
 use patchbench_fakes::{ENV_KILL, ENV_LOG, ENV_NOISE};
 
@@ -55,8 +56,16 @@ const TESTS: &[(&str, fn())] = &[
         a_hunt_names_the_patch_that_regressed,
     ),
     (
+        "a_hunt_skips_a_prefix_that_does_not_build",
+        a_hunt_skips_a_prefix_that_does_not_build,
+    ),
+    (
         "a_failed_build_is_infrastructure_naming_the_error",
         a_failed_build_is_infrastructure_naming_the_error,
+    ),
+    (
+        "watch_finds_the_nights_step_and_hunts_its_commit",
+        watch_finds_the_nights_step_and_hunts_its_commit,
     ),
     (
         "the_fake_agent_reports_what_the_spec_lists",
@@ -178,6 +187,8 @@ struct Patch {
     subject: &'static str,
     file: &'static str,
     line: String,
+    /// Remove `line` (which an earlier patch added) instead of appending it.
+    remove: bool,
 }
 
 impl Patch {
@@ -186,6 +197,7 @@ impl Patch {
             subject,
             file,
             line: format!("/* {subject} */"),
+            remove: false,
         }
     }
 
@@ -194,7 +206,27 @@ impl Patch {
             subject,
             file,
             line: format!("/* {subject}: patchbench-fake-effect: {metric} {pct} */"),
+            remove: false,
         }
+    }
+
+    /// A line the fake compiler refuses, and the patch that takes it out.
+    fn breaking(subject: &'static str, file: &'static str) -> (Patch, Patch) {
+        let line = format!("int broken = {};", patchbench_fakes::ERROR_MARKER);
+        (
+            Patch {
+                subject,
+                file,
+                line: line.clone(),
+                remove: false,
+            },
+            Patch {
+                subject: "fix the build",
+                file,
+                line,
+                remove: true,
+            },
+        )
     }
 }
 
@@ -308,8 +340,12 @@ impl World {
                 .iter_mut()
                 .find(|(p, _)| p == patch.file)
                 .unwrap_or_else(|| panic!("no {} in the tree", patch.file));
-            entry.1.push_str(&patch.line);
-            entry.1.push('\n');
+            if patch.remove {
+                entry.1 = entry.1.replace(&format!("{}\n", patch.line), "");
+            } else {
+                entry.1.push_str(&patch.line);
+                entry.1.push('\n');
+            }
             let oid = commit_files(&files, Some(&parent), patch.subject, false);
             let commit = repo.find_commit(oid).unwrap();
             let mut opts = git2::EmailCreateOptions::new();
@@ -785,14 +821,226 @@ fn a_hunt_names_the_patch_that_regressed() {
     );
 }
 
+/// A hunt over four patches where prefix 2 does not build (patch 2
+/// breaks the build, patch 3 fixes it) and patch 4 is the slow one: the
+/// midpoint, 2, is skipped as `git bisect skip` does, 1 and then 3 are
+/// measured instead, and patch 4 is named with its own interval.
+fn a_hunt_skips_a_prefix_that_does_not_build() {
+    let (breaks, fixes) = Patch::breaking("mm: zswap: breaks the build", "mm/zswap.c");
+    let world = World::new(&[
+        Patch::comment("mm: memcontrol: one", "mm/memcontrol.c"),
+        breaks,
+        fixes,
+        Patch::effect(
+            "mm: vmscan: four, the slow one",
+            "mm/vmscan.c",
+            "pageout_cpu_ns",
+            10.0,
+        ),
+    ]);
+    let campaign = world.campaign("skip", ABA);
+    let output = world.run(&campaign, "out", &["--bisect"], &[]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the first patch with the regression is 4/4"),
+        "{err}"
+    );
+    let hunt = Hunt::load(&world.path("out/bisect.json")).unwrap();
+    let steps: Vec<(usize, Option<StepOutcome>)> =
+        hunt.steps.iter().map(|s| (s.patches, s.outcome)).collect();
+    assert_eq!(
+        steps,
+        [
+            (4, Some(StepOutcome::Changed)),
+            (2, Some(StepOutcome::Skipped)),
+            (1, Some(StepOutcome::Unchanged)),
+            (3, Some(StepOutcome::Unchanged)),
+        ]
+    );
+    assert!(
+        hunt.steps[1]
+            .reason
+            .contains("error: patchbench-fake-error"),
+        "{}",
+        hunt.steps[1].reason
+    );
+    let HuntState::Found { patch, .. } = &hunt.state else {
+        panic!("{:?}", hunt.state)
+    };
+    assert_eq!(*patch, 4);
+}
+
+/// Commit `patch` on `refs/heads/watched` of the world's tree (from the
+/// base the first time), as a maintainer's branch grows.
+fn commit_on_branch(world: &World, patch: &Patch) {
+    let repo = git2::Repository::open(world.path("tree")).unwrap();
+    let parent = match repo.find_reference("refs/heads/watched") {
+        Ok(r) => r.peel_to_commit().unwrap(),
+        Err(_) => repo.head().unwrap().peel_to_commit().unwrap(),
+    };
+    let tree = parent.tree().unwrap();
+    let entry = tree.get_path(Path::new(patch.file)).unwrap();
+    let blob = repo.find_blob(entry.id()).unwrap();
+    let mut text = String::from_utf8(blob.content().to_vec()).unwrap();
+    text.push_str(&patch.line);
+    text.push('\n');
+    let mut builder = git2::build::TreeUpdateBuilder::new();
+    builder.upsert(
+        patch.file,
+        repo.blob(text.as_bytes()).unwrap(),
+        git2::FileMode::Blob,
+    );
+    let new_tree = builder.create_updated(&repo, &tree).unwrap();
+    let new_tree = repo.find_tree(new_tree).unwrap();
+    let message = format!(
+        "{}\n\nA commit of patchbench's hermetic watch test.\n",
+        patch.subject
+    );
+    repo.commit(
+        Some("refs/heads/watched"),
+        &signature(),
+        &signature(),
+        &message,
+        &new_tree,
+        &[&parent],
+    )
+    .unwrap();
+}
+
+/// `patchbench watch`, ten nights of a branch: one commit a night, but
+/// four on night 4, the third of which makes PAGEOUT 20% slower. That
+/// night's own run regresses (exit 1); the history shows one change point
+/// at night 4 once enough nights follow it, and none elsewhere; the hunt
+/// across night 4's four commits names the slow one in at most
+/// 1 + log2(4) kernel pairs, with its own interval; the report says so
+/// and gives the command that reproduces it. Watching the same head again
+/// measures nothing.
+fn watch_finds_the_nights_step_and_hunts_its_commit() {
+    let world = World::new(&[]);
+    let campaign = world.campaign("watched", ABA);
+    let history = world.path("history");
+    let nights: Vec<Vec<Patch>> = vec![
+        vec![Patch::comment("mm: zswap: night 0", "mm/zswap.c")],
+        vec![Patch::comment("mm: vmscan: night 1", "mm/vmscan.c")],
+        vec![Patch::comment("init: night 2", "init/main.c")],
+        vec![Patch::comment("mm: memcontrol: night 3", "mm/memcontrol.c")],
+        vec![
+            Patch::comment("mm: zswap: 4a", "mm/zswap.c"),
+            Patch::comment("init: 4b", "init/main.c"),
+            Patch::effect(
+                "mm: vmscan: 4c, the slow one",
+                "mm/vmscan.c",
+                "pageout_cpu_ns",
+                20.0,
+            ),
+            Patch::comment("mm: memcontrol: 4d", "mm/memcontrol.c"),
+        ],
+        vec![Patch::comment("mm: zswap: night 5", "mm/zswap.c")],
+        vec![Patch::comment("init: night 6", "init/main.c")],
+        vec![Patch::comment("mm: vmscan: night 7", "mm/vmscan.c")],
+        vec![Patch::comment("mm: memcontrol: night 8", "mm/memcontrol.c")],
+        vec![Patch::comment("mm: zswap: night 9", "mm/zswap.c")],
+    ];
+    let watch = |world: &World| {
+        world.patchbench(
+            &[
+                OsStr::new("watch"),
+                OsStr::new("--tree"),
+                world.path("tree").as_os_str(),
+                OsStr::new("--branch"),
+                OsStr::new("watched"),
+                OsStr::new("--history"),
+                history.as_os_str(),
+                campaign.as_os_str(),
+            ],
+            &[],
+        )
+    };
+    let mut first_found = None;
+    for (n, commits) in nights.iter().enumerate() {
+        for c in commits {
+            commit_on_branch(&world, c);
+        }
+        let output = watch(&world);
+        let err = stderr(&output);
+        let h = History::load(&history).unwrap().unwrap();
+        assert_eq!(h.nights.len(), n + 1, "night {n}");
+        assert_eq!(
+            h.nights[n].commits.len(),
+            if n == 0 { 0 } else { commits.len() }
+        );
+        // Once found, the one step stays where it is: at night 4.
+        let points: Vec<(String, usize)> = h
+            .change_points
+            .iter()
+            .map(|c| (c.metric.clone(), c.night))
+            .collect();
+        let new = first_found.is_none() && !points.is_empty();
+        if new {
+            first_found = Some(n);
+        }
+        if first_found.is_some() {
+            assert_eq!(
+                points,
+                [("pageout_cpu_ns".to_string(), 4)],
+                "night {n}: {err}"
+            );
+        }
+        // Night 4's own run regressed, and the night that finds the step
+        // reports a new regression: those exit 1, the others 0.
+        let want = if n == 4 || new { 1 } else { 0 };
+        assert_eq!(output.status.code(), Some(want), "night {n}: {err}");
+    }
+    // The permutation test needs enough nights after the step to reach
+    // its level (docs/statistics.md): with four nights before the step,
+    // six after it (C(10, 4) = 210 arrangements, against 1/alpha = 100).
+    assert_eq!(first_found, Some(9));
+    let h = History::load(&history).unwrap().unwrap();
+    let cp = &h.change_points[0];
+    assert_eq!(cp.verdict, "regression");
+    assert!((18.0..22.0).contains(&cp.change_pct), "{cp:?}");
+    assert!(cp.ci_low_pct > 2.0, "{cp:?}");
+    assert_eq!(cp.commits.len(), 4);
+    let hunt = cp.hunt.as_ref().expect("hunted");
+    let found = hunt.found.as_ref().expect("found");
+    assert_eq!(found.subject, "mm: vmscan: 4c, the slow one");
+    assert_eq!(found.commit, cp.commits[2].commit);
+    assert!(hunt.pairs <= 3, "{hunt:?}");
+    let own = hunt.change_pct.unwrap();
+    assert!((18.0..22.0).contains(&own), "{hunt:?}");
+    assert!(hunt.ci_low_pct.unwrap() > 2.0, "{hunt:?}");
+    let report = std::fs::read_to_string(history.join(cp.report.as_ref().unwrap())).unwrap();
+    assert!(
+        report.contains("`mm: vmscan: 4c, the slow one`"),
+        "{report}"
+    );
+    assert!(report.contains("Its own interval, commit"), "{report}");
+    assert!(
+        report.contains(&format!(
+            "--rev {}^ --series hunts/watched-n004/series/0003-{}.patch",
+            &found.commit[..12],
+            &found.commit[..12]
+        )),
+        "{report}"
+    );
+    // The same head again: nothing is built or booted, nothing changes.
+    world.take_log();
+    let again = watch(&world);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("nothing new to measure"),
+        "{}",
+        String::from_utf8_lossy(&again.stdout)
+    );
+    assert_eq!(world.take_log(), Vec::<String>::new());
+    assert_eq!(History::load(&history).unwrap().unwrap(), h);
+}
+
 /// A source that does not compile: the build's failure is the host's
 /// side (exit code 3), and the message quotes the compiler's error.
 fn a_failed_build_is_infrastructure_naming_the_error() {
-    let world = World::new(&[Patch {
-        subject: "mm: vmscan: broken",
-        file: "mm/vmscan.c",
-        line: format!("int broken = {};", patchbench_fakes::ERROR_MARKER),
-    }]);
+    let world = World::new(&[Patch::breaking("mm: vmscan: broken", "mm/vmscan.c").0]);
     let output = world.run(&world.campaign("broken", ABA), "out", &[], &[]);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(3), "{err}");

@@ -164,7 +164,7 @@ pub fn load_plan_file(
     load_plan_with(campaign, overrides)
 }
 
-fn load_plan_with(
+pub fn load_plan_with(
     campaign: Option<&std::path::Path>,
     overrides: Overrides,
 ) -> anyhow::Result<config::Plan> {

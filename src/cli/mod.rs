@@ -24,6 +24,7 @@ mod judge;
 mod merge;
 mod plan;
 mod publish;
+mod watch;
 
 #[derive(Parser)]
 #[command(
@@ -118,6 +119,11 @@ pub enum Command {
     /// prints the kconfigs/objects.tsv lines of the full builds it holds.
     #[command(after_help = cache::AFTER_HELP)]
     Cache(cache::CacheArgs),
+    /// Follow a branch night after night: measure its new head against the
+    /// head before, find the change points of the history, hunt each new
+    /// one across its commits, and write a report per change point.
+    #[command(after_help = watch::AFTER_HELP)]
+    Watch(watch::WatchArgs),
 }
 
 impl Cli {
@@ -136,6 +142,7 @@ impl Cli {
             Command::Plan(args) => plan::plan(args, events).await,
             Command::Publish(args) => publish::publish(args, sink.clone()).await,
             Command::Cache(args) => cache::cache(args, events).await,
+            Command::Watch(args) => watch::watch(args, events).await,
             Command::Doctor { cache_dir } => {
                 let dir = cache_dir.unwrap_or_else(default_cache_dir);
                 let (text, ready) = doctor::render(&doctor::checks(&dir).await);
@@ -565,6 +572,7 @@ impl Cli {
             Command::Judge(a) => results_paths(&a.results),
             Command::Merge(a) => results_paths(&a.shards),
             Command::Publish(a) => results_paths(&a.results),
+            Command::Watch(a) => watch::check(a),
             Command::Cache(_) | Command::Doctor { .. } => Ok(()),
         }
     }
