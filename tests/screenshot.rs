@@ -116,11 +116,7 @@ fn check_run_page(name: &str, path: &Path) {
     );
     let url = file_url(&page);
 
-    let shots = match std::env::var_os("PATCHBENCH_SCREENSHOT_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => tmp.path().join("shots"),
-    };
-    std::fs::create_dir_all(&shots).unwrap();
+    let shots = shots_dir(tmp.path());
 
     let mut browser = Browser::launch(tmp.path());
     let tab = browser.open_tab();
@@ -259,11 +255,7 @@ fn a_history_trend_page_marks_its_change_point_and_fits_at_1280_and_500_px() {
         page.display()
     );
     let url = file_url(&page);
-    let shots = match std::env::var_os("PATCHBENCH_SCREENSHOT_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => tmp.path().join("shots"),
-    };
-    std::fs::create_dir_all(&shots).unwrap();
+    let shots = shots_dir(tmp.path());
 
     let mut browser = Browser::launch(tmp.path());
     let tab = browser.open_tab();
@@ -1325,4 +1317,15 @@ fn the_png_check_undoes_every_row_filter() {
     assert_eq!(flat.rgb(0, 0), Some([20, 40, 60]));
     let bad = encode_png(1, 1, &[5, 0, 0, 0]);
     assert_eq!(decode_png(&bad), Err("row 0 has filter type 5".into()));
+}
+
+/// Where the PNGs go: `$PATCHBENCH_SCREENSHOT_DIR` to keep them, else the
+/// test's own temporary directory.
+fn shots_dir(tmp: &Path) -> PathBuf {
+    let shots = match std::env::var_os("PATCHBENCH_SCREENSHOT_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => tmp.join("shots"),
+    };
+    std::fs::create_dir_all(&shots).unwrap();
+    shots
 }
