@@ -87,7 +87,11 @@ done
 "$pb" publish --history "$work/history" --pages "$work/site"
 
 # Keep it: the history, the reports, each run's results and report, the
-# hunt's documents; not the console logs.
+# hunt's documents; not the console logs. Paths are made relative to the
+# work directory (the tree is `linux`, the history `history`), and each
+# run is judged again so that its report.md renders the rewritten results
+# (tests/kept.rs holds every kept run to both, and to naming no path of
+# one machine).
 keep=results/watch-synthetic
 rm -rf "$keep"
 mkdir -p "$keep"
@@ -98,4 +102,8 @@ mkdir -p "$keep"
     cp "$work/history/$f" "$keep/$f"
   done
 cp "$work/nights.txt" "$keep/nights.txt"
+grep -rlF "$work/" "$keep" | while read -r f; do sed -i "s|$work/||g" "$f"; done
+find "$keep" -name results.json | while read -r f; do
+  "$pb" --quiet judge "$f" >/dev/null || [ $? -eq 1 ]
+done
 echo "kept in $keep"

@@ -252,3 +252,63 @@ fn the_renderers_show_the_stored_judgement_and_recompute_nothing() {
     assert_eq!(out.status.code(), Some(1), "the stored regression");
     assert!(String::from_utf8_lossy(&out.stdout).contains("STORED-HEADLINE-ONLY"));
 }
+
+/// The synthetic watch history (`ci/watch-synthetic.sh`, issue 40): its
+/// change points, found again from its kept nights by today's code, are
+/// the ones it stored; there is one, at night 6, where the commit that
+/// adds back a forced stats flush for every page zswap stores came in with
+/// three others, and the hunt named that commit in at most
+/// 1 + log2(4) = 3 kernel pairs, with its own interval clear of the band.
+#[test]
+fn the_synthetic_watch_history_finds_its_one_step_again() {
+    use patchbench::results::history::History;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/watch-synthetic");
+    let history = History::load(&dir).unwrap().expect("a kept history");
+    assert_eq!(
+        history.nights.len(),
+        14,
+        "nights 14 and 15 measured nothing"
+    );
+    let mut again = patchbench::watch::find_change_points(&history, &dir).unwrap();
+    let mut stored = history.change_points.clone();
+    for cp in stored.iter_mut().chain(again.iter_mut()) {
+        cp.hunt = None;
+        cp.report = None;
+    }
+    assert_eq!(again, stored);
+    // The flush is PAGEOUT's, and PAGEOUT is part of the total and of the
+    // elapsed time: three primary metrics step, all at night 6. (The flush
+    // count rises from 0, which has no % change: no change point.)
+    let points: Vec<(&str, usize)> = history
+        .change_points
+        .iter()
+        .map(|c| (c.metric.as_str(), c.night))
+        .collect();
+    assert_eq!(
+        points,
+        [
+            ("pageout_cpu_ns", 6),
+            ("total_cpu_ns", 6),
+            ("elapsed_ns", 6)
+        ]
+    );
+    for cp in &history.change_points {
+        assert_eq!(cp.verdict, "regression");
+        assert_eq!(cp.commits.len(), 4);
+        let hunt = cp.hunt.as_ref().expect("hunted");
+        assert!(hunt.pairs <= 3, "{hunt:?}");
+        let found = hunt.found.as_ref().expect("found");
+        assert_eq!(
+            found.subject,
+            "mm: memcg: flush the stats for every page zswap stores"
+        );
+        // The commit's own interval is this metric's, clear of the band,
+        // and it is the whole step: the other three commits did nothing.
+        let own = hunt.change_pct.unwrap();
+        assert!((own - cp.change_pct).abs() < 0.5, "{cp:?}");
+        assert!(hunt.ci_low_pct.unwrap() > 2.0, "{hunt:?}");
+    }
+    let cp = &history.change_points[0];
+    let report = std::fs::read_to_string(dir.join(cp.report.as_ref().unwrap())).unwrap();
+    assert!(report.contains("Its own interval, commit"), "{report}");
+}

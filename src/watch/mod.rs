@@ -243,7 +243,7 @@ pub async fn measure(
     save(&w.history_dir, &history)?;
     let found = find_change_points(&history, &w.history_dir)?;
     let mut new = Vec::new();
-    let mut hunts: BTreeMap<(String, usize), CommitHunt> = BTreeMap::new();
+    let mut hunts: BTreeMap<(String, usize), Hunted> = BTreeMap::new();
     let mut all = Vec::new();
     for mut cp in found {
         let known = history.change_points.iter().find(|k| same_step(k, &cp));
@@ -261,7 +261,20 @@ pub async fn measure(
                 let h = hunt(w, &history, &cp, sink).await?;
                 hunts.insert(key.clone(), h);
             }
-            cp.hunt = hunts.get(&key).cloned();
+            // One hunt per step of a campaign; each metric takes its own
+            // interval from the found commit's comparisons.
+            let (found, own) = &hunts[&key];
+            let mut h = found.clone();
+            if let Some(c) = own
+                .iter()
+                .find(|c| c.metric == cp.metric && c.condition.is_none())
+                .and_then(|c| c.mean_change.as_ref())
+            {
+                h.change_pct = Some(c.pct);
+                h.ci_low_pct = c.ci.as_ref().map(|i| i.lo);
+                h.ci_high_pct = c.ci.as_ref().map(|i| i.hi);
+            }
+            cp.hunt = Some(h);
         }
         let rel = PathBuf::from("reports")
             .join(format!("{}-{}-n{:03}.md", cp.campaign, cp.metric, cp.night));
@@ -350,8 +363,9 @@ struct CampaignNights {
     nights: Vec<(usize, Results)>,
 }
 
-/// The change points of every campaign's primary metrics over its nights.
-fn find_change_points(history: &History, dir: &Path) -> anyhow::Result<Vec<ChangePoint>> {
+/// The change points of every campaign's primary metrics over its nights,
+/// from the nights' runs in `dir` (without hunts or reports).
+pub fn find_change_points(history: &History, dir: &Path) -> anyhow::Result<Vec<ChangePoint>> {
     let mut by_campaign: BTreeMap<String, CampaignNights> = BTreeMap::new();
     for night in &history.nights {
         for run in &night.runs {
@@ -482,6 +496,10 @@ fn night_own(
     }))
 }
 
+/// A hunt's result, and the found commit's own comparisons (every primary
+/// metric, the commit against its parent; empty when none was found).
+type Hunted = (CommitHunt, Vec<crate::results::ComparisonRecord>);
+
 /// Hunt a change point across its commits: the commits as a series on the
 /// head before the step, bisected as `run --bisect` bisects a series.
 async fn hunt(
@@ -489,7 +507,7 @@ async fn hunt(
     history: &History,
     cp: &ChangePoint,
     sink: &dyn Sink,
-) -> anyhow::Result<CommitHunt> {
+) -> anyhow::Result<Hunted> {
     let repo = commits::open(&w.tree)?;
     let before = Oid::from_str(&cp.before)?;
     let after = Oid::from_str(&cp.after)?;
@@ -497,7 +515,7 @@ async fn hunt(
     let dir = w.history_dir.join(&rel);
     let line = commits::line(&repo, before, after)?;
     if line == Line::Rewritten {
-        return Ok(CommitHunt {
+        return Ok((CommitHunt {
             dir: rel,
             pairs: 0,
             found: None,
@@ -505,7 +523,7 @@ async fn hunt(
             ci_low_pct: None,
             ci_high_pct: None,
             state: "not hunted: the branch was rewritten between the two heads, so there is no line of commits to bisect".into(),
-        });
+        }, Vec::new()));
     }
     let series = dir.join("series");
     let patches = commits::write_series(&repo, before, after, &line, &series)?;
@@ -532,7 +550,13 @@ async fn hunt(
         ..w.run.clone()
     };
     let outcome = crate::bisect::run(&plan, &opts, sink).await?;
-    let pairs = outcome.hunt.steps.len();
+    let pairs = outcome
+        .hunt
+        .steps
+        .iter()
+        .filter(|s| s.outcome != Some(crate::results::hunt::StepOutcome::Skipped))
+        .count();
+    let mut own_comparisons = Vec::new();
     let mut result = CommitHunt {
         dir: rel,
         pairs,
@@ -546,16 +570,7 @@ async fn hunt(
         HuntState::Found { patch, own } => {
             let commit = ids[patches[patch - 1]];
             result.found = Some(commits::info(&repo, commit)?);
-            if let Some(c) = own
-                .comparisons
-                .iter()
-                .find(|c| c.metric == cp.metric && c.condition.is_none())
-                .and_then(|c| c.mean_change.as_ref())
-            {
-                result.change_pct = Some(c.pct);
-                result.ci_low_pct = c.ci.as_ref().map(|i| i.lo);
-                result.ci_high_pct = c.ci.as_ref().map(|i| i.hi);
-            }
+            own_comparisons = own.comparisons.clone();
             result.state = format!(
                 "found in {pairs} kernel pair(s): commit {} is the first with the change",
                 commits::short(commit)
@@ -573,5 +588,5 @@ async fn hunt(
         }
         HuntState::Running { .. } => result.state = "the hunt did not finish".into(),
     }
-    Ok(result)
+    Ok((result, own_comparisons))
 }
