@@ -78,6 +78,8 @@ pub struct NightPlan {
     pub history: History,
     pub index: usize,
     pub head: Oid,
+    /// The head as the history names it.
+    pub head_info: CommitInfo,
     pub previous: Option<Oid>,
     pub line: Option<Line>,
     /// The commits since the previous head, oldest first.
@@ -165,6 +167,7 @@ fn next_blocking(tree: &Path, branch: &str, history_dir: &Path) -> anyhow::Resul
         history,
         index,
         head,
+        head_info: commits::info(&repo, head)?,
         previous,
         line,
         commits: commit_infos,
@@ -182,13 +185,11 @@ pub async fn measure(
     chosen: Vec<Chosen>,
     sink: &dyn Sink,
 ) -> anyhow::Result<Outcome> {
-    let repo = commits::open(&w.tree)?;
     let mut history = night.history.clone();
-    let head_info = commits::info(&repo, night.head)?;
     let mut record = Night {
         index: night.index,
         started_at: jiff::Timestamp::now(),
-        head: head_info,
+        head: night.head_info.clone(),
         previous: night.previous.map(|p| p.to_string()),
         commits: night.commits.clone(),
         runs: Vec::new(),
@@ -508,12 +509,23 @@ async fn hunt(
     cp: &ChangePoint,
     sink: &dyn Sink,
 ) -> anyhow::Result<Hunted> {
-    let repo = commits::open(&w.tree)?;
     let before = Oid::from_str(&cp.before)?;
     let after = Oid::from_str(&cp.after)?;
     let rel = PathBuf::from("hunts").join(format!("{}-n{:03}", cp.campaign, cp.night));
     let dir = w.history_dir.join(&rel);
-    let line = commits::line(&repo, before, after)?;
+    let series = dir.join("series");
+    // git off the async threads: the line, and the series written.
+    let (tree, to) = (w.tree.clone(), series.clone());
+    let (line, patches) = crate::blocking::unblock(move || -> anyhow::Result<_> {
+        let repo = commits::open(&tree)?;
+        let line = commits::line(&repo, before, after)?;
+        let patches = match line {
+            Line::Rewritten => Vec::new(),
+            Line::Commits(_) => commits::write_series(&repo, before, after, &line, &to)?,
+        };
+        Ok((line, patches))
+    })
+    .await?;
     if line == Line::Rewritten {
         return Ok((CommitHunt {
             dir: rel,
@@ -525,8 +537,6 @@ async fn hunt(
             state: "not hunted: the branch was rewritten between the two heads, so there is no line of commits to bisect".into(),
         }, Vec::new()));
     }
-    let series = dir.join("series");
-    let patches = commits::write_series(&repo, before, after, &line, &series)?;
     let Line::Commits(ids) = &line else {
         unreachable!("checked above")
     };
@@ -568,8 +578,9 @@ async fn hunt(
     };
     match &outcome.hunt.state {
         HuntState::Found { patch, own } => {
+            // The change point's commits are this line's, in order.
             let commit = ids[patches[patch - 1]];
-            result.found = Some(commits::info(&repo, commit)?);
+            result.found = cp.commits.get(patches[patch - 1]).cloned();
             own_comparisons = own.comparisons.clone();
             result.state = format!(
                 "found in {pairs} kernel pair(s): commit {} is the first with the change",
