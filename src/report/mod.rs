@@ -23,7 +23,7 @@ pub mod waterfall;
 pub use failures::{FailedBoot, failed_boots, nothing_compared};
 pub use format::{
     Scale, boot_order, code_span, control_title, cputime_line, format_value, lane_short,
-    max_time_cv, noise_line, noisy_host, row_scale, scale, show, signed_pct, tcg_mode,
+    max_time_cv, noise_line, noisy_host, row_scale, scale, short, show, signed_pct, tcg_mode,
 };
 pub use markdown::markdown;
 pub use profile::{ProfileTable, cost_banner, profile_tables};

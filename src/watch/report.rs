@@ -7,16 +7,11 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::model::Unit;
-use crate::report::{code_span, format_value, signed_pct};
+use crate::report::{code_span, format_value, short, signed_pct};
 use crate::results::history::{ChangePoint, CommitInfo, History};
 
 fn unit(cp: &ChangePoint) -> Option<Unit> {
     serde_json::from_value(serde_json::Value::String(cp.unit.clone())).ok()
-}
-
-/// The first 12 characters of a commit id.
-fn short(id: &str) -> &str {
-    &id[..id.len().min(12)]
 }
 
 /// The commit the step is laid on: the hunt's, or the only one.
