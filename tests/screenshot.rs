@@ -441,6 +441,22 @@ struct Shown {
     classes: String,
 }
 
+/// Every group has elements, and each is fully shown in a viewport
+/// `width` wide.
+fn all_shown(at: &str, width: f64, groups: &[(&str, &Vec<Shown>)]) {
+    for (what, shown) in groups {
+        assert!(!shown.is_empty(), "{at}: no {what}");
+        let hidden: Vec<String> = shown.iter().filter_map(|s| s.hidden(width)).collect();
+        assert!(
+            hidden.is_empty(),
+            "{at}: {} of {} {what} not fully shown:\n  {}",
+            hidden.len(),
+            shown.len(),
+            hidden.join("\n  ")
+        );
+    }
+}
+
 impl Shown {
     /// Why `self` is not fully shown inside a viewport `width` wide, if it
     /// is not.
@@ -567,21 +583,15 @@ impl Layout {
             (rows_in_html, rows_in_html),
             "{at}: (metric rows, verdict badges) the browser found, against the {rows_in_html} rows rendered"
         );
-        for (what, shown) in [
-            ("headlines", &self.headlines),
-            ("verdict badges", &self.badges),
-            ("plots", &self.plots),
-        ] {
-            assert!(!shown.is_empty(), "{at}: no {what}");
-            let hidden: Vec<String> = shown.iter().filter_map(|s| s.hidden(width)).collect();
-            assert!(
-                hidden.is_empty(),
-                "{at}: {} of {} {what} not fully shown:\n  {}",
-                hidden.len(),
-                shown.len(),
-                hidden.join("\n  ")
-            );
-        }
+        all_shown(
+            at,
+            width,
+            &[
+                ("headlines", &self.headlines),
+                ("verdict badges", &self.badges),
+                ("plots", &self.plots),
+            ],
+        );
         for h in &self.headlines {
             assert!(
                 h.content_width <= h.box_width,
@@ -670,21 +680,15 @@ impl TrendLayout {
         );
         assert_eq!(self.table.len(), 1, "{at}: one change-point table");
         assert_eq!(self.change_rows.len(), 1, "{at}: one change point");
-        for (what, shown) in [
-            ("plots", &self.plots),
-            ("change-point tables", &self.table),
-            ("change-point rows", &self.change_rows),
-        ] {
-            assert!(!shown.is_empty(), "{at}: no {what}");
-            let hidden: Vec<String> = shown.iter().filter_map(|s| s.hidden(width)).collect();
-            assert!(
-                hidden.is_empty(),
-                "{at}: {} of {} {what} not fully shown:\n  {}",
-                hidden.len(),
-                shown.len(),
-                hidden.join("\n  ")
-            );
-        }
+        all_shown(
+            at,
+            width,
+            &[
+                ("plots", &self.plots),
+                ("change-point tables", &self.table),
+                ("change-point rows", &self.change_rows),
+            ],
+        );
         let table = &self.table[0];
         assert!(
             table.content_width <= table.box_width,
