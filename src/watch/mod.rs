@@ -359,28 +359,23 @@ fn campaign_file(history: &History, campaign: &str) -> PathBuf {
         .unwrap_or_default()
 }
 
-/// One campaign's nights: the history's night index, and the run.
-struct CampaignNights {
-    nights: Vec<(usize, Results)>,
-}
-
 /// The change points of every campaign's primary metrics over its nights,
 /// from the nights' runs in `dir` (without hunts or reports).
 pub fn find_change_points(history: &History, dir: &Path) -> anyhow::Result<Vec<ChangePoint>> {
-    let mut by_campaign: BTreeMap<String, CampaignNights> = BTreeMap::new();
+    // Each campaign's nights: the history's night index, and the run.
+    let mut by_campaign: BTreeMap<String, Vec<(usize, Results)>> = BTreeMap::new();
     for night in &history.nights {
         for run in &night.runs {
             let results = Results::load(&dir.join(&run.dir).join("results.json"))?;
             by_campaign
                 .entry(run.campaign.clone())
-                .or_insert(CampaignNights { nights: Vec::new() })
-                .nights
+                .or_default()
                 .push((night.index, results));
         }
     }
     let mut out = Vec::new();
     for (campaign, c) in by_campaign {
-        let Some((_, last)) = c.nights.last() else {
+        let Some((_, last)) = c.last() else {
             continue;
         };
         let Some(judgement) = &last.judgement else {
@@ -392,7 +387,6 @@ pub fn find_change_points(history: &History, dir: &Path) -> anyhow::Result<Vec<C
                 && r.verdict != crate::results::VerdictRecord::Context
         }) {
             let series: Vec<Vec<f64>> = c
-                .nights
                 .iter()
                 .map(|(_, r)| head_samples(r, &row.metric))
                 .collect();
@@ -401,8 +395,8 @@ pub fn find_change_points(history: &History, dir: &Path) -> anyhow::Result<Vec<C
             }
             let steps = change_points(&series, &ChangePointOptions::default())?;
             for step in steps {
-                let after_night = c.nights[step.index].0;
-                let before_night = c.nights[step.index - 1].0;
+                let after_night = c[step.index].0;
+                let before_night = c[step.index - 1].0;
                 let commits: Vec<CommitInfo> = history
                     .nights
                     .iter()
