@@ -9,7 +9,8 @@
 //! 1 000 histories of 100 nights with that noise and no true step are
 //! searched, and every change point found is false; a noisy lane and a
 //! few true steps are shown for context. docs/statistics.md, "Change
-//! points", quotes its output.
+//! points", quotes its tables, which it writes to
+//! `results/error-rates/changepoint.md`.
 //!
 //!   cargo run --release --example changepoint-aa
 
@@ -18,6 +19,10 @@ use patchbench::stats::{ChangePointOptions, FalseAlarms, change_points, false_al
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
+
+#[path = "common/out.rs"]
+mod out;
+use out::Out;
 
 const RUNS: [&str; 5] = [
     "results/seeds/000-counter-aa-1/results.json",
@@ -149,21 +154,31 @@ fn detections(histories: usize, between: f64, within: f64, step_pct: f64) -> [us
     counts
 }
 
-fn row(label: &str, between: f64, within: f64, opts: &ChangePointOptions) -> FalseAlarms {
+fn row(
+    out: &mut Out,
+    label: &str,
+    between: f64,
+    within: f64,
+    opts: &ChangePointOptions,
+) -> FalseAlarms {
     let r = false_alarm_rate(HISTORIES, NIGHTS, SAMPLES, between, within, opts)
         .expect("a valid scenario");
-    println!(
+    out.line(&format!(
         "| {label} | {between:.3}% | {within:.3}% | {} | {} | {} | {:.5} | {:.5} |",
         r.nights,
         r.steps,
         r.histories_with_steps,
         r.rate_per_night * 100.0,
         r.upper_95_per_night * 100.0,
-    );
+    ));
     r
 }
 
 fn main() {
+    let mut out = Out::new(
+        "results/error-rates/changepoint.md",
+        "cargo run --release --example changepoint-aa",
+    );
     let runs: Vec<Results> = RUNS
         .iter()
         .map(|path| Results::load(std::path::Path::new(path)).expect("a kept A/A run"))
@@ -177,15 +192,13 @@ fn main() {
         .filter(|r| r.primary && r.condition.is_none() && r.verdict != VerdictRecord::Context)
         .map(|r| r.metric.as_str())
         .collect();
-    println!(
+    out.line(&format!(
         "Nights: the candidate's samples of the main workload in {} A/A runs ({}).\n",
         runs.len(),
         runs[0].campaign
-    );
-    println!(
-        "| metric | samples a night | within-night CV | CV of the night means | between-night CV | its 95% upper bound |"
-    );
-    println!("|---|---|---|---|---|---|");
+    ));
+    out.line("| metric | samples a night | within-night CV | CV of the night means | between-night CV | its 95% upper bound |");
+    out.line("|---|---|---|---|---|---|");
     let mut lanes = Vec::new();
     for metric in &metrics {
         let nights: Vec<Vec<f64>> = runs.iter().map(|r| night(r, metric)).collect();
@@ -194,61 +207,59 @@ fn main() {
             continue;
         }
         let n = noise(&nights);
-        println!(
+        out.line(&format!(
             "| `{metric}` | {} | {:.4}% | {:.4}% | {:.4}% | {:.4}% |",
             nights.iter().map(Vec::len).min().unwrap_or(0),
             n.within,
             n.of_means,
             n.between,
             n.between_upper
-        );
+        ));
         if n.within > 0.0 || n.of_means > 0.0 {
             lanes.push((metric.to_string(), n));
         }
     }
     let opts = ChangePointOptions::default();
-    println!(
+    out.line(&format!(
         "\nFalse change points: {HISTORIES} A/A histories of {NIGHTS} nights, {SAMPLES} samples a night, \
          alpha {}, band ±{}%, min_nights {}, {} permutations, the default seed.\n",
         opts.alpha, opts.noise_pct, opts.min_nights, opts.permutations
-    );
-    println!(
-        "| noise | between-night CV | within-night CV | nights | false steps | histories with one | per 100 nights | 95% upper bound per 100 nights |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
+    ));
+    out.line("| noise | between-night CV | within-night CV | nights | false steps | histories with one | per 100 nights | 95% upper bound per 100 nights |");
+    out.line("|---|---|---|---|---|---|---|---|");
     for (metric, n) in &lanes {
-        row(&format!("`{metric}`"), n.between, n.within, &opts);
+        row(&mut out, &format!("`{metric}`"), n.between, n.within, &opts);
         row(
+            &mut out,
             &format!("`{metric}`, between at its upper bound"),
             n.between_upper,
             n.within,
             &opts,
         );
     }
-    row("a noisy lane", 3.0, 3.0, &opts);
+    row(&mut out, "a noisy lane", 3.0, 3.0, &opts);
     let no_band = ChangePointOptions {
         noise_pct: 0.0,
         ..opts
     };
     if let Some((metric, n)) = lanes.first() {
         row(
+            &mut out,
             &format!("`{metric}`, no band (the permutation test alone)"),
             n.between,
             n.within,
             &no_band,
         );
     }
-    row("a noisy lane, no band", 3.0, 3.0, &no_band);
+    row(&mut out, "a noisy lane, no band", 3.0, 3.0, &no_band);
 
     let histories = 200;
-    println!(
+    out.line(&format!(
         "\nSearched night by night, as `watch` does: {histories} A/A histories of {NIGHTS} nights, \
          each searched after every night; every step ever reported is counted once.\n"
-    );
-    println!(
-        "| noise | between-night CV | within-night CV | nights | false steps | histories with one | per 100 nights |"
-    );
-    println!("|---|---|---|---|---|---|---|");
+    ));
+    out.line("| noise | between-night CV | within-night CV | nights | false steps | histories with one | per 100 nights |");
+    out.line("|---|---|---|---|---|---|---|");
     let mut watches: Vec<(String, f64, f64)> = Vec::new();
     if let Some((metric, n)) = lanes.first() {
         watches.push((format!("`{metric}`"), n.between, n.within));
@@ -261,20 +272,20 @@ fn main() {
     watches.push(("a noisy lane".to_string(), 3.0, 3.0));
     for (label, between, within) in &watches {
         let (steps, with) = watched(histories, *between, *within);
-        println!(
+        out.line(&format!(
             "| {label} | {between:.3}% | {within:.3}% | {} | {steps} | {with} | {:.5} |",
             histories * NIGHTS,
             steps as f64 / (histories * NIGHTS) as f64 * 100.0
-        );
+        ));
     }
 
-    println!(
+    out.line(&format!(
         "\nTrue steps, for context: {histories} histories of {NIGHTS} nights with one step at night {}; \
          the histories with a change point, with one within a night of the step, and with more than one.\n",
         NIGHTS / 2
-    );
-    println!("| noise | step | a change point | within a night of the step | more than one |");
-    println!("|---|---|---|---|---|");
+    ));
+    out.line("| noise | step | a change point | within a night of the step | more than one |");
+    out.line("|---|---|---|---|---|");
     let mut contexts: Vec<(String, f64, f64)> = lanes
         .iter()
         .take(1)
@@ -285,12 +296,13 @@ fn main() {
     for (label, between, within) in &contexts {
         for step in [2.5, 3.0, 5.0, 10.0] {
             let [any, near, several] = detections(histories, *between, *within, step);
-            println!(
+            out.line(&format!(
                 "| {label} | +{step}% | {} | {} | {} |",
                 pct(any),
                 pct(near),
                 pct(several)
-            );
+            ));
         }
     }
+    out.finish();
 }

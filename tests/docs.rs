@@ -536,3 +536,52 @@ fn figures_are_their_files(doc: &str, no_figure: &str, pages: bool, at_least: us
     }
     assert!(checked >= at_least, "{doc}: only {checked} figures checked");
 }
+
+/// The error-rate tables docs/statistics.md quotes, each under a link to
+/// the file its example wrote (`results/error-rates/*.md`): every line of
+/// the table is a line of that file, so a figure can only change with the
+/// file, and the file only by running the example again.
+#[test]
+fn every_error_rate_table_in_the_statistics_doc_is_its_examples_file() {
+    let doc = read(&root().join("docs/statistics.md"));
+    let lines: Vec<&str> = doc.lines().collect();
+    let marker = "](../results/error-rates/";
+    let mut checked = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(at) = line.find(marker) else {
+            continue;
+        };
+        let rest = &line[at + marker.len()..];
+        let name = &rest[..rest.find(')').expect("a closed link")];
+        let file = root().join("results/error-rates").join(name);
+        let kept = read(&file);
+        let kept: std::collections::HashSet<&str> = kept.lines().map(str::trim_end).collect();
+        // The table that follows the link, after its paragraph.
+        let table: Vec<&str> = lines[i + 1..]
+            .iter()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .copied()
+            .collect();
+        assert!(
+            table.len() >= 3,
+            "docs/statistics.md: no table follows the link to {name} (line {})",
+            i + 1
+        );
+        for row in &table {
+            assert!(
+                kept.contains(row.trim_end()),
+                "docs/statistics.md quotes a row that {} does not hold (run its example again, then copy its table):\n{row}",
+                file.display()
+            );
+        }
+        checked.push((name.to_string(), table.len() - 2));
+    }
+    let files: std::collections::BTreeSet<&str> = checked.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        files.contains("sequential.md") && files.contains("changepoint.md"),
+        "docs/statistics.md quotes no table of {:?}: {checked:?}",
+        ["sequential.md", "changepoint.md"]
+    );
+    assert!(checked.len() >= 4, "only {checked:?}");
+}
