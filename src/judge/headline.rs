@@ -68,7 +68,7 @@ pub(super) fn headline(
     let elsewhere = names(Verdict::Context);
     let regressed: Vec<String> = of
         .iter()
-        .filter(|r| r.kind() == super::regression_of_the_patch(patch_first))
+        .filter(|r| r.kind() == regression_of_the_patch(patch_first))
         .map(|r| match &r.condition {
             Some(c) => format!("{} (control {c})", r.metric),
             None => r.metric.clone(),
@@ -122,6 +122,17 @@ pub(super) fn headline(
         baseline: baseline.to_string(),
         variant: variant.to_string(),
         text,
+    }
+}
+
+/// The verdict of a row that is a regression of the patch, which the exit
+/// code is: B's regression, or, where the patched kernel is the baseline
+/// and the base the candidate (`patch_first`), the base's improvement.
+pub(super) fn regression_of_the_patch(patch_first: bool) -> Verdict {
+    if patch_first {
+        Verdict::Improvement
+    } else {
+        Verdict::Regression
     }
 }
 

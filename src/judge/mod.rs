@@ -54,7 +54,7 @@ pub fn judge(results: &Results) -> JudgementRecord {
     let patch_first = results.compares().patch_first();
     let regressed = rows
         .iter()
-        .filter(|r| r.kind() == regression_of_the_patch(patch_first))
+        .filter(|r| r.kind() == headline::regression_of_the_patch(patch_first))
         .map(ComparisonRecord::label)
         .collect();
     let undecided = rows
@@ -79,17 +79,6 @@ pub fn judge(results: &Results) -> JudgementRecord {
         regressed,
         uncompared: uncompared(results),
         self_check,
-    }
-}
-
-/// The verdict of a row that is a regression of the patch, which the exit
-/// code is: B's regression, or, where the patched kernel is the baseline
-/// and the base the candidate (`patch_first`), the base's improvement.
-fn regression_of_the_patch(patch_first: bool) -> Verdict {
-    if patch_first {
-        Verdict::Improvement
-    } else {
-        Verdict::Regression
     }
 }
 

@@ -7,8 +7,8 @@
 //! page, the Markdown, the terminal report and the headline say it in the
 //! same words ([`Compares::label`]). Pure.
 
-use super::record::VariantRecord;
-use super::{Results, SeriesInfo};
+use super::document::Results;
+use super::record::{SeriesInfo, VariantRecord};
 
 /// How a diagnostic campaign's name starts (`ci/seeds/diagnostics/*.yaml`,
 /// checked by tests/seeds.rs).
