@@ -118,13 +118,26 @@ fn no_kept_interval_of_a_positive_quantity_reaches_below_minus_100_percent() {
 }
 
 /// The headline states the primary verdicts: every change it names is a
-/// stored change of that sign, and it never calls a context row.
+/// stored change of that sign, and it never calls a context row. With the
+/// patch as A (a reversed diagnostic), a change is said of the base, and
+/// only what the base does better is the patch's regression.
 #[test]
 fn every_kept_headline_agrees_with_its_verdicts() {
     for path in kept() {
         let results = load(&path);
         let Some(j) = &results.judgement else {
             continue;
+        };
+        let patch_first = results.compares().patch_first();
+        let said = |kind: Verdict| match kind {
+            Verdict::Regression if patch_first => "worse on the base",
+            Verdict::Improvement if patch_first => "better on the base",
+            kind => kind.label(),
+        };
+        let patch_regression = if patch_first {
+            Verdict::Improvement
+        } else {
+            Verdict::Regression
         };
         for h in &j.headlines {
             for r in j
@@ -139,7 +152,7 @@ fn every_kept_headline_agrees_with_its_verdicts() {
                 let kind = r.kind();
                 if kind.is_change() {
                     assert!(
-                        h.text.contains(&format!("({})", kind.label())),
+                        h.text.contains(&format!("({})", said(kind))),
                         "{}: {}: {}",
                         path.display(),
                         r.metric,
@@ -159,7 +172,7 @@ fn every_kept_headline_agrees_with_its_verdicts() {
             let regressed = j
                 .rows
                 .iter()
-                .any(|r| r.variant == h.variant && r.kind() == Verdict::Regression);
+                .any(|r| r.variant == h.variant && r.kind() == patch_regression);
             assert_eq!(
                 h.text.contains("REGRESSION"),
                 regressed,

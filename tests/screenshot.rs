@@ -29,9 +29,16 @@
 //! is made up (the nights' heads and the change point's record: its
 //! commits and figures), since no watch has run yet.
 //!
+//! The index of every kept run too (`results/smoke`, `results/seeds/*`),
+//! published by the real binary as `ci/site.sh` does: at each width, no
+//! sideways scroll, the document's or any table's own, every run's row and
+//! verdict badge inside the viewport, and each run named by what it
+//! compares (the A/A runs "A/A", the shrinker "knob: shrinker N → Y").
+//!
 //! To look at the pictures: `PATCHBENCH_SCREENSHOT_DIR=/tmp/shots cargo test
 //! --test screenshot` keeps `<document>-1280.png` and `<document>-500.png`
-//! there (`seed-trend-*.png` for the history's trend page); `--
+//! there (`seed-trend-*.png` for the history's trend page, `index-*.png`
+//! for the index); `--
 //! --nocapture` prints what was measured.
 
 use std::collections::VecDeque;
@@ -730,6 +737,170 @@ impl TrendLayout {
             "{at}: only {rows} of the marker's {height} px rows show its colour {CHANGE_POINT:?} in x {x0}..={x1}"
         );
         println!("{at}: the marker's colour on {rows} of {height} px rows at x {x0}..={x1}");
+    }
+}
+
+#[test]
+fn the_kept_runs_index_shows_every_runs_verdicts_and_what_it_compares_at_1280_and_500_px() {
+    // The kept runs, published as ci/site.sh publishes them.
+    let mut runs = vec![repo().join("results/smoke")];
+    let mut seeds: Vec<PathBuf> = std::fs::read_dir(repo().join("results/seeds"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("results.json").is_file())
+        .collect();
+    seeds.sort();
+    runs.extend(seeds);
+    let tmp = tempfile::tempdir().unwrap();
+    let site = tmp.path().join("site");
+    let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .arg("publish")
+        .args(&runs)
+        .arg("--pages")
+        .arg(&site)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "publish: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = site.join("index.html");
+    let url = file_url(&page);
+    let shots = shots_dir(tmp.path());
+
+    let mut browser = Browser::launch(tmp.path());
+    let tab = browser.open_tab();
+    for width in WIDTHS {
+        browser.set_viewport(&tab, width, HEIGHT);
+        browser.load(&tab, &url);
+        let layout: IndexLayout = browser.evaluate(&tab, MEASURE_INDEX);
+        let at = format!("the kept runs' index at {width} px");
+        println!(
+            "{at}: scrollWidth {}, {} runs, {} badges (rightmost edge {}), tables (content, box) {:?}",
+            layout.scroll_width,
+            layout.runs.len(),
+            layout.badges.len(),
+            layout
+                .badges
+                .iter()
+                .map(|b| b.right)
+                .fold(0.0_f64, f64::max),
+            layout
+                .tables
+                .iter()
+                .map(|t| (t.content_width, t.box_width))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(layout.url, url, "{at}: the page did not load");
+        assert_eq!(layout.ready_state, "complete", "{at}");
+        assert_eq!(layout.inner_width, f64::from(width), "{at}: the viewport");
+        layout.assert_fits(&at, runs.len());
+
+        let (png, _) = browser.screenshot(&tab, width);
+        let file = shots.join(format!("index-{width}.png"));
+        std::fs::write(&file, &png).unwrap();
+        let image = decode_png(&png)
+            .unwrap_or_else(|e| panic!("{at}: {} does not decode: {e}", file.display()));
+        assert_eq!(image.width, width, "{at}: {}", file.display());
+        println!("{at}: {}", file.display());
+    }
+}
+
+/// Returns an [`IndexLayout`] of the index.
+const MEASURE_INDEX: &str = measuring!(
+    r#"
+  const facts = {
+    url: location.href,
+    readyState: document.readyState,
+    innerWidth: W,
+    scrollWidth: root.scrollWidth,
+    tables: all('table'),
+    runs: all('table#runs tr.run'),
+    compares: [...document.querySelectorAll('table#runs tr.run td.compares')]
+      .map((td) => td.textContent.trim()),
+    badges: all('table#runs tr.run .badge'),
+  };
+  window.scrollTo(0, 0);
+  return facts;"#
+);
+
+/// The index's layout, as [`MEASURE_INDEX`] returns it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct IndexLayout {
+    url: String,
+    ready_state: String,
+    inner_width: f64,
+    scroll_width: f64,
+    tables: Vec<Shown>,
+    runs: Vec<Shown>,
+    /// Each run's "what it compares", in the page's order.
+    compares: Vec<String>,
+    badges: Vec<Shown>,
+}
+
+impl IndexLayout {
+    /// No sideways scrolling, the document's or any table's own; every
+    /// run's row and every verdict badge shown inside the viewport; each
+    /// kind of run named by what it compares.
+    fn assert_fits(&self, at: &str, runs: usize) {
+        let width = self.inner_width;
+        assert!(
+            self.scroll_width <= width,
+            "{at}: the page scrolls sideways: scrollWidth {} > innerWidth {width}",
+            self.scroll_width
+        );
+        for t in &self.tables {
+            assert!(
+                t.content_width <= t.box_width,
+                "{at}: table {:?} is {} px wide in a {} px box: it scrolls sideways",
+                t.text,
+                t.content_width,
+                t.box_width
+            );
+        }
+        assert_eq!(self.runs.len(), runs, "{at}: a row per kept run");
+        assert!(
+            self.badges.len() >= runs,
+            "{at}: {} badges for {runs} runs",
+            self.badges.len()
+        );
+        all_shown(
+            at,
+            width,
+            &[
+                ("tables", &self.tables),
+                ("runs", &self.runs),
+                ("verdict badges", &self.badges),
+            ],
+        );
+        let count = |label: &str| self.compares.iter().filter(|c| *c == label).count();
+        assert_eq!(
+            count("A/A"),
+            5,
+            "{at}: the five A/A runs: {:?}",
+            self.compares
+        );
+        assert_eq!(
+            count("knob: shrinker N \u{2192} Y"),
+            1,
+            "{at}: 001's shrinker comparison: {:?}",
+            self.compares
+        );
+        assert!(
+            self.compares
+                .iter()
+                .any(|c| c.starts_with("diagnostic: A = patch, B = base: ")),
+            "{at}: 004-anon-random-margin-first: {:?}",
+            self.compares
+        );
+        assert!(
+            !self.compares.iter().any(|c| c == "an empty series"),
+            "{at}: {:?}",
+            self.compares
+        );
     }
 }
 

@@ -83,7 +83,13 @@ fn every_diagnostic_campaign_loads_and_names_its_seed_campaign() {
         }
         n += 1;
         let plan = plan_of(&path);
-        assert!(plan.name.starts_with("diag-"), "{}", path.display());
+        // The prefix by which the pages and reports call it a diagnostic.
+        assert!(
+            plan.name
+                .starts_with(patchbench::results::DIAGNOSTIC_PREFIX),
+            "{}",
+            path.display()
+        );
         let header = header(&path);
         let follows = seed_files()
             .iter()

@@ -247,7 +247,7 @@ fn the_index_lists_every_change_point_newest_first_above_the_runs() {
         .unwrap();
     assert!(newer < older, "newest first");
     assert!(
-        older < page.find("<table id=\"runs\">").unwrap(),
+        older < page.find("<table id=\"runs\"").unwrap(),
         "above the runs"
     );
     assert_eq!(page.matches("<tr class=\"change-row\">").count(), 2);

@@ -258,7 +258,8 @@ pub struct RunSummary {
     pub href: String,
     pub date: String,
     pub campaign: String,
-    pub series: String,
+    /// What it compares ([`crate::results::Compares::label`]).
+    pub compares: String,
     pub accel: String,
     pub tcg: bool,
     pub counts: Vec<(Verdict, usize)>,
@@ -307,12 +308,7 @@ fn seconds(s: Option<f64>) -> String {
 
 /// The series' headline: its first subject, and how many patches follow.
 pub fn series_title(results: &Results) -> String {
-    let patches = &results.series.patches;
-    match patches.first() {
-        None => "an empty series".into(),
-        Some(p) if patches.len() == 1 => p.subject.clone(),
-        Some(p) => format!("{} (+{} more)", p.subject, patches.len() - 1),
-    }
+    crate::results::compares::series_title(&results.series)
 }
 
 fn row_view(results: &Results, row: &ComparisonRecord, anchor: String) -> RowView {
@@ -804,7 +800,7 @@ pub fn run_summary(run: &Run, href: String) -> RunSummary {
         href,
         date: date(r),
         campaign: r.campaign.clone(),
-        series: series_title(r),
+        compares: r.compares().label(),
         // The lane too: every row of the index would say TCG otherwise.
         accel: match crate::report::lane_short(r) {
             Some(lane) => format!("{} · {lane}", r.host.accel.to_string().to_uppercase()),

@@ -2,16 +2,24 @@
 //! metrics' verdicts in the main workload, with every regression of any
 //! condition and how many figures are context in the lane. It states
 //! verdicts only, so it cannot say more than they do, nor the opposite.
+//!
+//! Where the patched kernel is the baseline (a diagnostic's reversed
+//! order, [`crate::results::Compares::patch_first`]), every change is the
+//! base's against the patch: the headline says so, words each called
+//! change as the base's ("worse on the base"), and names as the patch's
+//! regressions only what the base does better.
 
 use crate::model::{Unit, Verdict};
 use crate::results::{ComparisonRecord, HeadlineRecord, SelfCheckRecord};
 
-/// The headline of `variant` against `baseline`.
+/// The headline of `variant` against `baseline`; `patch_first` when the
+/// baseline is the patched kernel and `variant` the base.
 pub(super) fn headline(
     rows: &[ComparisonRecord],
     baseline: &str,
     variant: &str,
     self_check: Option<&SelfCheckRecord>,
+    patch_first: bool,
 ) -> HeadlineRecord {
     let of: Vec<&ComparisonRecord> = rows
         .iter()
@@ -45,7 +53,7 @@ pub(super) fn headline(
         .filter(|r| r.kind().is_change())
         .collect();
     called.sort_by_key(|r| !r.unit.is_some_and(Unit::is_time_or_rate));
-    let changes: Vec<String> = called.into_iter().map(change).collect();
+    let changes: Vec<String> = called.into_iter().map(|r| change(r, patch_first)).collect();
     if !changes.is_empty() {
         parts.push(changes.join(", "));
     }
@@ -60,7 +68,7 @@ pub(super) fn headline(
     let elsewhere = names(Verdict::Context);
     let regressed: Vec<String> = of
         .iter()
-        .filter(|r| r.kind() == Verdict::Regression)
+        .filter(|r| r.kind() == regression_of_the_patch(patch_first))
         .map(|r| match &r.condition {
             Some(c) => format!("{} (control {c})", r.metric),
             None => r.metric.clone(),
@@ -72,10 +80,11 @@ pub(super) fn headline(
         r.measured()
             && crate::model::Direction::from(r.direction) != crate::model::Direction::Neither
     });
+    let of_the_patch = if patch_first { " of the patch" } else { "" };
     parts.push(if !regressed.is_empty() {
-        format!("REGRESSION: {}", regressed.join(", "))
+        format!("REGRESSION{of_the_patch}: {}", regressed.join(", "))
     } else if could_regress {
-        "no regression".to_string()
+        format!("no regression{of_the_patch}")
     } else {
         "no time or rate is measured exactly in this lane, so none could regress".to_string()
     });
@@ -91,7 +100,9 @@ pub(super) fn headline(
             }
         ));
     }
-    let who = if (baseline, variant) == ("A", "B") {
+    let who = if patch_first {
+        format!("{variant} vs {baseline}, the base against the patch (A)")
+    } else if (baseline, variant) == ("A", "B") {
         "B".to_string()
     } else {
         format!("{variant} vs {baseline}")
@@ -114,9 +125,21 @@ pub(super) fn headline(
     }
 }
 
+/// The verdict of a row that is a regression of the patch, which the exit
+/// code is: B's regression, or, where the patched kernel is the baseline
+/// and the base the candidate (`patch_first`), the base's improvement.
+pub(super) fn regression_of_the_patch(patch_first: bool) -> Verdict {
+    if patch_first {
+        Verdict::Improvement
+    } else {
+        Verdict::Regression
+    }
+}
+
 /// A called change: a count whose sides are each constant as `8192 → 0`,
-/// anything else as its % change; with the verdict.
-fn change(r: &ComparisonRecord) -> String {
+/// anything else as its % change; with the verdict, or with the patch as
+/// A, what it says of the base.
+fn change(r: &ComparisonRecord, patch_first: bool) -> String {
     let count = matches!(r.unit, Some(Unit::Pages | Unit::Count | Unit::Bytes));
     let what = if count && r.a.sd == 0.0 && r.b.sd == 0.0 {
         format!(
@@ -128,7 +151,12 @@ fn change(r: &ComparisonRecord) -> String {
     } else {
         format!("{} {}", r.metric, signed_pct(r.change_pct()))
     };
-    format!("{what} ({})", r.kind().label())
+    let said = match r.kind() {
+        Verdict::Regression if patch_first => "worse on the base",
+        Verdict::Improvement if patch_first => "better on the base",
+        v => v.label(),
+    };
+    format!("{what} ({said})")
 }
 
 fn whole(x: f64) -> String {

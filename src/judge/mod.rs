@@ -15,7 +15,7 @@ mod record;
 use crate::model::{Direction, Verdict};
 use crate::results::{
     Boot, ComparisonRecord, JudgementRecord, Results, SampleRecord, SelfCheckRecord,
-    UncomparedRecord,
+    UncomparedRecord, What,
 };
 use crate::stats::{self, CompareOptions};
 use crate::workload::{MetricSpec, WorkloadSpec};
@@ -51,9 +51,10 @@ pub fn judge(results: &Results) -> JudgementRecord {
         Vec::new()
     };
     let defaults = CompareOptions::default();
+    let patch_first = results.compares().patch_first();
     let regressed = rows
         .iter()
-        .filter(|r| r.kind() == Verdict::Regression)
+        .filter(|r| r.kind() == headline::regression_of_the_patch(patch_first))
         .map(ComparisonRecord::label)
         .collect();
     let undecided = rows
@@ -70,7 +71,7 @@ pub fn judge(results: &Results) -> JudgementRecord {
         headlines: results
             .candidates()
             .iter()
-            .map(|v| headline::headline(&rows, baseline, &v.name, self_check.as_ref()))
+            .map(|v| headline::headline(&rows, baseline, &v.name, self_check.as_ref(), patch_first))
             .collect(),
         rows,
         steps,
@@ -90,25 +91,13 @@ pub fn judge_into(results: &mut Results) {
 /// run: no patch, fragment, command-line word or setting tells them
 /// apart), so that any change called is a false one.
 pub fn is_a_a(results: &Results) -> bool {
-    let same = |a: &crate::results::VariantRecord, b: &crate::results::VariantRecord| {
-        a.patches == b.patches
-            && a.fragments == b.fragments
-            && a.cmdline == b.cmdline
-            && a.settings == b.settings
-    };
-    results.variants.len() > 1 && results.variants.windows(2).all(|w| same(&w[0], &w[1]))
+    results.compares().what == What::SelfCheck
 }
 
 /// Whether the variants are the base and each prefix of the series in
 /// turn (a per-patch campaign): then each step can be told apart.
 pub fn is_prefix_chain(results: &Results) -> bool {
-    results.variants.len() > 2
-        && results.variants.iter().enumerate().all(|(i, v)| {
-            v.patches == i
-                && v.fragments.is_empty()
-                && v.cmdline.is_empty()
-                && v.settings.is_empty()
-        })
+    matches!(results.compares().what, What::PerPatch { .. })
 }
 
 /// The look a sequential campaign's comparisons are at: the rounds its

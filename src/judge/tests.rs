@@ -152,3 +152,51 @@ fn schema_4_round_trips() {
         ));
     }
 }
+
+#[test]
+fn a_diagnostic_with_the_patch_as_a_never_calls_the_base_s_slowdown_a_regression_of_the_patch() {
+    let kept = Results::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("results/seeds/004-anon-random-margin-first/results.json"),
+    )
+    .unwrap();
+    let j = judge(&kept);
+    // The base's real_ns is called worse than the patch's, in the row's
+    // own words a regression of B against A.
+    assert_eq!(row(&j, "real_ns").verdict, VerdictRecord::Regression);
+    let text = &j.headlines[0].text;
+    assert!(
+        text.starts_with("base vs swapin-margin, the base against the patch (A): real_ns +17."),
+        "{text}"
+    );
+    assert!(text.contains("(worse on the base)"), "{text}");
+    assert!(text.contains("no regression of the patch"), "{text}");
+    assert!(!text.contains("REGRESSION"), "{text}");
+    assert!(j.regressed.is_empty(), "exits 0: {:?}", j.regressed);
+}
+
+#[test]
+fn with_the_patch_as_a_what_the_base_does_better_is_the_patch_s_regression() {
+    // The smoke run's B improves pageout_cpu_ns; told that A is the patch
+    // and B the base, that is the base doing better.
+    let mut reversed = smoke();
+    reversed.variants[0].patches = 1;
+    reversed.variants[1].patches = 0;
+    let j = judge(&reversed);
+    let text = &j.headlines[0].text;
+    assert!(
+        text.starts_with("B vs A, the base against the patch (A): pageout_cpu_ns \u{2212}18."),
+        "{text}"
+    );
+    assert!(text.contains("(better on the base)"), "{text}");
+    assert!(
+        text.contains("REGRESSION of the patch: pageout_cpu_ns"),
+        "{text}"
+    );
+    assert!(
+        j.regressed.contains(&"pageout_cpu_ns".to_string()),
+        "{:?}",
+        j.regressed
+    );
+    assert!(!j.regressed.is_empty() && judge(&smoke()).regressed.is_empty());
+}

@@ -31,7 +31,9 @@ pub struct JudgementRecord {
     /// campaign's next round is for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undecided: Vec<String>,
-    /// Metrics that regressed, in any condition, by label: the exit code.
+    /// Metrics the patch regressed, in any condition, by label: the exit
+    /// code. Where the patched kernel is the baseline and the base the
+    /// candidate (`Compares::patch_first`), those the base does better.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub regressed: Vec<String>,
     /// Metrics some samples have but no sample of one side does.

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod compares;
 pub mod comparison;
 mod document;
 pub mod history;
@@ -21,6 +22,7 @@ pub mod merge;
 pub mod record;
 mod v2;
 
+pub use compares::{Compares, DIAGNOSTIC_PREFIX, Turned, What};
 pub use comparison::{ComparisonRecord, ToDecideRecord, VerdictRecord};
 pub use document::{Results, SCHEMA_VERSION, cpu_model};
 pub use judgement::{
