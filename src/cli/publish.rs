@@ -79,8 +79,8 @@ Examples:
 
 Each campaign gets one comment, opened by the marker <!-- patchbench:CAMPAIGN -->,
 and one commit status with context patchbench/CAMPAIGN: error when a guest
-failure stopped a boot or nothing was measured, failure when any metric
-regressed, success otherwise. When
+failure stopped a boot or nothing was measured, failure when the patch
+regressed (exit 1), success otherwise. When
 $GITHUB_STEP_SUMMARY is set, each report is appended to it.";
 
 /// One campaign's renderings.
@@ -337,20 +337,31 @@ fn check_sha(sha: &str) -> Result<(), GithubError> {
     }
 }
 
-/// The commit status for a run, from its rows' verdicts: error when a
-/// guest failure stopped a boot (what was compared lacks it; `run` and
-/// `compare` exit 5) or when no metric was measured, failure when any
-/// metric regressed, success otherwise.
+/// The commit status for a run: error when a guest failure stopped a boot
+/// (what was compared lacks it; `run` and `compare` exit 5) or when no
+/// metric was measured, failure when the patch regressed (the stored
+/// judgement's `regressed`, what exit 1 is: where the patched kernel is
+/// the baseline, what the base does better), success otherwise; the
+/// description counts the rows' verdicts.
 fn status_for(run: &Run) -> (StatusState, String) {
     let stopped: Vec<String> = crate::report::failed_boots(run.results)
         .into_iter()
         .map(|b| b.label)
         .collect();
-    status_with_stopped(&stopped, &run.verdict_counts())
+    let counts = run.verdict_counts();
+    let regressed = match &run.results.judgement {
+        Some(j) => !j.regressed.is_empty(),
+        None => counts.iter().any(|(v, _)| *v == Verdict::Regression),
+    };
+    status_with_stopped(&stopped, &counts, regressed)
 }
 
-fn status_with_stopped(stopped: &[String], counts: &[(Verdict, usize)]) -> (StatusState, String) {
-    let (state, text) = status_from_counts(counts);
+fn status_with_stopped(
+    stopped: &[String],
+    counts: &[(Verdict, usize)],
+    regressed: bool,
+) -> (StatusState, String) {
+    let (state, text) = status_from_counts(counts, regressed);
     if stopped.is_empty() {
         return (state, text);
     }
@@ -363,7 +374,7 @@ fn status_with_stopped(stopped: &[String], counts: &[(Verdict, usize)]) -> (Stat
     )
 }
 
-fn status_from_counts(counts: &[(Verdict, usize)]) -> (StatusState, String) {
+fn status_from_counts(counts: &[(Verdict, usize)], regressed: bool) -> (StatusState, String) {
     let total: usize = counts.iter().map(|(_, n)| n).sum();
     if total == 0 {
         return (
@@ -371,11 +382,7 @@ fn status_from_counts(counts: &[(Verdict, usize)]) -> (StatusState, String) {
             "no metric was measured: no complete boot of A and B".into(),
         );
     }
-    let regressed = counts
-        .iter()
-        .find(|(v, _)| *v == Verdict::Regression)
-        .map_or(0, |(_, n)| *n);
-    let state = if regressed > 0 {
+    let state = if regressed {
         StatusState::Failure
     } else {
         StatusState::Success
@@ -433,8 +440,10 @@ mod tests {
 
     #[test]
     fn a_regressed_metric_fails_the_status() {
-        let (state, text) =
-            status_from_counts(&[(Verdict::Regression, 2), (Verdict::NoClearDifference, 4)]);
+        let (state, text) = status_from_counts(
+            &[(Verdict::Regression, 2), (Verdict::NoClearDifference, 4)],
+            true,
+        );
         assert_eq!(state, StatusState::Failure);
         assert_eq!(
             text,
@@ -444,11 +453,14 @@ mod tests {
 
     #[test]
     fn anything_but_a_regression_passes() {
-        let (state, text) = status_from_counts(&[
-            (Verdict::Improvement, 1),
-            (Verdict::Changed, 1),
-            (Verdict::Inconclusive, 1),
-        ]);
+        let (state, text) = status_from_counts(
+            &[
+                (Verdict::Improvement, 1),
+                (Verdict::Changed, 1),
+                (Verdict::Inconclusive, 1),
+            ],
+            false,
+        );
         assert_eq!(state, StatusState::Success);
         assert_eq!(
             text,
@@ -459,19 +471,46 @@ mod tests {
     #[test]
     fn a_stopped_boot_is_an_error_status_even_beside_a_regression() {
         let stopped = ["A'".to_string()];
-        let (state, text) = status_with_stopped(&stopped, &[(Verdict::Regression, 1)]);
+        let (state, text) = status_with_stopped(&stopped, &[(Verdict::Regression, 1)], true);
         assert_eq!(state, StatusState::Error);
         assert_eq!(
             text,
             "a guest failure stopped boot A'; 1 metric(s) compared: 1 regression"
         );
-        let (state, _) = status_with_stopped(&[], &[(Verdict::Improvement, 1)]);
+        let (state, _) = status_with_stopped(&[], &[(Verdict::Improvement, 1)], false);
         assert_eq!(state, StatusState::Success);
     }
 
     #[test]
     fn nothing_measured_is_an_error_status() {
-        assert_eq!(status_from_counts(&[]).0, StatusState::Error);
+        assert_eq!(status_from_counts(&[], false).0, StatusState::Error);
+    }
+
+    /// 004-anon-random-margin-first boots the patched kernel as A: its
+    /// base's +17% is a "regression" row of B, but the patch did not
+    /// regress (it exits 0), so its commit status passes.
+    #[test]
+    fn the_status_of_a_run_with_the_patch_as_a_follows_the_exit_code_not_the_row_words() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("results/seeds/004-anon-random-margin-first");
+        let results = crate::results::Results::load(&dir.join("results.json")).unwrap();
+        let judged = results.judgement.as_ref().unwrap();
+        assert!(judged.regressed.is_empty(), "{:?}", judged.regressed);
+        let run = Run {
+            results: &results,
+            rows: &judged.rows,
+            steps: &judged.steps,
+            run_dir: &dir,
+            night: None,
+        };
+        assert!(
+            run.verdict_counts()
+                .iter()
+                .any(|(v, n)| *v == Verdict::Regression && *n > 0),
+            "the kept run no longer has a regression row to test with"
+        );
+        let (state, text) = status_for(&run);
+        assert_eq!(state, StatusState::Success, "{text}");
     }
 
     #[test]
