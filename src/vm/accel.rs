@@ -184,6 +184,8 @@ pub fn decide(choice: AccelChoice, probe: &KvmProbe) -> Result<Decision, KvmUnus
             reason: "KVM is usable: a guest ran under it before the first build".into(),
         }),
         (AccelChoice::Kvm, Err(cause)) => Err(KvmUnusable { cause }),
+        // The reason's first words are read by the workflows' accelerator
+        // checks (.github/workflows/*.yml): keep them.
         (AccelChoice::Auto, Err(cause)) => Ok(Decision {
             accel: Accel::Tcg,
             reason: format!("fell back to TCG (software emulation): {cause}"),
