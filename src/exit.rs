@@ -250,8 +250,11 @@ mod tests {
             what: "the series",
         });
         assert_eq!(code_for(&foreign_hunt), USAGE);
+        // /dev/kvm opens and the VM cannot be made: the host's fault.
         let kvm = anyhow::Error::new(KvmUnusable {
-            reason: "no".into(),
+            cause: crate::vm::accel::KvmUnfit::CreateVm {
+                why: "ioctl(KVM_CREATE_VM) failed: 16 Device or resource busy".into(),
+            },
         });
         assert_eq!(code_for(&kvm), INFRASTRUCTURE);
         assert_eq!(code_for(&anyhow::anyhow!("disk full")), INFRASTRUCTURE);

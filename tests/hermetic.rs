@@ -23,9 +23,21 @@ use std::time::Instant;
 use patchbench::results::history::History;
 use patchbench::results::hunt::{Hunt, HuntState, StepOutcome, StepRole};
 use patchbench::results::{Results, VerdictRecord};
-use patchbench_fakes::{ENV_KILL, ENV_LOG, ENV_NOISE};
+use patchbench_fakes::{ENV_KILL, ENV_KVM, ENV_LOG, ENV_NOISE};
 
 const TESTS: &[(&str, fn())] = &[
+    (
+        "a_kvm_that_cannot_create_a_vm_exits_3_before_any_build",
+        a_kvm_that_cannot_create_a_vm_exits_3_before_any_build,
+    ),
+    (
+        "doctor_calls_kvm_usable_only_where_the_trial_guest_ran",
+        doctor_calls_kvm_usable_only_where_the_trial_guest_ran,
+    ),
+    (
+        "auto_falls_back_to_tcg_on_a_closed_dev_kvm_and_the_report_says_why",
+        auto_falls_back_to_tcg_on_a_closed_dev_kvm_and_the_report_says_why,
+    ),
     (
         "a_regressing_series_exits_1_with_the_regression_found",
         a_regressing_series_exits_1_with_the_regression_found,
@@ -1035,6 +1047,84 @@ fn watch_finds_the_nights_step_and_hunts_its_commit() {
     );
     assert_eq!(world.take_log(), Vec::<String>::new());
     assert_eq!(History::load(&history).unwrap().unwrap(), h);
+}
+
+/// `--accel kvm` on a host whose /dev/kvm opens but whose KVM cannot
+/// create a VM: the host's failure (exit code 3), with QEMU's words, after
+/// the KVM trial and before anything is built or booted.
+fn a_kvm_that_cannot_create_a_vm_exits_3_before_any_build() {
+    let world = World::new(&two_patches(10.0));
+    let campaign = world.campaign("no-vm", ABA);
+    let output = world.run(&campaign, "out", &["--accel", "kvm"], &[(ENV_KVM, "no-vm")]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("cannot run a guest on this host")
+            && err.contains("ioctl(KVM_CREATE_VM) failed: 16 Device or resource busy"),
+        "{err}"
+    );
+    assert_eq!(
+        world.take_log(),
+        ["kvm-trial no-vm"],
+        "nothing built or booted"
+    );
+}
+
+/// `patchbench doctor`'s KVM line follows the trial: usable where its
+/// guest ran (QEMU exited with the guest's status), and on a closed
+/// /dev/kvm a warning with both fixes, the kvm group and the udev rule.
+fn doctor_calls_kvm_usable_only_where_the_trial_guest_ran() {
+    let world = World::new(&[]);
+    let kvm_line = |host: &str| {
+        let output = world.patchbench(&["doctor"], &[(ENV_KVM, host)]);
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .find(|l| l.contains(" KVM "))
+            .unwrap_or_else(|| panic!("no KVM line: {}", stderr(&output)))
+            .to_string()
+    };
+    let runs = kvm_line("runs");
+    assert!(
+        runs.starts_with("ok   KVM") && runs.contains("a guest ran"),
+        "{runs}"
+    );
+    let denied = kvm_line("denied");
+    assert!(
+        denied.starts_with("warn KVM")
+            && denied.contains("sudo usermod -aG kvm")
+            && denied.contains(patchbench::vm::accel::UDEV_RULE),
+        "{denied}"
+    );
+}
+
+/// `--accel auto` on a host where QEMU cannot open /dev/kvm: the KVM trial
+/// fails, every boot runs under TCG, and results.json's accelerator
+/// reason, which the report shows, names the cause and the fix.
+fn auto_falls_back_to_tcg_on_a_closed_dev_kvm_and_the_report_says_why() {
+    let world = World::new(&two_patches(10.0));
+    let campaign = world.campaign("denied", ABA);
+    let output = world.run(
+        &campaign,
+        "out",
+        &["--accel", "auto"],
+        &[(ENV_KVM, "denied")],
+    );
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    let log = world.take_log();
+    assert_eq!(log.first().map(String::as_str), Some("kvm-trial denied"));
+    assert_eq!(boots_in(&log), ["A", "A'", "B"]);
+    let results = world.results("out");
+    assert_eq!(results.host.accel, patchbench::results::Accel::Tcg);
+    let reason = &results.host.accel_reason;
+    assert!(
+        reason.starts_with("fell back to TCG")
+            && reason.contains("cannot open /dev/kvm (Permission denied)")
+            && reason.contains("usermod -aG kvm"),
+        "{reason}"
+    );
+    let report = std::fs::read_to_string(world.path("out").join("report.md")).unwrap();
+    assert!(report.contains(reason.as_str()), "{report}");
 }
 
 /// A source that does not compile: the build's failure is the host's

@@ -171,16 +171,21 @@ pub fn decide(
     }
 }
 
-/// KVM where it really works, else TCG, said aloud; `vm.icount` only
-/// applies under TCG. In the cost lane: TCG with icount, the plugin found
-/// and the QEMU on `PATH` checked to speak its API, before any build.
-pub(super) fn choose(plan: &Plan, sink: &dyn Sink) -> anyhow::Result<Lane> {
-    let (decision, icount) = decide(
-        plan.vm.accel,
-        plan.vm.icount,
-        plan.vm.cost_model,
-        &accel::probe(),
-    )?;
+/// The host's KVM, tried before the first build unless the campaign
+/// asked for plain TCG, which no probe could change.
+pub(super) async fn probe(plan: &Plan) -> KvmProbe {
+    accel::probe_unless_tcg(
+        plan.vm.accel == AccelChoice::Tcg && plan.vm.cost_model == CostModel::None,
+    )
+    .await
+}
+
+/// KVM where a guest ran under it ([`probe`]), else TCG, said aloud;
+/// `vm.icount` only applies under TCG. In the cost lane: TCG with icount,
+/// the plugin found and the QEMU on `PATH` checked to speak its API,
+/// before any build.
+pub(super) fn choose(plan: &Plan, probe: &KvmProbe, sink: &dyn Sink) -> anyhow::Result<Lane> {
+    let (decision, icount) = decide(plan.vm.accel, plan.vm.icount, plan.vm.cost_model, probe)?;
     if plan.vm.icount && !icount {
         sink.emit(Event::Note(
             "vm.icount is a TCG mode; with KVM the guest runs in real time without it".into(),
@@ -366,8 +371,13 @@ mod tests {
 
     fn probe(kvm: bool) -> KvmProbe {
         KvmProbe {
-            dev_kvm: Ok(()),
-            modules: vec![if kvm { "kvm_intel" } else { "kvm_pvm" }.into()],
+            outcome: if kvm {
+                Ok(())
+            } else {
+                Err(accel::KvmUnfit::CreateVm {
+                    why: "ioctl(KVM_CREATE_VM) failed: 16 Device or resource busy".into(),
+                })
+            },
         }
     }
 

@@ -87,7 +87,8 @@ impl Outcome {
 /// prepare the workloads, start (or resume) the results, boot every
 /// variant in the protocol's order, and judge.
 pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Result<Outcome> {
-    let mut lane = lane::choose(plan, sink)?;
+    let probe = lane::probe(plan).await;
+    let mut lane = lane::choose(plan, &probe, sink)?;
     if let Some(shard) = opts.shard {
         check_shard(&lane, shard)?;
     }

@@ -120,7 +120,10 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
             vm::Clock::Plugin(lane)
         }
         None => {
-            let decision = accel::decide(plan.vm.accel, &accel::probe())?;
+            let decision = accel::decide(
+                plan.vm.accel,
+                &accel::probe_unless_tcg(plan.vm.accel == crate::config::AccelChoice::Tcg).await,
+            )?;
             if decision.accel == accel::Accel::Tcg {
                 sink.emit(Event::Note(format!(
                     "accelerator: TCG — {}",

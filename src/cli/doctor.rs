@@ -93,6 +93,23 @@ fn plugin_built_check() -> Check {
     }
 }
 
+/// Whether KVM runs a guest here (the probe `run --accel auto` acts on:
+/// QEMU started for a moment with the boots' KVM arguments). Its message
+/// carries the fix for `/dev/kvm`: the kvm group, or the udev rule.
+fn kvm_check(probe: &accel::KvmProbe) -> Check {
+    Check {
+        what: "KVM",
+        // Not required: without it every boot runs under TCG, and says so.
+        result: probe
+            .usable()
+            .map(|()| "usable: a guest ran under KVM; boots use it".to_string())
+            .map_err(|why| {
+                format!("not usable, boots will use TCG (slower, emulated times): {why}")
+            }),
+        optional: true,
+    }
+}
+
 /// Every check, in the order the pipeline needs them.
 pub async fn checks(cache_dir: &Path) -> Vec<Check> {
     let mut checks = vec![program(
@@ -104,18 +121,7 @@ pub async fn checks(cache_dir: &Path) -> Vec<Check> {
     checks.push(ninep_check().await);
     checks.push(plugin_api_check());
     checks.push(plugin_built_check());
-    let probe = accel::probe();
-    checks.push(Check {
-        what: "KVM",
-        // Not required: without it every boot runs under TCG, and says so.
-        result: probe
-            .usable()
-            .map(|()| "usable: boots use KVM".to_string())
-            .map_err(|why| {
-                format!("not usable, boots will use TCG (slower, emulated times): {why}")
-            }),
-        optional: true,
-    });
+    checks.push(kvm_check(&accel::probe().await));
     let missing = toolchain::missing();
     checks.push(Check {
         what: "kernel toolchain",
@@ -248,6 +254,24 @@ mod tests {
         // Debian 12's QEMU 7.2 loads plugins of API version 1.
         assert!(checks[1].result.is_ok(), "{:?}", checks[1]);
         assert!(checks[2].result.is_ok(), "{:?}", checks[2]);
-        assert_eq!(kvm.result.is_ok(), accel::probe().usable().is_ok());
+        assert_eq!(kvm.result.is_ok(), accel::probe().await.usable().is_ok());
+    }
+
+    #[test]
+    fn a_closed_dev_kvm_is_shown_with_its_fix() {
+        let check = kvm_check(&accel::KvmProbe {
+            outcome: Err(accel::KvmUnfit::DevKvm {
+                why: "Permission denied".into(),
+            }),
+        });
+        let (text, ready) = render(&[check]);
+        assert!(ready, "KVM is optional: {text}");
+        assert!(
+            text.contains("warn KVM")
+                && text.contains("sudo usermod -aG kvm")
+                && text.contains(accel::UDEV_RULE)
+                && text.contains("udevadm trigger --name-match=kvm"),
+            "{text}"
+        );
     }
 }

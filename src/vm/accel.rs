@@ -1,15 +1,22 @@
-//! Accelerator detection: KVM only where it really works, TCG otherwise.
+//! Accelerator detection: KVM only where a guest has run under it, TCG
+//! otherwise.
 //!
-//! `/dev/kvm` existing proves little: on some hosts (this project's CI among
-//! them) the loaded module is `kvm_pvm`, `/dev/kvm` opens, and a normal guest
-//! hangs after "Booting from ROM". KVM counts as usable only when `/dev/kvm`
-//! opens read-write *and* a hardware module (`kvm_intel` or `kvm_amd`) is
-//! loaded. The boot watchdog in `vm::boot` catches the rest.
+//! `/dev/kvm` opening proves little: VT-x held by another hypervisor, a
+//! seccomp filter, broken nested virtualization, or this project's own
+//! machine (module `kvm_pvm`, where a normal guest hangs after "Booting
+//! from ROM") all open it. So the probe runs a guest: [`trial`] starts
+//! QEMU for a moment with the boots' own KVM arguments, before the first
+//! build, and KVM counts as usable only if that guest ran. Every failure
+//! comes back as a [`KvmUnfit`] that names its cause and, for `/dev/kvm`
+//! itself, the fix.
 
 use std::fmt;
 use std::path::Path;
+use std::time::Duration;
 
 use crate::config::AccelChoice;
+
+pub mod trial;
 
 /// The accelerator a boot uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -28,59 +35,122 @@ impl fmt::Display for Accel {
     }
 }
 
-/// What the host looks like, as far as KVM goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KvmProbe {
-    /// `Ok` if `/dev/kvm` opened read-write, else why not.
-    pub dev_kvm: Result<(), String>,
-    /// Loaded modules among `kvm_intel`, `kvm_amd`, `kvm_pvm`.
-    pub modules: Vec<String>,
+/// The udev rule that opens `/dev/kvm` to every user, as the reusable
+/// workflow writes it on GitHub's hosted runners.
+pub const UDEV_RULE: &str =
+    r#"KERNEL=="kvm", GROUP="kvm", MODE="0666", OPTIONS+="static_node=kvm""#;
+
+/// Why KVM cannot run this campaign's guests here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KvmUnfit {
+    /// QEMU could not open `/dev/kvm`.
+    #[error("QEMU cannot open /dev/kvm ({why}); {}", dev_kvm_fix(.why))]
+    DevKvm { why: String },
+    /// `/dev/kvm` opened, and the VM could not be made.
+    #[error(
+        "/dev/kvm opens, but KVM cannot create a VM (QEMU: {why}); another hypervisor may hold VT-x/AMD-V, or the host kernel refuses it"
+    )]
+    CreateVm { why: String },
+    /// QEMU ended before the guest ran.
+    #[error(
+        "QEMU under KVM ({args}) ended with {how} before a three-instruction guest ran{}{}",
+        stderr_part(.stderr),
+        modules_part(.modules)
+    )]
+    Run {
+        args: String,
+        how: String,
+        stderr: String,
+        /// The KVM modules loaded, as evidence (`kvm_pvm` runs only
+        /// PVM guests).
+        modules: Vec<String>,
+    },
+    /// The guest did not run within the trial's deadline.
+    #[error(
+        "QEMU under KVM ({args}) did not run a three-instruction guest within {}: KVM hangs here{}",
+        humantime::format_duration(*.after),
+        stderr_part(.stderr)
+    )]
+    Hang {
+        args: String,
+        after: Duration,
+        stderr: String,
+    },
+    /// QEMU itself could not be started.
+    #[error("KVM was not tried: {why}")]
+    Qemu { why: String },
+    /// Not tried, since TCG was asked for.
+    #[error("KVM was not tried: TCG was requested")]
+    NotTried,
 }
 
-const HARDWARE_MODULES: [&str; 2] = ["kvm_intel", "kvm_amd"];
-
-/// Look at this host.
-pub fn probe() -> KvmProbe {
-    probe_at(Path::new("/dev/kvm"), Path::new("/sys/module"))
-}
-
-pub fn probe_at(dev_kvm: &Path, sys_module: &Path) -> KvmProbe {
-    let dev = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(dev_kvm)
-        .map(|_| ())
-        .map_err(|e| format!("{} cannot be opened read-write: {e}", dev_kvm.display()));
-    let modules = ["kvm_intel", "kvm_amd", "kvm_pvm"]
-        .into_iter()
-        .filter(|m| sys_module.join(m).exists())
-        .map(String::from)
-        .collect();
-    KvmProbe {
-        dev_kvm: dev,
-        modules,
+fn dev_kvm_fix(why: &str) -> String {
+    let open = format!(
+        "add your user to the kvm group (sudo usermod -aG kvm \"$USER\", then log in again), or open it to every user as the reusable workflow does on hosted runners, with the udev rule {UDEV_RULE} in /etc/udev/rules.d/99-kvm.rules and `sudo udevadm control --reload-rules && sudo udevadm trigger --name-match=kvm`"
+    );
+    if why.contains("No such file") {
+        "this host has no KVM: enable VT-x/AMD-V in the firmware and load kvm_intel or kvm_amd; on a cloud VM choose a size with nested virtualization".into()
+    } else {
+        open
     }
 }
 
-impl KvmProbe {
-    /// `Ok` when KVM is usable, else the reason it is not.
-    pub fn usable(&self) -> Result<(), String> {
-        self.dev_kvm.clone()?;
-        if self
-            .modules
-            .iter()
-            .any(|m| HARDWARE_MODULES.contains(&m.as_str()))
-        {
-            return Ok(());
+fn stderr_part(stderr: &str) -> String {
+    if stderr.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; QEMU said: {}", stderr.trim())
+    }
+}
+
+fn modules_part(modules: &[String]) -> String {
+    if modules.is_empty() {
+        "; no KVM module is loaded".into()
+    } else {
+        format!("; KVM modules loaded: {}", modules.join(", "))
+    }
+}
+
+/// What the host does with a KVM guest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvmProbe {
+    /// `Ok` when the trial's guest ran under KVM.
+    pub outcome: Result<(), KvmUnfit>,
+}
+
+/// Try KVM on this host: QEMU on `PATH` runs the trial guest
+/// ([`trial::run`]), under [`trial::DEADLINE`].
+pub async fn probe() -> KvmProbe {
+    KvmProbe {
+        outcome: trial::run("qemu-system-x86_64", trial::DEADLINE).await,
+    }
+}
+
+/// The probe a campaign needs: none when it asked for plain TCG (the
+/// decision cannot depend on it), else [`probe`].
+pub async fn probe_unless_tcg(tcg_requested: bool) -> KvmProbe {
+    if tcg_requested {
+        KvmProbe {
+            outcome: Err(KvmUnfit::NotTried),
         }
-        let found = if self.modules.is_empty() {
-            "none".to_string()
-        } else {
-            self.modules.join(", ")
-        };
-        Err(format!(
-            "/dev/kvm opens, but no hardware KVM module (kvm_intel or kvm_amd) is loaded (found: {found}); a normal guest would hang"
-        ))
+    } else {
+        probe().await
+    }
+}
+
+/// The KVM modules loaded, among `kvm_intel`, `kvm_amd` and `kvm_pvm`.
+pub fn loaded_modules(sys_module: &Path) -> Vec<String> {
+    ["kvm_intel", "kvm_amd", "kvm_pvm"]
+        .into_iter()
+        .filter(|m| sys_module.join(m).exists())
+        .map(String::from)
+        .collect()
+}
+
+impl KvmProbe {
+    /// `Ok` when KVM is usable, else why it is not.
+    pub fn usable(&self) -> Result<(), KvmUnfit> {
+        self.outcome.clone()
     }
 }
 
@@ -91,12 +161,15 @@ pub struct Decision {
     pub reason: String,
 }
 
+/// KVM asked for (`vm.accel: kvm`, `--accel kvm`) on a host where it
+/// cannot run a guest.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error(
-    "--accel kvm was requested but KVM is not usable here: {reason}; use --accel tcg or --accel auto"
+    "KVM was requested (vm.accel: kvm or --accel kvm), but it cannot run a guest on this host (accel tcg or auto runs under TCG)"
 )]
 pub struct KvmUnusable {
-    pub reason: String,
+    #[source]
+    pub cause: KvmUnfit,
 }
 
 /// Choose the accelerator for a campaign.
@@ -108,12 +181,14 @@ pub fn decide(choice: AccelChoice, probe: &KvmProbe) -> Result<Decision, KvmUnus
         }),
         (AccelChoice::Kvm | AccelChoice::Auto, Ok(())) => Ok(Decision {
             accel: Accel::Kvm,
-            reason: "KVM is usable".into(),
+            reason: "KVM is usable: a guest ran under it before the first build".into(),
         }),
-        (AccelChoice::Kvm, Err(reason)) => Err(KvmUnusable { reason }),
-        (AccelChoice::Auto, Err(reason)) => Ok(Decision {
+        (AccelChoice::Kvm, Err(cause)) => Err(KvmUnusable { cause }),
+        // The reason's first words are read by the workflows' accelerator
+        // checks (.github/workflows/*.yml): keep them.
+        (AccelChoice::Auto, Err(cause)) => Ok(Decision {
             accel: Accel::Tcg,
-            reason: format!("fell back to TCG (software emulation): {reason}"),
+            reason: format!("fell back to TCG (software emulation): {cause}"),
         }),
     }
 }
@@ -122,14 +197,25 @@ pub fn decide(choice: AccelChoice, probe: &KvmProbe) -> Result<Decision, KvmUnus
 mod tests {
     use super::*;
 
-    fn probe(dev: bool, modules: &[&str]) -> KvmProbe {
+    fn ran() -> KvmProbe {
+        KvmProbe { outcome: Ok(()) }
+    }
+
+    fn unfit(cause: KvmUnfit) -> KvmProbe {
         KvmProbe {
-            dev_kvm: if dev {
-                Ok(())
-            } else {
-                Err("/dev/kvm: No such file".into())
-            },
-            modules: modules.iter().map(|m| m.to_string()).collect(),
+            outcome: Err(cause),
+        }
+    }
+
+    fn denied() -> KvmUnfit {
+        KvmUnfit::DevKvm {
+            why: "Permission denied".into(),
+        }
+    }
+
+    fn no_vm() -> KvmUnfit {
+        KvmUnfit::CreateVm {
+            why: "ioctl(KVM_CREATE_VM) failed: 16 Device or resource busy".into(),
         }
     }
 
@@ -137,14 +223,14 @@ mod tests {
     fn decisions_follow_the_probe() {
         use AccelChoice::*;
         let table = [
-            (Auto, probe(true, &["kvm_intel"]), Some(Accel::Kvm)),
-            (Auto, probe(true, &["kvm_amd"]), Some(Accel::Kvm)),
-            (Auto, probe(true, &["kvm_pvm"]), Some(Accel::Tcg)),
-            (Auto, probe(false, &["kvm_intel"]), Some(Accel::Tcg)),
-            (Kvm, probe(true, &["kvm_intel"]), Some(Accel::Kvm)),
-            (Kvm, probe(true, &["kvm_pvm"]), None),
-            (Kvm, probe(false, &[]), None),
-            (Tcg, probe(true, &["kvm_intel"]), Some(Accel::Tcg)),
+            (Auto, ran(), Some(Accel::Kvm)),
+            (Auto, unfit(denied()), Some(Accel::Tcg)),
+            (Auto, unfit(no_vm()), Some(Accel::Tcg)),
+            (Kvm, ran(), Some(Accel::Kvm)),
+            (Kvm, unfit(denied()), None),
+            (Kvm, unfit(no_vm()), None),
+            (Tcg, ran(), Some(Accel::Tcg)),
+            (Tcg, unfit(KvmUnfit::NotTried), Some(Accel::Tcg)),
         ];
         for (choice, p, want) in table {
             let got = decide(choice, &p).ok().map(|d| d.accel);
@@ -153,17 +239,44 @@ mod tests {
     }
 
     #[test]
-    fn the_pvm_host_is_explained() {
-        let err = decide(AccelChoice::Kvm, &probe(true, &["kvm_pvm"])).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "--accel kvm was requested but KVM is not usable here: /dev/kvm opens, but no hardware KVM module (kvm_intel or kvm_amd) is loaded (found: kvm_pvm); a normal guest would hang; use --accel tcg or --accel auto"
-        );
-        let auto = decide(AccelChoice::Auto, &probe(true, &["kvm_pvm"])).unwrap();
+    fn kvm_requested_and_unfit_carries_the_cause() {
+        let err = decide(AccelChoice::Kvm, &unfit(no_vm())).unwrap_err();
+        assert_eq!(err.cause, no_vm());
+        let chain = format!("{:#}", anyhow::Error::from(err));
         assert!(
-            auto.reason.starts_with("fell back to TCG"),
+            chain.contains("cannot run a guest on this host")
+                && chain.contains("ioctl(KVM_CREATE_VM) failed: 16 Device or resource busy"),
+            "{chain}"
+        );
+    }
+
+    #[test]
+    fn auto_falls_back_to_tcg_and_says_why() {
+        let auto = decide(AccelChoice::Auto, &unfit(denied())).unwrap();
+        assert_eq!(auto.accel, Accel::Tcg);
+        assert!(
+            auto.reason.starts_with("fell back to TCG")
+                && auto
+                    .reason
+                    .contains("cannot open /dev/kvm (Permission denied)")
+                && auto.reason.contains("usermod -aG kvm"),
             "{}",
             auto.reason
+        );
+    }
+
+    #[test]
+    fn a_missing_dev_kvm_is_told_apart_from_a_closed_one() {
+        let missing = KvmUnfit::DevKvm {
+            why: "No such file or directory".into(),
+        }
+        .to_string();
+        assert!(missing.contains("this host has no KVM"), "{missing}");
+        assert!(!missing.contains("usermod"), "{missing}");
+        let closed = denied().to_string();
+        assert!(
+            closed.contains("usermod -aG kvm") && closed.contains(UDEV_RULE),
+            "{closed}"
         );
     }
 
@@ -171,8 +284,17 @@ mod tests {
     fn probing_a_fake_sysfs_finds_modules() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("kvm_amd")).unwrap();
-        let p = probe_at(&dir.path().join("no-kvm"), dir.path());
-        assert_eq!(p.modules, ["kvm_amd"]);
-        assert!(p.dev_kvm.is_err());
+        std::fs::create_dir(dir.path().join("kvm_pvm")).unwrap();
+        assert_eq!(loaded_modules(dir.path()), ["kvm_amd", "kvm_pvm"]);
+    }
+
+    #[tokio::test]
+    async fn plain_tcg_never_starts_qemu() {
+        // Were QEMU started, this host would answer with a cause of its
+        // own (the trial aborts here), not NotTried.
+        assert_eq!(
+            probe_unless_tcg(true).await.outcome,
+            Err(KvmUnfit::NotTried)
+        );
     }
 }

@@ -22,7 +22,9 @@
 //!   the agent's protocol on the virtio-serial socket: hello, facts, every
 //!   warm-up and sample, done. Each figure is a function of the kernel
 //!   (its digest and effects), the boot's label, the condition and the
-//!   sample's index: deterministic, with a small noise.
+//!   sample's index: deterministic, with a small noise. Started with
+//!   `-bios`, it is the KVM trial patchbench runs before its first build
+//!   ([`kvm`]).
 //! - `gcc --version` names a fake compiler (the build's cache key); `flex`,
 //!   `bison`, `bc`, `perl` and `ld` only exist for the build's preflight,
 //!   and fail if run.
@@ -41,13 +43,17 @@
 //! - [`ENV_NOISE`]: the noise of each time, in percent (default 0.2).
 //! - [`ENV_KILL`]: `LABEL:N`: the fake QEMU of boot LABEL kills itself
 //!   with SIGKILL after N measured samples of the main condition.
+//! - [`ENV_KVM`]: what the fake QEMU's KVM trial finds ([`kvm`]): a
+//!   guest that runs, a closed /dev/kvm, a VM that cannot be created, or
+//!   (unset) no /dev/kvm.
 //! - [`ENV_LOG`]: a file each fake appends one line to per run
-//!   (`make <target>`, `qemu <label> <release> <digest>`), for tests that
+//!   (`make <target>`, `qemu <label> <release> <digest>`, `kvm-trial <host>`), for tests that
 //!   count builds and boots.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub mod kvm;
 pub mod make;
 pub mod qemu;
 
@@ -67,6 +73,10 @@ pub const PROGRAMS: &[&str] = &[
 pub const ENV_NOISE: &str = "PATCHBENCH_FAKE_NOISE";
 /// `LABEL:N`: boot LABEL's QEMU kills itself after N measured samples.
 pub const ENV_KILL: &str = "PATCHBENCH_FAKE_KILL";
+/// The host's KVM as the fake QEMU's KVM trial meets it ([`kvm`]):
+/// `runs`, `denied` (/dev/kvm closed), `no-vm` (KVM_CREATE_VM fails);
+/// unset, no /dev/kvm.
+pub const ENV_KVM: &str = "PATCHBENCH_FAKE_KVM";
 /// A file every fake appends a line to, per run.
 pub const ENV_LOG: &str = "PATCHBENCH_FAKE_LOG";
 
@@ -106,6 +116,7 @@ pub fn dispatch() -> Option<i32> {
     let args: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
     let outcome = match name.as_str() {
         "make" => make::main(&args),
+        "qemu-system-x86_64" if kvm::is_trial(&args) => kvm::main(&args),
         "qemu-system-x86_64" => qemu::main(&args),
         "gcc" if args == ["--version"] => {
             println!("{FAKE_COMPILER}");
