@@ -383,6 +383,7 @@ mod tests {
             llc_misses: 1,
             coherence_misses: 1,
             modeled_cycles: cycles,
+            classes: Default::default(),
         }
     }
 

@@ -4,12 +4,16 @@
 //!                + (L1D + L1I misses) × (L2 latency − L1 latency)
 //!                + L2 misses × (LLC latency − L2 latency)
 //!                + LLC misses × (DRAM latency − LLC latency)
+//!                + (cycles − 1) for each classified instruction
 //!
 //! so an access served by a level costs that level's load-to-use latency
-//! beyond an L1 hit, and every instruction costs one cycle. Coherence
+//! beyond an L1 hit, and every instruction costs one cycle except the
+//! classes of the cost table ([`crate::insn`]), charged only in the cache
+//! model (the counting lane counts instructions). Coherence
 //! misses are a subset of the L1 misses, counted apart; they cost what the
 //! level that serves them costs (the LLC, in this model).
 
+use crate::insn::{ClassCounts, Insn};
 use crate::machine::{Access, Latency, Outcome};
 
 /// Cumulative event counts of one symbol, one vCPU or one window.
@@ -21,9 +25,24 @@ pub struct Counts {
     pub l2_misses: u64,
     pub llc_misses: u64,
     pub coherence_misses: u64,
+    /// Cycles charged beyond one per instruction: each classified
+    /// instruction's cost minus the one its count already stands for.
+    pub extra_cycles: u64,
+    /// Instructions of each class.
+    pub classes: ClassCounts,
 }
 
 impl Counts {
+    /// `n` executions of the classified instruction `insn` (already
+    /// counted as instructions): its class and its cost beyond one cycle.
+    #[inline]
+    pub fn charge(&mut self, insn: Insn, n: u64) {
+        if let Some(class) = insn.class() {
+            self.classes.add(class, n);
+        }
+        self.extra_cycles += (insn.cycles() - 1) * n;
+    }
+
     /// Adds what one access did.
     #[inline]
     pub fn add(&mut self, kind: Access, outcome: Outcome) {
@@ -44,6 +63,7 @@ impl Counts {
             + (self.l1d_misses + self.l1i_misses) * latency.l1_miss_penalty()
             + self.l2_misses * latency.l2_miss_penalty()
             + self.llc_misses * latency.llc_miss_penalty()
+            + self.extra_cycles
     }
 
     /// What happened between `earlier` and `self` (counts only grow).
@@ -55,6 +75,8 @@ impl Counts {
             l2_misses: self.l2_misses - earlier.l2_misses,
             llc_misses: self.llc_misses - earlier.llc_misses,
             coherence_misses: self.coherence_misses - earlier.coherence_misses,
+            extra_cycles: self.extra_cycles - earlier.extra_cycles,
+            classes: self.classes.since(&earlier.classes),
         }
     }
 
@@ -65,6 +87,8 @@ impl Counts {
         self.l2_misses += other.l2_misses;
         self.llc_misses += other.llc_misses;
         self.coherence_misses += other.coherence_misses;
+        self.extra_cycles += other.extra_cycles;
+        self.classes.merge(&other.classes);
     }
 
     pub fn is_zero(&self) -> bool {
@@ -87,6 +111,7 @@ mod tests {
             l2_misses: 5,
             llc_misses: 1,
             coherence_misses: 3,
+            ..Counts::default()
         };
         // 1000 + 12 × 8 + 5 × 30 + 1 × 204
         assert_eq!(counts.modeled_cycles(&latency), 1_000 + 96 + 150 + 204);
@@ -96,6 +121,28 @@ mod tests {
             ..Counts::default()
         };
         assert_eq!(only_insns.modeled_cycles(&latency), 7);
+    }
+
+    #[test]
+    fn classified_instructions_add_their_cost_beyond_one_cycle() {
+        use crate::insn::{Class, Rep, classify};
+        let latency = SKYLAKE_CLIENT.latency;
+        let mut c = Counts {
+            insns: 10,
+            ..Counts::default()
+        };
+        c.charge(classify(&[0xf3, 0x90]), 1); // PAUSE: 140
+        c.charge(classify(&[0xf0, 0x0f, 0xb1, 0x0f]), 2); // LOCK CMPXCHG: 18
+        c.charge(Insn::Rep(Rep::Lods), 3); // 2 per iteration
+        c.charge(Insn::Other, 4); // one cycle: nothing beyond its count
+        assert_eq!(c.extra_cycles, 139 + 2 * 17 + 3);
+        assert_eq!(c.modeled_cycles(&latency), 10 + 139 + 34 + 3);
+        assert_eq!(c.classes.get(Class::Pause), 1);
+        assert_eq!(c.classes.get(Class::Locked), 2);
+        assert_eq!(c.classes.get(Class::RepString), 3);
+        let mut twice = c;
+        twice.merge(&c);
+        assert_eq!(twice.since(&c), c);
     }
 
     #[test]
@@ -124,6 +171,7 @@ mod tests {
             l2_misses: 3,
             llc_misses: 2,
             coherence_misses: 1,
+            ..Counts::default()
         };
         assert_eq!(c, want);
         let mut twice = want;

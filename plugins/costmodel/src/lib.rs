@@ -7,6 +7,7 @@
 //! - [`machine`]: per-vCPU L1I/L1D/L2, a shared inclusive LLC with a
 //!   directory, write-invalidate coherence, and the Skylake-client model;
 //! - [`cost`]: event counts and modeled cycles;
+//! - [`insn`]: instruction classes from their bytes, and their cost;
 //! - [`symbols`]: `System.map` lookup and code addresses;
 //! - [`window`]: per-phase windows over cumulative counts;
 //! - [`record`]: the plugin's output lines;
@@ -17,6 +18,7 @@
 pub mod args;
 pub mod cache;
 pub mod cost;
+pub mod insn;
 pub mod machine;
 pub mod record;
 pub mod symbols;

@@ -6,9 +6,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cost::Counts;
+use crate::insn::ClassCounts;
 use crate::machine::Latency;
 
 /// One output line.
+// A line is made once per closed window and written at once: its size
+// costs nothing, and a box would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Line {
@@ -40,6 +44,10 @@ pub struct Cost {
     pub llc_misses: u64,
     pub coherence_misses: u64,
     pub modeled_cycles: u64,
+    /// Instructions of each class of the cost table that ran (only those
+    /// that did; absent when none did, and in the counting lane).
+    #[serde(default, skip_serializing_if = "ClassCounts::is_zero")]
+    pub classes: ClassCounts,
 }
 
 impl Cost {
@@ -52,6 +60,7 @@ impl Cost {
             llc_misses: counts.llc_misses,
             coherence_misses: counts.coherence_misses,
             modeled_cycles: counts.modeled_cycles(latency),
+            classes: counts.classes,
         }
     }
 }
@@ -131,6 +140,32 @@ mod tests {
         assert_eq!(
             serde_json::from_str::<Line>(&error.to_json_line()).unwrap(),
             error
+        );
+    }
+
+    #[test]
+    fn class_counts_are_written_only_where_some_ran() {
+        use crate::insn::Class;
+        let mut classes = ClassCounts::default();
+        classes.add(Class::Pause, 8_192);
+        let cost = Cost {
+            insns: 1,
+            classes,
+            ..Cost::default()
+        };
+        let symbol = SymbolCost {
+            symbol: "cgroup_rstat_flush_locked".into(),
+            cost,
+        };
+        let text = serde_json::to_string(&symbol).unwrap();
+        assert!(text.ends_with(r#""classes":{"pause":8192}}"#), "{text}");
+        assert_eq!(serde_json::from_str::<SymbolCost>(&text).unwrap(), symbol);
+        let plain = serde_json::to_string(&Cost::default()).unwrap();
+        assert!(!plain.contains("classes"), "{plain}");
+        // Windows written before the classes existed still read.
+        assert_eq!(
+            serde_json::from_str::<Cost>(&plain).unwrap(),
+            Cost::default()
         );
     }
 

@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use crate::cost::Counts;
+use crate::insn::Insn;
 use crate::machine::{Access, Model, Outcome};
 use crate::record::{Cost, SymbolCost, VcpuCost, WindowRecord};
 use crate::symbols::Symbols;
@@ -37,6 +38,14 @@ impl Tally {
     pub fn insns(&mut self, vcpu: usize, sym: u32, n: u64) {
         self.per_symbol[sym as usize].insns += n;
         self.per_vcpu[vcpu].insns += n;
+    }
+
+    /// `n` executions of the classified instruction `insn` of symbol `sym`
+    /// on `vcpu` (counted as instructions by [`Tally::insns`]).
+    #[inline]
+    pub fn charge(&mut self, vcpu: usize, sym: u32, insn: Insn, n: u64) {
+        self.per_symbol[sym as usize].charge(insn, n);
+        self.per_vcpu[vcpu].charge(insn, n);
     }
 
     /// An instruction of symbol `sym` on `vcpu` made an access.
@@ -239,6 +248,29 @@ ffffffff81000300 t helper
         let vcpus: Vec<(u32, u64)> = r.vcpus.iter().map(|v| (v.vcpu, v.cost.insns)).collect();
         assert_eq!(vcpus, [(0, 10), (1, 100)]);
         assert!(windows.still_open().is_empty());
+    }
+
+    #[test]
+    fn a_window_charges_and_counts_its_classified_instructions() {
+        use crate::insn::Class;
+        let (symbols, mut tally, mut windows) = setup();
+        let flush = symbols.lookup(0xffff_ffff_8100_0000);
+        tally.insns(0, flush, 1);
+        tally.charge(0, flush, Insn::Pause, 1); // before: not in the window
+        windows.begin("p", &tally);
+        tally.insns(1, flush, 3);
+        tally.charge(1, flush, Insn::Pause, 2);
+        tally.charge(1, flush, Insn::Cli, 1);
+        let r = windows
+            .end("p", &tally, &symbols, &SKYLAKE_CLIENT)
+            .unwrap()
+            .unwrap();
+        // 3 instructions, two PAUSEs at 140, a CLI at 1.
+        assert_eq!(r.total.modeled_cycles, 3 + 2 * 139);
+        assert_eq!(r.total.classes.get(Class::Pause), 2);
+        assert_eq!(r.total.classes.get(Class::InterruptFlag), 1);
+        assert_eq!(r.symbols[0].cost.classes, r.total.classes);
+        assert_eq!(r.vcpus[0].cost.classes, r.total.classes);
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //!   `System.map` once per instruction at translation time;
 //! - with `model=cache`, runs every memory access, by physical address,
 //!   and every instruction fetch through the cache model
-//!   (`patchbench-costmodel`); with `model=count` (the counting lane) it
+//!   (`patchbench-costmodel`), and charges each instruction of the cost
+//!   table's classes its cost, classified from its bytes at translation
+//!   time (`costmodel::insn`); with `model=count` (the counting lane) it
 //!   registers no memory callback at all and only counts;
 //! - recognises the guest agent's phase markers from their bytes at
 //!   translation time, and appends one JSON line per closed window to `W`,
@@ -44,6 +46,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use patchbench_agent::marker::{self, Marker};
 use patchbench_costmodel::args::{ModelChoice, PluginArgs};
 use patchbench_costmodel::cache::LINE_SHIFT;
+use patchbench_costmodel::insn::{self, Insn};
 use patchbench_costmodel::machine::{Access, COUNTING, MAX_VCPUS, Machine, Model, SKYLAKE_CLIENT};
 use patchbench_costmodel::record::Line;
 use patchbench_costmodel::symbols::{Symbols, code_address};
@@ -69,6 +72,9 @@ struct Segment {
     /// (code address of a line, symbol id of its first instruction) for
     /// every line the segment's instructions occupy.
     lines: Vec<(u64, u32)>,
+    /// (symbol id, instruction) of each instruction of the cost table's
+    /// classes (cache model only; usually none).
+    charges: Vec<(u32, Insn)>,
 }
 
 impl Segment {
@@ -77,6 +83,7 @@ impl Segment {
             marker,
             runs: Vec::new(),
             lines: Vec::new(),
+            charges: Vec::new(),
         }
     }
 
@@ -390,6 +397,12 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
                     std::slice::from_raw_parts(sys::qemu_plugin_insn_data(insn).cast::<u8>(), size);
                 let sym = symbols.lookup(vaddr);
                 segment.add(sym, vaddr, size as u64, caches);
+                if caches {
+                    match insn::classify(bytes) {
+                        Insn::Other => {}
+                        classified => segment.charges.push((sym, classified)),
+                    }
+                }
                 match marker::decode_instruction(bytes) {
                     // Counting alone: no memory callback.
                     None if !caches => {}
@@ -448,6 +461,9 @@ unsafe extern "C" fn on_segment(vcpu: c_uint, data: *mut c_void) {
         }
         for &(sym, n) in &segment.runs {
             state.tally.insns(v, sym, n);
+        }
+        for &(sym, classified) in &segment.charges {
+            state.tally.charge(v, sym, classified, 1);
         }
         if let Some(machine) = state.machine.as_mut() {
             for &(addr, sym) in &segment.lines {
