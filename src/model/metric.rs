@@ -63,6 +63,29 @@ impl Unit {
         }
     }
 
+    /// An amount of this unit, in words that fit its size: `1 ms`,
+    /// `312.5 µs`, `80 pages`, `500` (a count has no noun). Up to two
+    /// decimals, trailing zeros dropped.
+    pub fn amount(self, v: f64) -> String {
+        let r = v.abs();
+        let (x, noun) = match self {
+            Unit::Ns if r < 1e3 => (v, " ns"),
+            Unit::Ns if r < 1e6 => (v / 1e3, " \u{b5}s"),
+            Unit::Ns if r < 1e9 => (v / 1e6, " ms"),
+            Unit::Ns => (v / 1e9, " s"),
+            Unit::PerSecond => (v, " per s"),
+            Unit::Bytes if r < 1024.0 * 1024.0 => (v, " bytes"),
+            Unit::Bytes => (v / (1024.0 * 1024.0), " MiB"),
+            Unit::Cycles => (v, " cycles"),
+            Unit::Insns => (v, " instructions"),
+            Unit::Pages => (v, " pages"),
+            Unit::Count => (v, ""),
+        };
+        let text = format!("{x:.2}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        format!("{text}{noun}")
+    }
+
     /// The word a spec writes for this unit (`unit: per-second`).
     pub fn key(self) -> &'static str {
         match self {
@@ -139,6 +162,17 @@ mod tests {
             let parsed: Unit = serde_json::from_value(serde_json::json!(unit.key())).unwrap();
             assert_eq!(parsed, unit);
         }
+    }
+
+    #[test]
+    fn amounts_read_in_a_unit_that_fits() {
+        assert_eq!(Unit::Ns.amount(1e6), "1 ms");
+        assert_eq!(Unit::Ns.amount(312_500.0), "312.5 \u{b5}s");
+        assert_eq!(Unit::Ns.amount(999.0), "999 ns");
+        assert_eq!(Unit::Pages.amount(80.0), "80 pages");
+        assert_eq!(Unit::Count.amount(0.55), "0.55");
+        assert_eq!(Unit::Count.amount(500.0), "500");
+        assert_eq!(Unit::Bytes.amount(3.0 * 1024.0 * 1024.0), "3 MiB");
     }
 
     #[test]
