@@ -388,6 +388,92 @@ fn the_front_doors_stay_short() {
     }
 }
 
+/// docs/statistics.md's table "Which way is better": each unit's word
+/// (`ns`) and the `better:` words it allows (`lower`, `none`).
+fn direction_rule() -> Vec<(String, Vec<String>)> {
+    let text = read(&root().join("docs/statistics.md"));
+    let ticked = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    let rows: Vec<(String, Vec<String>)> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("| unit | what it is | `better:` allowed |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split(" | ").collect();
+            assert_eq!(cells.len(), 3, "a row of the rule table: {l}");
+            let unit = ticked(cells[0]);
+            assert_eq!(unit.len(), 1, "one unit a row: {l}");
+            (unit[0].clone(), ticked(cells[2]))
+        })
+        .collect();
+    assert!(rows.len() >= 7, "the rule table: {rows:?}");
+    rows
+}
+
+/// Every metric of every spec under `workloads/` has a direction its
+/// unit allows by docs/statistics.md's table, and the judge's rule
+/// (`Unit::directions`) is that table: the docs, the specs and the code
+/// state one rule.
+#[test]
+fn every_specs_directions_follow_the_unit_rule_in_the_statistics_doc() {
+    use patchbench::workload::{Unit, WorkloadSpec};
+    let rule = direction_rule();
+    let allowed = |unit: Unit| -> &Vec<String> {
+        &rule
+            .iter()
+            .find(|(u, _)| u == unit.key())
+            .unwrap_or_else(|| {
+                panic!(
+                    "docs/statistics.md's rule table has no unit `{}`",
+                    unit.key()
+                )
+            })
+            .1
+    };
+    for unit in Unit::ALL {
+        let code: Vec<&str> = unit.directions().iter().map(|d| d.key()).collect();
+        assert_eq!(
+            code,
+            *allowed(unit),
+            "unit `{}`: model::Unit::directions against docs/statistics.md's table",
+            unit.key()
+        );
+    }
+    let mut specs = 0;
+    let mut metrics = 0;
+    for entry in std::fs::read_dir(root().join("workloads")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let spec: WorkloadSpec = yaml_serde::from_str(&read(&path))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        specs += 1;
+        for m in &spec.metrics {
+            metrics += 1;
+            assert!(
+                allowed(m.unit).iter().any(|d| d == m.better.key()),
+                "{}: {} has unit `{}` and `better: {}`; docs/statistics.md allows {:?}",
+                path.display(),
+                m.name,
+                m.unit.key(),
+                m.better.key(),
+                allowed(m.unit)
+            );
+        }
+    }
+    assert!(
+        specs >= 4 && metrics > 100,
+        "{specs} specs, {metrics} metrics"
+    );
+}
+
 /// The rows of the first Markdown table of `text`, header and rule aside.
 fn headline_rows(text: &str) -> Vec<&str> {
     text.lines()

@@ -62,7 +62,10 @@ fn a_regressed_metric_exits_1_and_is_named_once() {
     let output = patchbench(&["judge", path.to_str().unwrap()]);
     assert_eq!(code(&output), Some(1), "{}", stderr(&output));
     assert!(
-        String::from_utf8_lossy(&output.stdout).contains("judged under rule 2"),
+        String::from_utf8_lossy(&output.stdout).contains(&format!(
+            "judged under rule {}",
+            patchbench::stats::RULE_VERSION
+        )),
         "{}",
         String::from_utf8_lossy(&output.stdout)
     );

@@ -53,10 +53,12 @@ fn a_schema_2_document_becomes_a_schema_4_document_that_round_trips() {
 /// with one warm-up and three samples per boot, trimmed by
 /// `tests/fixtures/trim-cost-results.py` (machine paths redacted,
 /// comparisons and the controls' profiles dropped, the long tail of each
-/// profile summed into `(other symbols)`). `cost-report.md` is that run's
-/// own report.md, byte for byte, but for the noise line, whose guest CV now
-/// covers times and rates only (0.3%, where the run's binary printed the
-/// coherence-miss counts' 93.6%).
+/// profile summed into `(other symbols)`). `cost-report.md` was that
+/// run's own report.md, byte for byte, but for the noise line, whose guest
+/// CV now covers times and rates only (0.3%, where the run's binary printed
+/// the coherence-miss counts' 93.6%); since rule 3, instructions are the
+/// work the cycles price (`<phase>_insns` an improvement when they fall)
+/// and a negligible count says "negligible".
 #[test]
 fn the_cost_lane_report_renders_as_stored() {
     let results = render_as_stored("cost-results.json", "cost-report.md");

@@ -149,7 +149,7 @@ pub fn verdicts(
 /// What a step's rows say of the hunted change, and why: changed when any
 /// hunted metric has the hunted verdict (the change, or a part of it, is
 /// already in this prefix); unchanged when every hunted metric is "no
-/// clear difference"; undecided otherwise (a hunted metric inconclusive,
+/// clear difference" or negligible; undecided otherwise (a hunted metric inconclusive,
 /// changed the other way, or not compared), which stops the hunt.
 pub fn classify(rows: &[ComparisonRecord], hunted: &Hunted) -> (StepOutcome, String) {
     let want: Verdict = hunted.verdict.into();
@@ -158,7 +158,7 @@ pub fn classify(rows: &[ComparisonRecord], hunted: &Hunted) -> (StepOutcome, Str
     for k in &hunted.metrics {
         match rows.iter().find(|r| key(r) == *k) {
             Some(r) if r.kind() == want => changed.push(k.label()),
-            Some(r) if r.kind() == Verdict::NoClearDifference => {}
+            Some(r) if r.kind().is_unchanged() => {}
             Some(r) => neither.push(format!(
                 "{}: {} ({})",
                 k.label(),

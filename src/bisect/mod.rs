@@ -488,7 +488,7 @@ impl Hunter<'_> {
                         .iter()
                         .find(|r| r.condition == m.condition && r.metric == m.metric);
                     match r.map(ComparisonRecord::kind) {
-                        Some(crate::model::Verdict::NoClearDifference) => None,
+                        Some(v) if v.is_unchanged() => None,
                         Some(v) => Some(format!("{}: {}", m.label(), v.label())),
                         None => Some(format!("{}: not compared", m.label())),
                     }

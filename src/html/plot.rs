@@ -75,6 +75,7 @@ fn verdict_colour(verdict: Option<Verdict>) -> RGBColor {
         Some(Verdict::Improvement) => RGBColor(0x1a, 0x7f, 0x37),
         Some(Verdict::Regression) => RGBColor(0xcf, 0x22, 0x2e),
         Some(Verdict::NoClearDifference) => RGBColor(0x6e, 0x77, 0x81),
+        Some(Verdict::Negligible) => RGBColor(0xaf, 0xb8, 0xc1),
         Some(Verdict::Inconclusive) => RGBColor(0xbf, 0x87, 0x00),
         Some(Verdict::Changed) => RGBColor(0x09, 0x69, 0xda),
         Some(Verdict::Context) => RGBColor(0xd0, 0xd7, 0xde),

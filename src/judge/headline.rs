@@ -61,6 +61,13 @@ pub(super) fn headline(
     if !same.is_empty() {
         parts.push(format!("no clear difference in {}", same.join(", ")));
     }
+    let negligible = names(Verdict::Negligible);
+    if !negligible.is_empty() {
+        parts.push(format!(
+            "negligible on both sides: {}",
+            negligible.join(", ")
+        ));
+    }
     let undecided = names(Verdict::Inconclusive);
     if !undecided.is_empty() {
         parts.push(format!("undecided: {}", undecided.join(", ")));

@@ -163,6 +163,7 @@ fn condition_rows(
             let unit = metric_spec.map(|m| m.unit);
             let options = CompareOptions {
                 negligible: metric_spec.and_then(|m| m.negligible),
+                unit,
                 by_boot,
                 sequential,
                 ..CompareOptions::default()

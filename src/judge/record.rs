@@ -135,14 +135,17 @@ fn change(c: &stats::Change) -> ChangeRecord {
     }
 }
 
-/// The direction a verdict uses: a count (pages, events, bytes) explains
-/// a result rather than being one, so its change is *changed*, never an
-/// improvement or a regression, whatever a spec says (the specs say
-/// `better: none` for every count, tested).
+/// The direction a verdict uses: the spec's, where its unit allows it,
+/// else the unit's own ([`Unit::direction`]: a count explains a result
+/// rather than being one, so its change is *changed*, never an
+/// improvement or a regression, whatever a spec says). The rule is
+/// docs/statistics.md's table "Which way is better"; the specs follow it
+/// (tests/docs.rs).
 pub(super) fn direction(unit: Option<Unit>, better: Option<Direction>) -> Direction {
     match (unit, better) {
-        (Some(Unit::Pages | Unit::Count | Unit::Bytes), _) => Direction::Neither,
-        (_, Some(d)) => d,
-        (_, None) => Direction::Neither,
+        (Some(u), Some(d)) => u.direction(d),
+        (Some(u), None) => u.directions()[0],
+        (None, Some(d)) => d,
+        (None, None) => Direction::Neither,
     }
 }

@@ -15,6 +15,9 @@ pub enum Verdict {
     /// No change beyond the noise band was found, and the data were good
     /// enough to have found one of about that size.
     NoClearDifference,
+    /// Every A and B sample is within the metric's negligible level (rule
+    /// 3): too small to matter whatever its percentage, which may be large.
+    Negligible,
     /// The data cannot support any of the above: too few samples, a
     /// baseline that drifted between boots, or too much noise.
     Inconclusive,
@@ -28,11 +31,12 @@ pub enum Verdict {
 impl Verdict {
     /// Every verdict, in the order summaries count them (worst news
     /// first); context rows last.
-    pub const ALL: [Verdict; 6] = [
+    pub const ALL: [Verdict; 7] = [
         Verdict::Regression,
         Verdict::Improvement,
         Verdict::Changed,
         Verdict::NoClearDifference,
+        Verdict::Negligible,
         Verdict::Inconclusive,
         Verdict::Context,
     ];
@@ -44,6 +48,7 @@ impl Verdict {
             Verdict::Regression => "regression",
             Verdict::Changed => "changed",
             Verdict::NoClearDifference => "no clear difference",
+            Verdict::Negligible => "negligible",
             Verdict::Inconclusive => "inconclusive",
             Verdict::Context => "context",
         }
@@ -72,6 +77,12 @@ impl Verdict {
         )
     }
 
+    /// Whether the rules found no change that matters: no clear
+    /// difference, or both sides negligible.
+    pub fn is_unchanged(self) -> bool {
+        matches!(self, Verdict::NoClearDifference | Verdict::Negligible)
+    }
+
     /// A fixed identifier for styling (a CSS class), never user text.
     pub fn css_class(self) -> &'static str {
         match self {
@@ -79,6 +90,7 @@ impl Verdict {
             Verdict::Regression => "v-regression",
             Verdict::Changed => "v-changed",
             Verdict::NoClearDifference => "v-nochange",
+            Verdict::Negligible => "v-negligible",
             Verdict::Inconclusive => "v-inconclusive",
             Verdict::Context => "v-context",
         }
@@ -91,6 +103,7 @@ impl Verdict {
             Verdict::Regression => "regression",
             Verdict::Changed => "changed",
             Verdict::NoClearDifference => "no_clear_difference",
+            Verdict::Negligible => "negligible",
             Verdict::Inconclusive => "inconclusive",
             Verdict::Context => "context",
         }

@@ -317,7 +317,7 @@ fn comparison_table_markdown(
     }
     let called: Vec<String> = records
         .iter()
-        .filter(|c| Verdict::from(c.verdict) != Verdict::NoClearDifference)
+        .filter(|c| !Verdict::from(c.verdict).is_unchanged())
         .map(|c| {
             format!(
                 "- {}: {} \u{2014} {}",

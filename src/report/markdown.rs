@@ -177,9 +177,10 @@ fn condition_markdown(out: &mut String, results: &Results, rows: &[&ComparisonRe
     repeats_markdown(out, rows);
 }
 
-/// Every measured verdict but "no clear difference" is explained, and so
-/// is one that only the metric's negligible level decided (its change may
-/// look large, or have no interval), and one that some samples lack; then
+/// Every measured verdict but "no clear difference" is explained (a
+/// negligible one among them: its change may look large, or have no
+/// interval), and so is a "no clear difference" that the negligible level
+/// decided under rule version 2, and one that some samples lack; then
 /// the context rows, one line per reason.
 fn reasons_markdown(
     out: &mut String,
@@ -278,9 +279,15 @@ fn rule_sentence(results: &Results) -> String {
     let Some(j) = &results.judgement else {
         return "Not judged yet.".to_string();
     };
+    // Rule 3's word, where some row has it.
+    let negligible = if j.rows.iter().any(|r| r.kind() == Verdict::Negligible) {
+        "negligible when every sample of both sides lies within the metric's negligible level, whatever the interval; "
+    } else {
+        ""
+    };
     format!(
         "A change is called only when the whole interval lies outside \u{b1}{}% (widened to the A drift when that is larger) and, in the fixed protocol, Welch's p < {}; \
-         no clear difference only when the whole interval lies inside \u{b1}{}% (equivalence); anything else is inconclusive, with what the interval rules out. \
+         no clear difference only when the whole interval lies inside \u{b1}{}% (equivalence); {negligible}anything else is inconclusive, with what the interval rules out. \
          A figure this lane ({}) does not measure exactly is shown as context, with no verdict (judged under rule {});",
         j.noise_pct,
         j.alpha,

@@ -316,7 +316,7 @@ mod tests {
         assert!(
             control.contains("| pageout_flushes | count |")
                 && control.contains(
-                    "- pageout_flushes: no clear difference \u{2014} negligible on both sides: every A and B sample is within ±80"
+                    "- pageout_flushes: negligible \u{2014} both within \u{b1}80, the metric's negligible level, in every sample"
                 ),
             "{text}"
         );

@@ -12,7 +12,7 @@
 use std::fmt::Write;
 
 use super::format::{change_cell, code_span};
-use crate::model::{Direction, Unit, Verdict};
+use crate::model::{Direction, Unit};
 use crate::results::{ComparisonRecord, Results};
 
 /// One patch's step for one metric.
@@ -163,7 +163,7 @@ pub fn markdown(
         .flat_map(|m| {
             m.steps
                 .iter()
-                .filter(|s| s.row.kind() != Verdict::NoClearDifference)
+                .filter(|s| !s.row.kind().is_unchanged())
                 .map(|s| {
                     format!(
                         "- {}, {}: {} \u{2014} {}",

@@ -128,6 +128,9 @@ pub enum VerdictRecord {
     Regression,
     Changed,
     NoClearDifference,
+    /// Rule 3, from rule version 3 on (version 2 stored it as
+    /// `no_clear_difference`).
+    Negligible,
     Inconclusive,
     Context,
 }
@@ -233,6 +236,7 @@ impl From<model::Verdict> for VerdictRecord {
             model::Verdict::Regression => VerdictRecord::Regression,
             model::Verdict::Changed => VerdictRecord::Changed,
             model::Verdict::NoClearDifference => VerdictRecord::NoClearDifference,
+            model::Verdict::Negligible => VerdictRecord::Negligible,
             model::Verdict::Inconclusive => VerdictRecord::Inconclusive,
             model::Verdict::Context => VerdictRecord::Context,
         }
@@ -246,6 +250,7 @@ impl From<VerdictRecord> for model::Verdict {
             VerdictRecord::Regression => model::Verdict::Regression,
             VerdictRecord::Changed => model::Verdict::Changed,
             VerdictRecord::NoClearDifference => model::Verdict::NoClearDifference,
+            VerdictRecord::Negligible => model::Verdict::Negligible,
             VerdictRecord::Inconclusive => model::Verdict::Inconclusive,
             VerdictRecord::Context => model::Verdict::Context,
         }

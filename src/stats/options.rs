@@ -23,8 +23,12 @@ pub struct CompareOptions {
     pub seed: u64,
     /// The metric's negligible level, from its spec (`negligible:` in
     /// `workloads/*.yaml`): when every A and B sample is within ±this, the
-    /// verdict is "no clear difference" (rule 3). Default `None`: no level.
+    /// verdict is [`crate::model::Verdict::Negligible`] (rule 3). Default
+    /// `None`: no level.
     pub negligible: Option<f64>,
+    /// The metric's unit, for the words of a reason that states amounts
+    /// (rule 3's level). Default `None`: bare numbers.
+    pub unit: Option<crate::model::Unit>,
     /// Judge by boots: each boot's mean is one observation, and the
     /// interval of the change is Welch's t interval over those means
     /// (`protocol.layouts: varied`, where every boot runs in a memory
@@ -62,6 +66,7 @@ impl Default for CompareOptions {
             resamples: DEFAULT_RESAMPLES,
             seed: DEFAULT_SEED,
             negligible: None,
+            unit: None,
             by_boot: false,
             sequential: None,
         }

@@ -1,6 +1,6 @@
 //! The verdict on one metric: the rules that turn the statistics into
-//! "improvement", "regression", "changed", "no clear difference" or
-//! "inconclusive", each with a one-line reason, and for an inconclusive
+//! "improvement", "regression", "changed", "no clear difference",
+//! "negligible" or "inconclusive", each with a one-line reason, and for an inconclusive
 //! one, what the data do rule out and what would decide it.
 //! docs/statistics.md states the same rules for readers of the report.
 
@@ -13,8 +13,10 @@ use crate::model::{Direction, Verdict};
 /// The version of the rules below, stored with every judgement
 /// (docs/statistics.md, "Rule versions"): 1, "no clear difference" when
 /// the interval merely reached into the band; 2, only when it lies inside
-/// it (equivalence), the same for the fixed and the sequential protocol.
-pub const RULE_VERSION: u32 = 2;
+/// it (equivalence), the same for the fixed and the sequential protocol;
+/// 3, rule 3 has a word of its own, "negligible", instead of "no clear
+/// difference" beside an interval that may lie far outside the band.
+pub const RULE_VERSION: u32 = 3;
 
 /// A verdict, the one-line reason for it and, when it is inconclusive,
 /// what the data rule out and what would decide it.
@@ -109,7 +111,7 @@ pub(crate) struct Evidence<'a> {
 /// 2. A and B all one value: **no clear difference** when it is the same
 ///    value, else a change known exactly, judged by rule 5 with p = 0.
 /// 3. The metric has a `negligible` level and every A and B sample lies
-///    within ±it: **no clear difference**.
+///    within ±it: **negligible**, whatever the interval says.
 /// 4. A's mean is 0, so no % change exists: **inconclusive**.
 /// 5. The interval lies wholly outside ±band, where band is the larger of
 ///    `noise_pct` (default 2%) and |A's return drift|, and (fixed
@@ -151,13 +153,17 @@ pub(crate) fn decide(
     if let Some(level) = options.negligible
         && both_negligible(e.a, e.b, level)
     {
+        let amount = |x: f64| match options.unit {
+            Some(unit) => unit.amount(x),
+            None => fmt_num(x),
+        };
         return Judgement::new(
-            NoClearDifference,
+            Negligible,
             format!(
-                "negligible on both sides: every A and B sample is within ±{} (the metric's negligible level); A's mean is {}, B's {}",
-                fmt_num(level),
-                fmt_num(e.a.mean),
-                fmt_num(e.b.mean)
+                "both within \u{b1}{}, the metric's negligible level, in every sample (A's mean {}, B's {})",
+                amount(level),
+                amount(e.a.mean),
+                amount(e.b.mean)
             ),
         );
     }

@@ -159,7 +159,8 @@ fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
             .collect();
         // The counting lane's, three per phase in `cost::count_metric_names`'
         // order: the instructions, then split by mode, the lane's own
-        // measure of work (lower is better).
+        // measure of work. (Their directions follow docs/statistics.md's
+        // unit rule, tests/docs.rs.)
         let count: Vec<&str> = spec
             .metrics
             .iter()
@@ -176,12 +177,7 @@ fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
             .iter()
             .filter(|m| m.lane == Some(MetricLane::Count))
         {
-            assert_eq!(
-                (m.unit, m.better),
-                (Unit::Insns, Direction::LowerIsBetter),
-                "{}",
-                m.name
-            );
+            assert_eq!(m.unit, Unit::Insns, "{}", m.name);
         }
         let want: Vec<String> = phases
             .iter()
@@ -212,15 +208,16 @@ fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
         for m in cost {
             let cycles =
                 m.name.ends_with("_modeled_cycles") || per_call.is_some_and(|c| c.metric == m.name);
-            assert_eq!(m.unit == Unit::Cycles, cycles, "{}", m.name);
-            // Cycles are a time; instructions and misses are counts, which
-            // explain it.
-            let better = if cycles {
-                Direction::LowerIsBetter
+            // Cycles are the lane's time, instructions the work they
+            // price, misses counts that explain them.
+            let unit = if cycles {
+                Unit::Cycles
+            } else if m.name.ends_with("_insns") {
+                Unit::Insns
             } else {
-                Direction::Neither
+                Unit::Count
             };
-            assert_eq!(m.better, better, "{}", m.name);
+            assert_eq!(m.unit, unit, "{}", m.name);
         }
         for phase in phases {
             assert!(
