@@ -583,6 +583,91 @@ fn the_run_page_has_a_table_and_plots_per_control() {
     assert!(page.contains("pageout_cpu_ns (control unlimited)"));
 }
 
+/// `text` as askama escapes it in a page.
+fn escaped(text: &str) -> String {
+    text.replace('&', "&#38;")
+        .replace('<', "&#60;")
+        .replace('>', "&#62;")
+        .replace('"', "&#34;")
+        .replace('\'', "&#39;")
+}
+
+#[test]
+fn each_comparison_table_puts_primary_rows_first_and_states_a_context_reason_once() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("results/seeds/000-counter-8workers/results.json");
+    let results = Results::load(&path).unwrap();
+    let rows = &results.judgement.as_ref().expect("a stored judgement").rows;
+    let page = html::render_run(&Run::new(&results, path.parent().unwrap())).unwrap();
+    for (id, condition) in [("comparison-table", None), ("control-1", Some("unlimited"))] {
+        let start = page.find(&format!(r#"<table id="{id}""#)).unwrap();
+        let table = &page[start..start + page[start..].find("</table>").unwrap()];
+        // Its groups, in order: primary, other, then context by reason.
+        let roles: Vec<&str> = table
+            .split(r#"<tbody class=""#)
+            .skip(1)
+            .map(|rest| rest.split('"').next().unwrap())
+            .collect();
+        let mut sorted = roles.clone();
+        sorted.sort_by_key(|r| ["primary", "other", "context"].iter().position(|k| k == r));
+        assert_eq!(roles, sorted, "{id}");
+        assert!(
+            roles.starts_with(&["primary", "other", "context"]),
+            "{id}: {roles:?}"
+        );
+        // Every stored row of the condition, with its verdict beside its
+        // name, in the group of its role.
+        let of: Vec<_> = rows
+            .iter()
+            .filter(|r| r.condition.as_deref() == condition)
+            .collect();
+        let shown: Vec<&str> = table.split(r#"<tr class="metric-row">"#).skip(1).collect();
+        assert_eq!(shown.len(), of.len(), "{id}");
+        for row in shown {
+            let (name_cell, _) = row.split_once("</td>").unwrap();
+            assert!(
+                name_cell.contains(r#"<span class="badge v-"#),
+                "{id}: {row}"
+            );
+        }
+        for r in &of {
+            // The groups of a role, one after the other.
+            let group = |role: &str| -> String {
+                table
+                    .split(&format!(r#"<tbody class="{role}">"#))
+                    .skip(1)
+                    .map(|g| g.split("</tbody>").next().unwrap())
+                    .collect()
+            };
+            let role = match (r.measured(), r.primary) {
+                (false, _) => "context",
+                (true, true) => "primary",
+                (true, false) => "other",
+            };
+            assert!(
+                group(role).contains(&format!("<code>{}</code>", r.metric)),
+                "{id}: {} is not in the {role} group",
+                r.metric
+            );
+        }
+        // Each context reason once in the table, in its group's heading.
+        let reasons: std::collections::BTreeSet<&str> = of
+            .iter()
+            .filter(|r| !r.measured())
+            .map(|r| patchbench::report::context_why(r))
+            .collect();
+        assert_eq!(reasons.len(), 2, "{id}: icount times and tick counts");
+        for why in reasons {
+            let heading = format!(
+                r#"<th colspan="9" scope="rowgroup">Context, no verdict: {}.</th>"#,
+                escaped(why)
+            );
+            assert_eq!(table.matches(&escaped(why)).count(), 1, "{id}: {why}");
+            assert_eq!(table.matches(&heading).count(), 1, "{id}: {heading}");
+        }
+    }
+}
+
 #[test]
 fn a_control_name_from_a_hostile_document_stays_text() {
     let results = with_control("<b>x</b>");

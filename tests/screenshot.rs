@@ -7,14 +7,18 @@
 //! headline shows inside the viewport, that every verdict badge of the
 //! comparison tables has a size, lies inside the viewport horizontally and
 //! is what the browser finds at its own centre (nothing clips or covers it),
-//! and that every plot fits the width. It keeps a full-page PNG per width,
-//! decodes it, and checks that every badge is drawn in its verdict's colour
-//! at a point of its own background.
+//! that every plot fits the width, that no table scrolls sideways inside
+//! itself, and that in each comparison table every primary row lies above
+//! the other verdicts' rows, and those above every context row. It keeps a
+//! full-page PNG per width, decodes it, and checks that every badge is
+//! drawn in its verdict's colour at a point of its own background.
 //!
-//! Two documents: the smoke fixture (`tests/fixtures/smoke-results.json`)
-//! and the stored icount smoke run (`results/smoke/results.json`), whose
-//! judgement is stored. `ci/setup-host.sh` installs Chromium; without it
-//! these tests fail rather than skip.
+//! Four documents: the smoke fixture (`tests/fixtures/smoke-results.json`),
+//! the stored icount smoke run (`results/smoke/results.json`), and two kept
+//! runs whose tables have primary and context rows: seed 000's eight-worker
+//! run (counting lane, with a control) and seed 003's cost-lane run; each
+//! kept judgement as stored. `ci/setup-host.sh` installs Chromium; without
+//! it these tests fail rather than skip.
 //!
 //! A watch history's trend page too: five kept real A/A runs
 //! (`results/seeds/000-counter-aa-*/results.json`) as five nights of a
@@ -81,13 +85,34 @@ fn the_stored_icount_run_page_shows_every_verdict_without_sideways_scrolling_at_
     check_run_page("smoke-icount", &path);
 }
 
+#[test]
+fn the_eight_worker_run_page_shows_every_verdict_primary_rows_first_at_1280_and_500_px() {
+    check_kept_run_page("seed-000-8workers", "results/seeds/000-counter-8workers");
+}
+
+#[test]
+fn the_cost_lane_run_page_shows_every_verdict_primary_rows_first_at_1280_and_500_px() {
+    check_kept_run_page("seed-003-cost", "results/seeds/003-reclaim-refault-cost");
+}
+
+/// [`check_run_page`] of a kept run whose tables have both primary and
+/// context rows, so that the order between them is checked.
+fn check_kept_run_page(name: &str, dir: &str) {
+    let layouts = check_run_page(name, &repo().join(dir).join("results.json"));
+    assert!(
+        layouts.iter().all(Layout::has_primary_and_context_rows),
+        "{name}: {dir} no longer has primary and context rows in one table; choose another run"
+    );
+}
+
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Renders the run page of the document at `path` and checks its layout at
-/// every width in [`WIDTHS`]; `name` names its screenshots.
-fn check_run_page(name: &str, path: &Path) {
+/// every width in [`WIDTHS`]; `name` names its screenshots. The layouts
+/// measured, one per width.
+fn check_run_page(name: &str, path: &Path) -> Vec<Layout> {
     let mut results = Results::load(path).unwrap();
     if results.judgement.is_none() {
         patchbench::judge::judge_into(&mut results);
@@ -120,6 +145,7 @@ fn check_run_page(name: &str, path: &Path) {
 
     let mut browser = Browser::launch(tmp.path());
     let tab = browser.open_tab();
+    let mut layouts = Vec::new();
     for width in WIDTHS {
         browser.set_viewport(&tab, width, HEIGHT);
         browser.load(&tab, &url);
@@ -145,7 +171,9 @@ fn check_run_page(name: &str, path: &Path) {
             file.display(),
         );
         println!("{at}: {} ({png_width} x {png_height})", file.display());
+        layouts.push(layout);
     }
+    layouts
 }
 
 /// The colour of a change point's line (templates/base.html's
@@ -391,6 +419,22 @@ const MEASURE: &str = measuring!(
     plots: all('figure svg'),
   };
   window.scrollTo(0, 0);
+  // Every table's own overflow, and each comparison row's role (its
+  // group's class) and box, in page coordinates.
+  facts.tables = [...document.querySelectorAll('table')].map((t, i) => ({
+    what: t.id || (t.className ? 'table.' + t.className : 'table ' + i),
+    contentWidth: t.scrollWidth, boxWidth: t.clientWidth,
+    right: t.getBoundingClientRect().right,
+  }));
+  facts.roles = [...document.querySelectorAll('table.comparison')].map((t) =>
+    [...t.querySelectorAll('tr.metric-row')].map((r) => {
+      const b = r.getBoundingClientRect();
+      return {
+        role: r.closest('tbody').className,
+        metric: r.cells[0].querySelector('code').textContent,
+        top: b.top + window.scrollY, bottom: b.bottom + window.scrollY,
+      };
+    }));
   return facts;"#
 );
 
@@ -409,6 +453,30 @@ struct Layout {
     headlines: Vec<Shown>,
     badges: Vec<Shown>,
     plots: Vec<Shown>,
+    tables: Vec<TableBox>,
+    /// Each comparison table's rows, in document order.
+    roles: Vec<Vec<RowBox>>,
+}
+
+/// A table's own width against its content's, and its right edge.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TableBox {
+    what: String,
+    content_width: f64,
+    box_width: f64,
+    right: f64,
+}
+
+/// A comparison row as laid out: its group's role and its box's top and
+/// bottom in page coordinates.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowBox {
+    role: String,
+    metric: String,
+    top: f64,
+    bottom: f64,
 }
 
 /// One element, measured with its centre scrolled to mid-viewport.
@@ -601,6 +669,55 @@ impl Layout {
                 h.box_width
             );
         }
+        for t in &self.tables {
+            assert!(
+                t.content_width <= t.box_width && t.right <= width,
+                "{at}: {} is {} px of content in a {} px box ending at x {}: it scrolls sideways",
+                t.what,
+                t.content_width,
+                t.box_width,
+                t.right
+            );
+        }
+        self.assert_primary_first(at);
+    }
+
+    /// In each comparison table, as laid out, every primary row lies above
+    /// every other row, and every row with a verdict above every context
+    /// row.
+    fn assert_primary_first(&self, at: &str) {
+        let rank = |role: &str| match role {
+            "primary" => 0,
+            "other" => 1,
+            "context" => 2,
+            other => panic!("{at}: a comparison row in a group of role {other:?}"),
+        };
+        for (t, rows) in self.roles.iter().enumerate() {
+            for (a, b) in rows.iter().flat_map(|a| rows.iter().map(move |b| (a, b))) {
+                if rank(&a.role) < rank(&b.role) {
+                    assert!(
+                        a.bottom <= b.top,
+                        "{at}: in table {t}, {} ({}) ends at y {} below the top of {} ({}) at y {}",
+                        a.metric,
+                        a.role,
+                        a.bottom,
+                        b.metric,
+                        b.role,
+                        b.top
+                    );
+                }
+            }
+        }
+    }
+
+    /// Some table has primary rows and context rows: the order check
+    /// above has something to check.
+    fn has_primary_and_context_rows(&self) -> bool {
+        self.roles.iter().any(|rows| {
+            ["primary", "context"]
+                .iter()
+                .all(|role| rows.iter().any(|r| r.role == *role))
+        })
     }
 }
 
