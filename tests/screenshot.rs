@@ -26,9 +26,11 @@
 //! fourth night, published by the real binary (`publish --history`). At
 //! each width the test asserts that the page does not scroll sideways,
 //! that the change-point table lies inside the viewport without scrolling
-//! inside itself, that every plot fits the width, and that the change
-//! point's dashed line is drawn: pixels of its colour (templates/base.html)
-//! in the decoded PNG, along the line, inside its plot's box. Every plotted
+//! inside itself, that every plot fits the width, that each metric has a
+//! plot of the nights' own level beside its B-vs-A plot, shown, and that
+//! the change point's dashed line is drawn on both of its metric's plots:
+//! pixels of its colour (templates/base.html) in the decoded PNG, along
+//! the line, inside its plot's box. Every plotted
 //! point is a kept run's stored judgement; only the history around them
 //! is made up (the nights' heads and the change point's record: its
 //! commits and figures), since no watch has run yet.
@@ -278,8 +280,8 @@ fn a_history_trend_page_marks_its_change_point_and_fits_at_1280_and_500_px() {
     let html_text = std::fs::read_to_string(&page).unwrap();
     assert_eq!(
         html_text.matches("<line class=\"change-point\"").count(),
-        1,
-        "one marker in {}",
+        2,
+        "one marker on each of its metric's two plots in {}",
         page.display()
     );
     let url = file_url(&page);
@@ -314,7 +316,7 @@ fn a_history_trend_page_marks_its_change_point_and_fits_at_1280_and_500_px() {
         let image = decode_png(&png)
             .unwrap_or_else(|e| panic!("{at}: {} does not decode: {e}", file.display()));
         assert_eq!(image.width, width, "{at}: {}", file.display());
-        layout.assert_marker_drawn(&at, &image);
+        layout.assert_markers_drawn(&at, &image);
         println!("{at}: {}", file.display());
     }
 }
@@ -738,6 +740,10 @@ const MEASURE_TREND: &str = measuring!(
     innerWidth: W,
     scrollWidth: root.scrollWidth,
     plots: all('figure svg'),
+    figures: document.querySelectorAll('figure').length,
+    levels: [...document.querySelectorAll('figure svg')]
+      .filter((svg) => svg.querySelector('title').textContent.endsWith(": B's level across runs"))
+      .map(shown),
     table: all('table#change-points'),
     changeRows: all('table#change-points tr.change-row'),
   };
@@ -759,6 +765,9 @@ struct TrendLayout {
     inner_width: f64,
     scroll_width: f64,
     plots: Vec<Shown>,
+    figures: usize,
+    /// Each metric's plot of the nights' own level.
+    levels: Vec<Shown>,
     table: Vec<Shown>,
     change_rows: Vec<Shown>,
     markers: Vec<Marker>,
@@ -797,11 +806,18 @@ impl TrendLayout {
         );
         assert_eq!(self.table.len(), 1, "{at}: one change-point table");
         assert_eq!(self.change_rows.len(), 1, "{at}: one change point");
+        assert_eq!(
+            (self.levels.len(), self.plots.len()),
+            (self.figures, 2 * self.figures),
+            "{at}: (level plots, plots) in {} figures: each metric's level and change",
+            self.figures
+        );
         all_shown(
             at,
             width,
             &[
                 ("plots", &self.plots),
+                ("level plots", &self.levels),
                 ("change-point tables", &self.table),
                 ("change-point rows", &self.change_rows),
             ],
@@ -815,12 +831,19 @@ impl TrendLayout {
         );
     }
 
-    /// One marker, stroked in the change point's colour, inside its plot's
+    /// Two markers, one on the metric's level and one on its change, each
+    /// drawn.
+    fn assert_markers_drawn(&self, at: &str, image: &Image) {
+        assert_eq!(self.markers.len(), 2, "{at}: {:?}", self.markers);
+        for m in &self.markers {
+            Self::assert_marker_drawn(at, m, image);
+        }
+    }
+
+    /// A marker stroked in the change point's colour, inside its plot's
     /// box, and drawn: along its line, in the screenshot, pixels of that
     /// colour over at least a third of its height (it is dashed).
-    fn assert_marker_drawn(&self, at: &str, image: &Image) {
-        assert_eq!(self.markers.len(), 1, "{at}: {:?}", self.markers);
-        let m = &self.markers[0];
+    fn assert_marker_drawn(at: &str, m: &Marker, image: &Image) {
         let [r, g, b] = CHANGE_POINT;
         assert_eq!(m.stroke, format!("rgb({r}, {g}, {b})"), "{at}: its stroke");
         let (line, plot) = (&m.line, &m.plot);

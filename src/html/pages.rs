@@ -8,7 +8,7 @@ use std::path::{Component, Path};
 use askama::Template;
 
 use super::changes::HistorySite;
-use super::plot::{self, Svg, TrendPoint};
+use super::plot::{self, Svg, TrendAxis, TrendPoint};
 use super::view::{Nav, Role, Run, plot_key, samples_by_boot, short, signed_pct};
 use crate::model::{Direction, Verdict};
 use crate::results::{Accel, ComparisonRecord, Results};
@@ -313,13 +313,25 @@ pub struct TrendPage {
     pub campaign: String,
     /// What one point is and what the x axis says.
     pub axis: String,
-    pub plots: Vec<PlotView>,
+    pub plots: Vec<TrendView>,
     pub runs: Vec<TrendRun>,
     /// Whether some run is a night of a watch history: the run list names
     /// the nights.
     pub night_column: bool,
     /// The campaign's change points in a watch history, oldest first.
     pub changes: Vec<super::changes::ChangeRow>,
+}
+
+/// One metric on a trend page: each run's level and its change, side by
+/// side where they fit.
+pub struct TrendView {
+    pub name: String,
+    pub anchor: String,
+    /// B's own mean per run, with its interval ([`TrendAxis::Level`]).
+    pub level: Svg,
+    /// B against A per run ([`TrendAxis::Change`]).
+    pub change: Svg,
+    pub caption: String,
 }
 
 /// A run in a trend page's list.
@@ -865,10 +877,27 @@ pub fn run_summary(run: &Run, href: String) -> RunSummary {
     }
 }
 
+/// A run's point on a trend plot of `axis` (B vs A, or B's own mean), with
+/// its interval, in its verdict's colour; none when the run lacks the row.
+fn trend_point(label: &str, row: Option<&ComparisonRecord>, axis: TrendAxis) -> TrendPoint {
+    let (value, ci) = match (row, axis) {
+        (None, _) => (None, None),
+        (Some(r), TrendAxis::Change) => (r.change_pct(), r.change_ci()),
+        (Some(r), TrendAxis::Level(_)) => (Some(r.b.mean), r.b.mean_ci),
+    };
+    TrendPoint {
+        label: label.to_string(),
+        value,
+        ci: ci.map(|ci| (ci.lo, ci.hi)),
+        verdict: row.map(ComparisonRecord::kind),
+    }
+}
+
 /// The trend page of one campaign: `runs` oldest first, each with the href
-/// of its page. With a watch history, runs that are its nights are labelled
-/// by their head (when every run is one), and the campaign's change points
-/// are marked on their metric's plot and listed below the plots.
+/// of its page; per metric, each run's level (B's mean) and its change (B
+/// vs A). With a watch history, runs that are its nights are labelled by
+/// their head (when every run is one), and the campaign's change points
+/// are marked on both of their metric's plots and listed below the plots.
 pub fn trend_page(
     campaign: &str,
     runs: &[(&Run, String)],
@@ -916,19 +945,12 @@ pub fn trend_page(
         .iter()
         .enumerate()
         .map(|(i, (name, metric, condition))| {
-            let points: Vec<TrendPoint> = runs
+            let rows: Vec<(String, Option<&ComparisonRecord>)> = runs
                 .iter()
                 .zip(&by_name)
-                .map(|((run, _), rows)| {
-                    let row = rows.get(name.as_str());
-                    TrendPoint {
-                        label: label(run),
-                        change_pct: row.and_then(|r| r.change_pct()),
-                        change_ci: row.and_then(|r| r.change_ci()).map(|ci| (ci.lo, ci.hi)),
-                        verdict: row.map(|r| r.kind()),
-                    }
-                })
+                .map(|((run, _), rows)| (label(run), rows.get(name.as_str()).copied()))
                 .collect();
+            let unit = rows.iter().find_map(|(_, row)| row.and_then(|r| r.unit));
             // A change point is of a main-workload metric.
             let markers: Vec<plot::TrendMarker> = changes
                 .iter()
@@ -940,13 +962,25 @@ pub fn trend_page(
                     })
                 })
                 .collect();
-            let each = if id_chars.is_some() { "night" } else { "run" };
-            Ok(PlotView {
+            let (each, level_is) = if id_chars.is_some() {
+                ("night", "the head's mean, B")
+            } else {
+                ("run", "B's mean")
+            };
+            let plot = |axis| {
+                let points: Vec<TrendPoint> = rows
+                    .iter()
+                    .map(|(label, row)| trend_point(label, *row, axis))
+                    .collect();
+                plot::trend_plot(name, axis, &points, &markers)
+            };
+            Ok(TrendView {
                 name: name.to_string(),
                 anchor: anchor(i),
-                svg: plot::trend_plot(name, &points, &markers)?,
+                level: plot(TrendAxis::Level(unit))?,
+                change: plot(TrendAxis::Change)?,
                 caption: format!(
-                    "{name}: B vs A in percent, one point per {each}, oldest first{}.",
+                    "{name}: each {each}'s own level ({level_is}, with its interval), then B vs A in percent; one point per {each}, oldest first{}.",
                     match markers.len() {
                         0 => "",
                         1 => "; the dashed line marks a change point",
