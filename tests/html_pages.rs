@@ -480,6 +480,13 @@ fn the_trend_page_has_a_plot_per_metric_over_the_campaigns_runs() {
     assert_markup_is_ours("trend", &page);
 }
 
+/// The number in attribute `name` of the SVG element whose tag (what
+/// follows its `<`) is `tag`.
+fn svg_attr(tag: &str, name: &str) -> f64 {
+    let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+    tag[at..].split('"').next().unwrap().parse().unwrap()
+}
+
 /// The `<svg>` in `page` whose title is `title`, and the centre of each
 /// of its circles, in its order.
 fn plot_points<'p>(page: &'p str, title: &str) -> (&'p str, Vec<(f64, f64)>) {
@@ -487,14 +494,10 @@ fn plot_points<'p>(page: &'p str, title: &str) -> (&'p str, Vec<(f64, f64)>) {
         .into_iter()
         .find(|svg| svg.contains(&format!("<title>{title}</title>")))
         .unwrap_or_else(|| panic!("no plot {title:?}"));
-    let attr = |tag: &str, name: &str| -> f64 {
-        let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
-        tag[at..].split('"').next().unwrap().parse().unwrap()
-    };
     let points = svg
         .split('<')
         .filter(|t| t.starts_with("circle"))
-        .map(|t| (attr(t, "cx"), attr(t, "cy")))
+        .map(|t| (svg_attr(t, "cx"), svg_attr(t, "cy")))
         .collect();
     (svg, points)
 }
@@ -551,8 +554,7 @@ fn a_watch_history_trend_shows_its_step_as_a_step_in_the_nights_level() {
             .split('<')
             .find(|t| t.starts_with("line class=\"change-point\""))
             .expect("the change point's marker");
-        let at = line.find(" x1=\"").unwrap() + 5;
-        let x: f64 = line[at..].split('"').next().unwrap().parse().unwrap();
+        let x = svg_attr(line, "x1");
         assert!(points[5].0 < x && x < points[6].0, "{x} {points:?}");
     }
 }

@@ -831,12 +831,15 @@ mod tests {
         assert!(!svg.as_str().contains(CHANGE_POINT_CLASS));
     }
 
+    /// The whole number in attribute `name` of the SVG element whose tag
+    /// (what follows its `<`) is `tag`.
+    fn attr(tag: &str, name: &str) -> i32 {
+        let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        tag[at..].split('"').next().unwrap().parse().unwrap()
+    }
+
     /// The x of the `<line>` of class change-point, and of every circle.
     fn marker_and_circles(svg: &str) -> (i32, Vec<i32>) {
-        let attr = |tag: &str, name: &str| -> i32 {
-            let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
-            tag[at..].split('"').next().unwrap().parse().unwrap()
-        };
         let line = svg
             .split('<')
             .find(|t| t.starts_with("line class=\"change-point\""))
@@ -890,10 +893,7 @@ mod tests {
     fn circle_ys(svg: &str) -> Vec<i32> {
         svg.split('<')
             .filter(|t| t.starts_with("circle"))
-            .map(|t| {
-                let at = t.find(" cy=\"").unwrap() + 5;
-                t[at..].split('"').next().unwrap().parse().unwrap()
-            })
+            .map(|t| attr(t, "cy"))
             .collect()
     }
 
