@@ -402,7 +402,7 @@ fn a_hostile_history_never_becomes_markup() {
         }
         marked += html.matches("<line class=\"change-point\"").count();
     }
-    assert_eq!(marked, 1, "the hostile metric's plot has its marker");
+    assert_eq!(marked, 2, "the hostile metric's two plots have its marker");
 }
 
 #[test]
@@ -469,7 +469,8 @@ fn the_trend_page_has_a_plot_per_metric_over_the_campaigns_runs() {
         Run::new(&other, Path::new("/out")),
     ];
     let page = html::render_trend("smoke", &runs, |i| format!("r{i}.html")).unwrap();
-    assert_eq!(svgs(&page).len(), METRICS.len());
+    // Each metric's level and its change.
+    assert_eq!(svgs(&page).len(), 2 * METRICS.len());
     for svg in svgs(&page) {
         assert_eq!(svg.matches("<circle").count(), 2, "one point per smoke run");
     }
@@ -477,6 +478,85 @@ fn the_trend_page_has_a_plot_per_metric_over_the_campaigns_runs() {
     assert!(page.find(r#"href="r1.html""#).unwrap() < page.find(r#"href="r0.html""#).unwrap());
     assert!(!page.contains("r2.html"));
     assert_markup_is_ours("trend", &page);
+}
+
+/// The number in attribute `name` of the SVG element whose tag (what
+/// follows its `<`) is `tag`.
+fn svg_attr(tag: &str, name: &str) -> f64 {
+    let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+    tag[at..].split('"').next().unwrap().parse().unwrap()
+}
+
+/// The `<svg>` in `page` whose title is `title`, and the centre of each
+/// of its circles, in its order.
+fn plot_points<'p>(page: &'p str, title: &str) -> (&'p str, Vec<(f64, f64)>) {
+    let svg = svgs(page)
+        .into_iter()
+        .find(|svg| svg.contains(&format!("<title>{title}</title>")))
+        .unwrap_or_else(|| panic!("no plot {title:?}"));
+    let points = svg
+        .split('<')
+        .filter(|t| t.starts_with("circle"))
+        .map(|t| (svg_attr(t, "cx"), svg_attr(t, "cy")))
+        .collect();
+    (svg, points)
+}
+
+/// The synthetic watch history (`results/watch-synthetic`): night 6 adds a
+/// stats flush to every page zswap stores, and `pageout_cpu_ns` steps up
+/// 22% and stays there. On its trend page the nights' level shows that as
+/// a step, where B vs A shows one spike at night 6 and the nights after it
+/// back at the nights before it.
+#[test]
+fn a_watch_history_trend_shows_its_step_as_a_step_in_the_nights_level() {
+    use patchbench::results::history::History;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/watch-synthetic");
+    let history = History::load(&dir).unwrap().expect("a kept history");
+    let docs: Vec<(usize, PathBuf, Results)> = history
+        .nights
+        .iter()
+        .flat_map(|n| n.runs.iter().map(|r| (n.index, dir.join(&r.dir))))
+        .map(|(night, run_dir)| {
+            let results = Results::load(&run_dir.join("results.json")).unwrap();
+            (night, run_dir, results)
+        })
+        .collect();
+    let runs: Vec<Run> = docs
+        .iter()
+        .map(|(night, run_dir, r)| Run::new(r, run_dir).of_night(*night))
+        .collect();
+    let site = tempfile::tempdir().unwrap();
+    html::write_history_site(site.path(), &runs, &history, &dir).unwrap();
+    let page = std::fs::read_to_string(site.path().join("trends/smoke.html")).unwrap();
+    assert_markup_is_ours("trend", &page);
+
+    let (level_svg, level) = plot_points(&page, "pageout_cpu_ns: B&apos;s level across runs");
+    let (change_svg, change) = plot_points(&page, "pageout_cpu_ns: B vs A across runs");
+    assert_eq!((level.len(), change.len()), (14, 14), "one point a night");
+    let y = |points: &[(f64, f64)], nights: std::ops::Range<usize>| -> Vec<f64> {
+        points[nights].iter().map(|(_, y)| *y).collect()
+    };
+    let max = |v: &[f64]| v.iter().copied().fold(f64::MIN, f64::max);
+    let min = |v: &[f64]| v.iter().copied().fold(f64::MAX, f64::min);
+    // The level: every night from 6 on above every night before (up is a
+    // smaller y), by most of the plot's height.
+    let (before, after) = (y(&level, 0..6), y(&level, 6..14));
+    assert!(max(&after) + 100.0 < min(&before), "{before:?} {after:?}");
+    // B vs A: night 6 alone stands out; the nights after it are back with
+    // the nights before.
+    let spike = change[6].1;
+    let rest: Vec<f64> = [y(&change, 0..6), y(&change, 7..14)].concat();
+    assert!(spike + 100.0 < min(&rest), "{spike} {rest:?}");
+    assert!(max(&rest) - min(&rest) < 10.0, "{rest:?}");
+    // The change point's marker on both, between nights 5 and 6.
+    for (svg, points) in [(level_svg, &level), (change_svg, &change)] {
+        let line = svg
+            .split('<')
+            .find(|t| t.starts_with("line class=\"change-point\""))
+            .expect("the change point's marker");
+        let x = svg_attr(line, "x1");
+        assert!(points[5].0 < x && x < points[6].0, "{x} {points:?}");
+    }
 }
 
 #[test]
@@ -581,6 +661,91 @@ fn the_run_page_has_a_table_and_plots_per_control() {
     let (_, control_table) = page.split_once(r#"id="control-1""#).unwrap();
     assert!(control_table.contains(&format!(r##"href="#m-{}""##, METRICS.len())));
     assert!(page.contains("pageout_cpu_ns (control unlimited)"));
+}
+
+/// `text` as askama escapes it in a page.
+fn escaped(text: &str) -> String {
+    text.replace('&', "&#38;")
+        .replace('<', "&#60;")
+        .replace('>', "&#62;")
+        .replace('"', "&#34;")
+        .replace('\'', "&#39;")
+}
+
+#[test]
+fn each_comparison_table_puts_primary_rows_first_and_states_a_context_reason_once() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("results/seeds/000-counter-8workers/results.json");
+    let results = Results::load(&path).unwrap();
+    let rows = &results.judgement.as_ref().expect("a stored judgement").rows;
+    let page = html::render_run(&Run::new(&results, path.parent().unwrap())).unwrap();
+    for (id, condition) in [("comparison-table", None), ("control-1", Some("unlimited"))] {
+        let start = page.find(&format!(r#"<table id="{id}""#)).unwrap();
+        let table = &page[start..start + page[start..].find("</table>").unwrap()];
+        // Its groups, in order: primary, other, then context by reason.
+        let roles: Vec<&str> = table
+            .split(r#"<tbody class=""#)
+            .skip(1)
+            .map(|rest| rest.split('"').next().unwrap())
+            .collect();
+        let mut sorted = roles.clone();
+        sorted.sort_by_key(|r| ["primary", "other", "context"].iter().position(|k| k == r));
+        assert_eq!(roles, sorted, "{id}");
+        assert!(
+            roles.starts_with(&["primary", "other", "context"]),
+            "{id}: {roles:?}"
+        );
+        // Every stored row of the condition, with its verdict beside its
+        // name, in the group of its role.
+        let of: Vec<_> = rows
+            .iter()
+            .filter(|r| r.condition.as_deref() == condition)
+            .collect();
+        let shown: Vec<&str> = table.split(r#"<tr class="metric-row">"#).skip(1).collect();
+        assert_eq!(shown.len(), of.len(), "{id}");
+        for row in shown {
+            let (name_cell, _) = row.split_once("</td>").unwrap();
+            assert!(
+                name_cell.contains(r#"<span class="badge v-"#),
+                "{id}: {row}"
+            );
+        }
+        for r in &of {
+            // The groups of a role, one after the other.
+            let group = |role: &str| -> String {
+                table
+                    .split(&format!(r#"<tbody class="{role}">"#))
+                    .skip(1)
+                    .map(|g| g.split("</tbody>").next().unwrap())
+                    .collect()
+            };
+            let role = match (r.measured(), r.primary) {
+                (false, _) => "context",
+                (true, true) => "primary",
+                (true, false) => "other",
+            };
+            assert!(
+                group(role).contains(&format!("<code>{}</code>", r.metric)),
+                "{id}: {} is not in the {role} group",
+                r.metric
+            );
+        }
+        // Each context reason once in the table, in its group's heading.
+        let reasons: std::collections::BTreeSet<&str> = of
+            .iter()
+            .filter(|r| !r.measured())
+            .map(|r| patchbench::report::context_why(r))
+            .collect();
+        assert_eq!(reasons.len(), 2, "{id}: icount times and tick counts");
+        for why in reasons {
+            let heading = format!(
+                r#"<th colspan="9" scope="rowgroup">Context, no verdict: {}.</th>"#,
+                escaped(why)
+            );
+            assert_eq!(table.matches(&escaped(why)).count(), 1, "{id}: {why}");
+            assert_eq!(table.matches(&heading).count(), 1, "{id}: {heading}");
+        }
+    }
 }
 
 #[test]

@@ -7,14 +7,18 @@
 //! headline shows inside the viewport, that every verdict badge of the
 //! comparison tables has a size, lies inside the viewport horizontally and
 //! is what the browser finds at its own centre (nothing clips or covers it),
-//! and that every plot fits the width. It keeps a full-page PNG per width,
-//! decodes it, and checks that every badge is drawn in its verdict's colour
-//! at a point of its own background.
+//! that every plot fits the width, that no table scrolls sideways inside
+//! itself, and that in each comparison table every primary row lies above
+//! the other verdicts' rows, and those above every context row. It keeps a
+//! full-page PNG per width, decodes it, and checks that every badge is
+//! drawn in its verdict's colour at a point of its own background.
 //!
-//! Two documents: the smoke fixture (`tests/fixtures/smoke-results.json`)
-//! and the stored icount smoke run (`results/smoke/results.json`), whose
-//! judgement is stored. `ci/setup-host.sh` installs Chromium; without it
-//! these tests fail rather than skip.
+//! Four documents: the smoke fixture (`tests/fixtures/smoke-results.json`),
+//! the stored icount smoke run (`results/smoke/results.json`), and two kept
+//! runs whose tables have primary and context rows: seed 000's eight-worker
+//! run (counting lane, with a control) and seed 003's cost-lane run; each
+//! kept judgement as stored. `ci/setup-host.sh` installs Chromium; without
+//! it these tests fail rather than skip.
 //!
 //! A watch history's trend page too: five kept real A/A runs
 //! (`results/seeds/000-counter-aa-*/results.json`) as five nights of a
@@ -22,9 +26,11 @@
 //! fourth night, published by the real binary (`publish --history`). At
 //! each width the test asserts that the page does not scroll sideways,
 //! that the change-point table lies inside the viewport without scrolling
-//! inside itself, that every plot fits the width, and that the change
-//! point's dashed line is drawn: pixels of its colour (templates/base.html)
-//! in the decoded PNG, along the line, inside its plot's box. Every plotted
+//! inside itself, that every plot fits the width, that each metric has a
+//! plot of the nights' own level beside its B-vs-A plot, shown, and that
+//! the change point's dashed line is drawn on both of its metric's plots:
+//! pixels of its colour (templates/base.html) in the decoded PNG, along
+//! the line, inside its plot's box. Every plotted
 //! point is a kept run's stored judgement; only the history around them
 //! is made up (the nights' heads and the change point's record: its
 //! commits and figures), since no watch has run yet.
@@ -88,13 +94,34 @@ fn the_stored_icount_run_page_shows_every_verdict_without_sideways_scrolling_at_
     check_run_page("smoke-icount", &path);
 }
 
+#[test]
+fn the_eight_worker_run_page_shows_every_verdict_primary_rows_first_at_1280_and_500_px() {
+    check_kept_run_page("seed-000-8workers", "results/seeds/000-counter-8workers");
+}
+
+#[test]
+fn the_cost_lane_run_page_shows_every_verdict_primary_rows_first_at_1280_and_500_px() {
+    check_kept_run_page("seed-003-cost", "results/seeds/003-reclaim-refault-cost");
+}
+
+/// [`check_run_page`] of a kept run whose tables have both primary and
+/// context rows, so that the order between them is checked.
+fn check_kept_run_page(name: &str, dir: &str) {
+    let layouts = check_run_page(name, &repo().join(dir).join("results.json"));
+    assert!(
+        layouts.iter().all(Layout::has_primary_and_context_rows),
+        "{name}: {dir} no longer has primary and context rows in one table; choose another run"
+    );
+}
+
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Renders the run page of the document at `path` and checks its layout at
-/// every width in [`WIDTHS`]; `name` names its screenshots.
-fn check_run_page(name: &str, path: &Path) {
+/// every width in [`WIDTHS`]; `name` names its screenshots. The layouts
+/// measured, one per width.
+fn check_run_page(name: &str, path: &Path) -> Vec<Layout> {
     let mut results = Results::load(path).unwrap();
     if results.judgement.is_none() {
         patchbench::judge::judge_into(&mut results);
@@ -127,6 +154,7 @@ fn check_run_page(name: &str, path: &Path) {
 
     let mut browser = Browser::launch(tmp.path());
     let tab = browser.open_tab();
+    let mut layouts = Vec::new();
     for width in WIDTHS {
         browser.set_viewport(&tab, width, HEIGHT);
         browser.load(&tab, &url);
@@ -152,7 +180,9 @@ fn check_run_page(name: &str, path: &Path) {
             file.display(),
         );
         println!("{at}: {} ({png_width} x {png_height})", file.display());
+        layouts.push(layout);
     }
+    layouts
 }
 
 /// The colour of a change point's line (templates/base.html's
@@ -257,8 +287,8 @@ fn a_history_trend_page_marks_its_change_point_and_fits_at_1280_and_500_px() {
     let html_text = std::fs::read_to_string(&page).unwrap();
     assert_eq!(
         html_text.matches("<line class=\"change-point\"").count(),
-        1,
-        "one marker in {}",
+        2,
+        "one marker on each of its metric's two plots in {}",
         page.display()
     );
     let url = file_url(&page);
@@ -293,7 +323,7 @@ fn a_history_trend_page_marks_its_change_point_and_fits_at_1280_and_500_px() {
         let image = decode_png(&png)
             .unwrap_or_else(|e| panic!("{at}: {} does not decode: {e}", file.display()));
         assert_eq!(image.width, width, "{at}: {}", file.display());
-        layout.assert_marker_drawn(&at, &image);
+        layout.assert_markers_drawn(&at, &image);
         println!("{at}: {}", file.display());
     }
 }
@@ -398,6 +428,22 @@ const MEASURE: &str = measuring!(
     plots: all('figure svg'),
   };
   window.scrollTo(0, 0);
+  // Every table's own overflow, and each comparison row's role (its
+  // group's class) and box, in page coordinates.
+  facts.tables = [...document.querySelectorAll('table')].map((t, i) => ({
+    what: t.id || (t.className ? 'table.' + t.className : 'table ' + i),
+    contentWidth: t.scrollWidth, boxWidth: t.clientWidth,
+    right: t.getBoundingClientRect().right,
+  }));
+  facts.roles = [...document.querySelectorAll('table.comparison')].map((t) =>
+    [...t.querySelectorAll('tr.metric-row')].map((r) => {
+      const b = r.getBoundingClientRect();
+      return {
+        role: r.closest('tbody').className,
+        metric: r.cells[0].querySelector('code').textContent,
+        top: b.top + window.scrollY, bottom: b.bottom + window.scrollY,
+      };
+    }));
   return facts;"#
 );
 
@@ -416,6 +462,30 @@ struct Layout {
     headlines: Vec<Shown>,
     badges: Vec<Shown>,
     plots: Vec<Shown>,
+    tables: Vec<TableBox>,
+    /// Each comparison table's rows, in document order.
+    roles: Vec<Vec<RowBox>>,
+}
+
+/// A table's own width against its content's, and its right edge.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TableBox {
+    what: String,
+    content_width: f64,
+    box_width: f64,
+    right: f64,
+}
+
+/// A comparison row as laid out: its group's role and its box's top and
+/// bottom in page coordinates.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowBox {
+    role: String,
+    metric: String,
+    top: f64,
+    bottom: f64,
 }
 
 /// One element, measured with its centre scrolled to mid-viewport.
@@ -608,6 +678,55 @@ impl Layout {
                 h.box_width
             );
         }
+        for t in &self.tables {
+            assert!(
+                t.content_width <= t.box_width && t.right <= width,
+                "{at}: {} is {} px of content in a {} px box ending at x {}: it scrolls sideways",
+                t.what,
+                t.content_width,
+                t.box_width,
+                t.right
+            );
+        }
+        self.assert_primary_first(at);
+    }
+
+    /// In each comparison table, as laid out, every primary row lies above
+    /// every other row, and every row with a verdict above every context
+    /// row.
+    fn assert_primary_first(&self, at: &str) {
+        let rank = |role: &str| match role {
+            "primary" => 0,
+            "other" => 1,
+            "context" => 2,
+            other => panic!("{at}: a comparison row in a group of role {other:?}"),
+        };
+        for (t, rows) in self.roles.iter().enumerate() {
+            for (a, b) in rows.iter().flat_map(|a| rows.iter().map(move |b| (a, b))) {
+                if rank(&a.role) < rank(&b.role) {
+                    assert!(
+                        a.bottom <= b.top,
+                        "{at}: in table {t}, {} ({}) ends at y {} below the top of {} ({}) at y {}",
+                        a.metric,
+                        a.role,
+                        a.bottom,
+                        b.metric,
+                        b.role,
+                        b.top
+                    );
+                }
+            }
+        }
+    }
+
+    /// Some table has primary rows and context rows: the order check
+    /// above has something to check.
+    fn has_primary_and_context_rows(&self) -> bool {
+        self.roles.iter().any(|rows| {
+            ["primary", "context"]
+                .iter()
+                .all(|role| rows.iter().any(|r| r.role == *role))
+        })
     }
 }
 
@@ -628,6 +747,10 @@ const MEASURE_TREND: &str = measuring!(
     innerWidth: W,
     scrollWidth: root.scrollWidth,
     plots: all('figure svg'),
+    figures: document.querySelectorAll('figure').length,
+    levels: [...document.querySelectorAll('figure svg')]
+      .filter((svg) => svg.querySelector('title').textContent.endsWith(": B's level across runs"))
+      .map(shown),
     table: all('table#change-points'),
     changeRows: all('table#change-points tr.change-row'),
   };
@@ -649,6 +772,9 @@ struct TrendLayout {
     inner_width: f64,
     scroll_width: f64,
     plots: Vec<Shown>,
+    figures: usize,
+    /// Each metric's plot of the nights' own level.
+    levels: Vec<Shown>,
     table: Vec<Shown>,
     change_rows: Vec<Shown>,
     markers: Vec<Marker>,
@@ -687,11 +813,18 @@ impl TrendLayout {
         );
         assert_eq!(self.table.len(), 1, "{at}: one change-point table");
         assert_eq!(self.change_rows.len(), 1, "{at}: one change point");
+        assert_eq!(
+            (self.levels.len(), self.plots.len()),
+            (self.figures, 2 * self.figures),
+            "{at}: (level plots, plots) in {} figures: each metric's level and change",
+            self.figures
+        );
         all_shown(
             at,
             width,
             &[
                 ("plots", &self.plots),
+                ("level plots", &self.levels),
                 ("change-point tables", &self.table),
                 ("change-point rows", &self.change_rows),
             ],
@@ -705,12 +838,19 @@ impl TrendLayout {
         );
     }
 
-    /// One marker, stroked in the change point's colour, inside its plot's
+    /// Two markers, one on the metric's level and one on its change, each
+    /// drawn.
+    fn assert_markers_drawn(&self, at: &str, image: &Image) {
+        assert_eq!(self.markers.len(), 2, "{at}: {:?}", self.markers);
+        for m in &self.markers {
+            Self::assert_marker_drawn(at, m, image);
+        }
+    }
+
+    /// A marker stroked in the change point's colour, inside its plot's
     /// box, and drawn: along its line, in the screenshot, pixels of that
     /// colour over at least a third of its height (it is dashed).
-    fn assert_marker_drawn(&self, at: &str, image: &Image) {
-        assert_eq!(self.markers.len(), 1, "{at}: {:?}", self.markers);
-        let m = &self.markers[0];
+    fn assert_marker_drawn(at: &str, m: &Marker, image: &Image) {
         let [r, g, b] = CHANGE_POINT;
         assert_eq!(m.stroke, format!("rgb({r}, {g}, {b})"), "{at}: its stroke");
         let (line, plot) = (&m.line, &m.plot);

@@ -167,8 +167,13 @@ fn the_trend_page_marks_the_change_point_between_its_nights_and_escapes_its_comm
         Some(&site),
     )
     .unwrap();
-    // One marker on each change point's plot, none elsewhere.
-    assert_eq!(page.matches("<line class=\"change-point\"").count(), 2);
+    // One marker on each of a change point's two plots (its metric's
+    // level and change), none elsewhere; every metric has both plots.
+    assert_eq!(page.matches("<line class=\"change-point\"").count(), 4);
+    assert_eq!(
+        page.matches(": B&apos;s level across runs</title>").count(),
+        page.matches(": B vs A across runs</title>").count()
+    );
     let (circles, lines) = xs(plot_of(&page, "pageout_cpu_ns"));
     assert_eq!((circles.len(), lines.len()), (3, 1), "{page}");
     assert!(

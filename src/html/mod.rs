@@ -16,7 +16,7 @@
 //!
 //! ```text
 //! index.html                    every run, newest first
-//! trends/<campaign>.html        one plot per metric across the campaign's runs
+//! trends/<campaign>.html        per metric, each run's level and change
 //! runs/<start>-<campaign>/
 //!     index.html                the run's page
 //!     results.json              its results document
@@ -25,7 +25,7 @@
 //!
 //! With a watch history ([`write_history_site`]), the index lists its change
 //! points above the runs, each campaign's trend page marks them on their
-//! metric's plot and lists them below the plots, and each has a page:
+//! metric's two plots and lists them below the plots, and each has a page:
 //!
 //! ```text
 //! changes/<campaign>-<metric>-<night>.html   the change point's page

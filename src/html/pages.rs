@@ -8,8 +8,8 @@ use std::path::{Component, Path};
 use askama::Template;
 
 use super::changes::HistorySite;
-use super::plot::{self, Svg, TrendPoint};
-use super::view::{Nav, Run, plot_key, samples_by_boot, short, signed_pct};
+use super::plot::{self, Svg, TrendAxis, TrendPoint};
+use super::view::{Nav, Role, Run, plot_key, samples_by_boot, short, signed_pct};
 use crate::model::{Direction, Verdict};
 use crate::results::{Accel, ComparisonRecord, Results};
 
@@ -52,8 +52,6 @@ pub struct RunPage<'a> {
     pub stopped: Vec<String>,
     /// Metrics no sample of one side has, one line each.
     pub uncompared: Vec<String>,
-    /// The context rows, grouped by why (`report::context_lines`).
-    pub context: Vec<String>,
     /// Under the tables when the boots ran in memory layouts of their own
     /// (`report::layouts_line`): what one observation is.
     pub judged_by_boot: Option<String>,
@@ -81,7 +79,46 @@ pub struct TableView {
     pub title: Option<String>,
     /// The table's element id: `comparison-table`, then `control-<i>`.
     pub id: String,
+    /// Its rows by [`Role`]: the primary rows, then the other verdicts,
+    /// then the context rows, a group for each reason; no group is empty.
+    pub groups: Vec<GroupView>,
+}
+
+/// Rows of one role under one heading: for context rows, of one reason,
+/// which the heading states once for all of them.
+pub struct GroupView {
+    /// [`Role::key`]: the class of its `tbody`.
+    pub role: &'static str,
+    pub heading: String,
     pub rows: Vec<RowView>,
+}
+
+/// `rows` (each with its role and, for a context row, why) in groups by
+/// role, in [`Role`]'s order, each keeping the rows' own order; context
+/// rows in a group per reason, in the order the reasons first appear.
+fn groups(rows: Vec<(Role, &str, RowView)>) -> Vec<GroupView> {
+    let mut groups: Vec<(Role, &str, Vec<RowView>)> = Vec::new();
+    for (role, why, row) in rows {
+        let why = if role == Role::Context { why } else { "" };
+        match groups.iter_mut().find(|(r, w, _)| *r == role && *w == why) {
+            Some((.., rows)) => rows.push(row),
+            None => groups.push((role, why, vec![row])),
+        }
+    }
+    // Stable: within a role, the groups keep their first appearance's order.
+    groups.sort_by_key(|(role, ..)| *role);
+    groups
+        .into_iter()
+        .map(|(role, why, rows)| GroupView {
+            role: role.key(),
+            heading: match role {
+                Role::Primary => "Primary: the figures the headline is made of".into(),
+                Role::Other => "Other metrics".into(),
+                Role::Context => format!("Context, no verdict: {why}."),
+            },
+            rows,
+        })
+        .collect()
 }
 
 /// One row's cells, formatted from the stored comparison record.
@@ -242,7 +279,9 @@ pub struct BootView<'a> {
 
 pub struct FactsTable {
     pub boots: Vec<String>,
-    pub rows: Vec<(String, Vec<String>)>,
+    /// Each fact and its value in every boot, with the boot's label (a
+    /// cell's label when the table is laid out as cards).
+    pub rows: Vec<(String, Vec<(String, String)>)>,
 }
 
 #[derive(Template)]
@@ -275,13 +314,25 @@ pub struct TrendPage {
     pub campaign: String,
     /// What one point is and what the x axis says.
     pub axis: String,
-    pub plots: Vec<PlotView>,
+    pub plots: Vec<TrendView>,
     pub runs: Vec<TrendRun>,
     /// Whether some run is a night of a watch history: the run list names
     /// the nights.
     pub night_column: bool,
     /// The campaign's change points in a watch history, oldest first.
     pub changes: Vec<super::changes::ChangeRow>,
+}
+
+/// One metric on a trend page: each run's level and its change, side by
+/// side where they fit.
+pub struct TrendView {
+    pub name: String,
+    pub anchor: String,
+    /// B's own mean per run, with its interval ([`TrendAxis::Level`]).
+    pub level: Svg,
+    /// B against A per run ([`TrendAxis::Change`]).
+    pub change: Svg,
+    pub caption: String,
 }
 
 /// A run in a trend page's list.
@@ -339,15 +390,18 @@ fn row_view(results: &Results, row: &ComparisonRecord, anchor: String) -> RowVie
     }
 }
 
-/// A short remark beside a row's verdict: its reason and, when they
-/// matter, what it rules out, the host's noise, a drift, a large CV, the
-/// samples it stands on.
+/// A short remark beside a row's verdict: its reason (a context row's is
+/// its group's heading) and, when they matter, what it rules out, the
+/// host's noise, a drift, a large CV, the samples it stands on.
 fn note(results: &Results, row: &ComparisonRecord) -> String {
-    let mut notes = vec![format!(
-        "{}{}",
-        row.reason,
-        crate::report::undecided_note(row)
-    )];
+    let mut notes = Vec::new();
+    if row.measured() {
+        notes.push(format!(
+            "{}{}",
+            row.reason,
+            crate::report::undecided_note(row)
+        ));
+    }
     if let Some(noisy) = crate::report::noisy_host(results, row.kind()) {
         notes.push(noisy);
     }
@@ -458,12 +512,12 @@ fn method(results: &Results) -> String {
 fn facts_table(results: &Results) -> FactsTable {
     let boots: Vec<String> = results.boots.iter().map(|b| b.label.clone()).collect();
     let dash = || "\u{2014}".to_string();
-    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let mut rows: Vec<(String, Vec<(String, String)>)> = Vec::new();
     let mut fact = |name: &str, get: &dyn Fn(&crate::results::Facts) -> String| {
         let cells = results
             .boots
             .iter()
-            .map(|b| b.facts.as_ref().map_or_else(dash, get))
+            .map(|b| (b.label.clone(), b.facts.as_ref().map_or_else(dash, get)))
             .collect();
         rows.push((name.to_string(), cells));
     };
@@ -643,21 +697,26 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
                 } else {
                     format!("control-{c}")
                 },
-                rows: run
-                    .rows
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, row)| row.condition.as_deref() == name)
-                    .map(|(i, row)| {
-                        // Every variant's row links to its metric's one plot.
-                        let plot = run
-                            .rows
-                            .iter()
-                            .position(|p| plot_key(p) == plot_key(row))
-                            .unwrap_or(i);
-                        row_view(r, row, anchor(plot))
-                    })
-                    .collect(),
+                groups: groups(
+                    run.rows
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, row)| row.condition.as_deref() == name)
+                        .map(|(i, row)| {
+                            // Every variant's row links to its metric's one plot.
+                            let plot = run
+                                .rows
+                                .iter()
+                                .position(|p| plot_key(p) == plot_key(row))
+                                .unwrap_or(i);
+                            (
+                                Role::of(row),
+                                crate::report::context_why(row),
+                                row_view(r, row, anchor(plot)),
+                            )
+                        })
+                        .collect(),
+                ),
             }
         })
         .collect();
@@ -683,7 +742,6 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
             .flat_map(|j| &j.uncompared)
             .map(crate::results::UncomparedRecord::sentence)
             .collect(),
-        context: crate::report::context_lines(&run.rows.iter().collect::<Vec<_>>()),
         judged_by_boot: crate::report::layouts_line(&run.rows.iter().collect::<Vec<_>>()),
         profiles: profiles(r)?,
         multi: run.multi(),
@@ -815,10 +873,27 @@ pub fn run_summary(run: &Run, href: String) -> RunSummary {
     }
 }
 
+/// A run's point on a trend plot of `axis` (B vs A, or B's own mean), with
+/// its interval, in its verdict's colour; none when the run lacks the row.
+fn trend_point(label: &str, row: Option<&ComparisonRecord>, axis: TrendAxis) -> TrendPoint {
+    let (value, ci) = match (row, axis) {
+        (None, _) => (None, None),
+        (Some(r), TrendAxis::Change) => (r.change_pct(), r.change_ci()),
+        (Some(r), TrendAxis::Level(_)) => (Some(r.b.mean), r.b.mean_ci),
+    };
+    TrendPoint {
+        label: label.to_string(),
+        value,
+        ci: ci.map(|ci| (ci.lo, ci.hi)),
+        verdict: row.map(ComparisonRecord::kind),
+    }
+}
+
 /// The trend page of one campaign: `runs` oldest first, each with the href
-/// of its page. With a watch history, runs that are its nights are labelled
-/// by their head (when every run is one), and the campaign's change points
-/// are marked on their metric's plot and listed below the plots.
+/// of its page; per metric, each run's level (B's mean) and its change (B
+/// vs A). With a watch history, runs that are its nights are labelled by
+/// their head (when every run is one), and the campaign's change points
+/// are marked on both of their metric's plots and listed below the plots.
 pub fn trend_page(
     campaign: &str,
     runs: &[(&Run, String)],
@@ -866,19 +941,12 @@ pub fn trend_page(
         .iter()
         .enumerate()
         .map(|(i, (name, metric, condition))| {
-            let points: Vec<TrendPoint> = runs
+            let rows: Vec<(String, Option<&ComparisonRecord>)> = runs
                 .iter()
                 .zip(&by_name)
-                .map(|((run, _), rows)| {
-                    let row = rows.get(name.as_str());
-                    TrendPoint {
-                        label: label(run),
-                        change_pct: row.and_then(|r| r.change_pct()),
-                        change_ci: row.and_then(|r| r.change_ci()).map(|ci| (ci.lo, ci.hi)),
-                        verdict: row.map(|r| r.kind()),
-                    }
-                })
+                .map(|((run, _), rows)| (label(run), rows.get(name.as_str()).copied()))
                 .collect();
+            let unit = rows.iter().find_map(|(_, row)| row.and_then(|r| r.unit));
             // A change point is of a main-workload metric.
             let markers: Vec<plot::TrendMarker> = changes
                 .iter()
@@ -890,13 +958,25 @@ pub fn trend_page(
                     })
                 })
                 .collect();
-            let each = if id_chars.is_some() { "night" } else { "run" };
-            Ok(PlotView {
+            let (each, level_is) = if id_chars.is_some() {
+                ("night", "the head's mean, B")
+            } else {
+                ("run", "B's mean")
+            };
+            let plot = |axis| {
+                let points: Vec<TrendPoint> = rows
+                    .iter()
+                    .map(|(label, row)| trend_point(label, *row, axis))
+                    .collect();
+                plot::trend_plot(name, axis, &points, &markers)
+            };
+            Ok(TrendView {
                 name: name.to_string(),
                 anchor: anchor(i),
-                svg: plot::trend_plot(name, &points, &markers)?,
+                level: plot(TrendAxis::Level(unit))?,
+                change: plot(TrendAxis::Change)?,
                 caption: format!(
-                    "{name}: B vs A in percent, one point per {each}, oldest first{}.",
+                    "{name}: each {each}'s own level ({level_is}, with its interval), then B vs A in percent; one point per {each}, oldest first{}.",
                     match markers.len() {
                         0 => "",
                         1 => "; the dashed line marks a change point",

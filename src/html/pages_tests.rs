@@ -88,3 +88,54 @@ fn a_stopped_boot_is_a_warning_whose_guest_text_is_escaped() {
         "{index}"
     );
 }
+
+#[test]
+fn rows_are_grouped_by_role_in_their_own_order_with_one_group_per_context_reason() {
+    let row = |name: &str| RowView {
+        anchor: String::new(),
+        name: name.into(),
+        variant: String::new(),
+        unit: "",
+        better: "",
+        a_mean: String::new(),
+        b_mean: String::new(),
+        change: String::new(),
+        change_ci: String::new(),
+        p: String::new(),
+        verdict: Verdict::Context,
+        note: String::new(),
+    };
+    let groups = groups(vec![
+        (Role::Context, "ticks", row("irq")),
+        (Role::Other, "", row("b")),
+        (Role::Context, "icount", row("cpu")),
+        (Role::Primary, "", row("a")),
+        (Role::Other, "", row("c")),
+        (Role::Context, "ticks", row("softirq")),
+        (Role::Primary, "", row("d")),
+    ]);
+    let shown: Vec<(&str, &str, Vec<&str>)> = groups
+        .iter()
+        .map(|g| {
+            let names = g.rows.iter().map(|r| r.name.as_str()).collect();
+            (g.role, g.heading.as_str(), names)
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (
+                "primary",
+                "Primary: the figures the headline is made of",
+                vec!["a", "d"]
+            ),
+            ("other", "Other metrics", vec!["b", "c"]),
+            (
+                "context",
+                "Context, no verdict: ticks.",
+                vec!["irq", "softirq"]
+            ),
+            ("context", "Context, no verdict: icount.", vec!["cpu"]),
+        ]
+    );
+}

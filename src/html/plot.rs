@@ -283,10 +283,34 @@ fn draw_samples(
 pub struct TrendPoint {
     /// The x-axis label (a date).
     pub label: String,
-    pub change_pct: Option<f64>,
-    pub change_ci: Option<(f64, f64)>,
+    /// What the plot's [`TrendAxis`] shows of the run, with its interval.
+    pub value: Option<f64>,
+    pub ci: Option<(f64, f64)>,
     /// `None` when the run did not measure the metric.
     pub verdict: Option<Verdict>,
+}
+
+/// What a trend plot's points are.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TrendAxis {
+    /// Each run's B against its A, in percent, around a line at 0: a run
+    /// that steps stands out alone, since the next one's A has stepped
+    /// too.
+    Change,
+    /// Each run's own B mean, in the metric's unit (`None`: the spec does
+    /// not say), shown in the unit that fits: a step stays up, a drift is
+    /// a slope.
+    Level(Option<Unit>),
+}
+
+impl TrendAxis {
+    /// What the plot's `<title>` says it is, after the metric.
+    fn title(self) -> &'static str {
+        match self {
+            TrendAxis::Change => "B vs A across runs",
+            TrendAxis::Level(_) => "B's level across runs",
+        }
+    }
 }
 
 /// A change point on a trend plot: a vertical dashed line at `x` (in
@@ -317,19 +341,20 @@ pub fn trend_labels_fit(chars: usize, n: usize) -> bool {
     chars as f64 * LABEL_CHAR_PX <= TREND_PLOT_PX / ticks - 8.0
 }
 
-/// B against A in percent for one metric across runs, oldest first, with
-/// each run's interval as an error bar when it has one, and each of
+/// One metric across runs, oldest first, as `axis` says: each run's point
+/// with its interval as an error bar when it has one, and each of
 /// `markers` as a dashed line of [`CHANGE_POINT_CLASS`].
 pub fn trend_plot(
     metric: &str,
+    axis: TrendAxis,
     points: &[TrendPoint],
     markers: &[TrendMarker],
 ) -> Result<Svg, PlotError> {
     let mut buf = String::new();
-    let marks = draw_trend(&mut buf, points, markers).map_err(err(metric))?;
+    let marks = draw_trend(&mut buf, axis, points, markers).map_err(err(metric))?;
     Ok(with_title(
         with_markers(buf, &marks),
-        &format!("{metric}: B vs A across runs"),
+        &format!("{metric}: {}", axis.title()),
     ))
 }
 
@@ -373,19 +398,57 @@ fn with_markers(mut svg: String, marks: &[PlacedMarker]) -> String {
     svg
 }
 
+/// A run's point as a trend plot draws it: its slot, its value and
+/// interval in the axis's unit, its verdict.
+struct Drawn {
+    x: f64,
+    y: f64,
+    ci: Option<(f64, f64)>,
+    verdict: Option<Verdict>,
+}
+
 fn draw_trend(
     buf: &mut String,
+    axis: TrendAxis,
     points: &[TrendPoint],
     markers: &[TrendMarker],
 ) -> Result<Vec<PlacedMarker>, Box<dyn std::error::Error + Send + Sync>> {
     let n = points.len().max(1);
-    let (y_lo, y_hi) = y_range(points.iter().flat_map(|p| {
-        let (lo, hi) = p
-            .change_ci
-            .or(p.change_pct.map(|c| (c, c)))
-            .unwrap_or((0.0, 0.0));
-        [lo, hi, 0.0]
-    }));
+    // A change is drawn around 0, its line included; a level in the unit
+    // that fits its size, over its own range.
+    let (scale, y_desc, zero) = match axis {
+        TrendAxis::Change => (1.0, "B vs A, %", Some(0.0)),
+        TrendAxis::Level(unit) => {
+            let reference = points
+                .iter()
+                .filter_map(|p| p.value)
+                .map(f64::abs)
+                .fold(0.0, f64::max);
+            let (scale, label) = display_unit(unit, reference);
+            (scale, label, None)
+        }
+    };
+    let judged: Vec<Drawn> = points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            Some(Drawn {
+                x: i as f64,
+                y: p.value? * scale,
+                ci: p.ci.map(|(lo, hi)| (lo * scale, hi * scale)),
+                verdict: p.verdict,
+            })
+        })
+        .collect();
+    let (y_lo, y_hi) = y_range(
+        judged
+            .iter()
+            .flat_map(|d| {
+                let (lo, hi) = d.ci.unwrap_or((d.y, d.y));
+                [lo, hi]
+            })
+            .chain(zero),
+    );
     let x_lo = -0.5;
     let x_hi = n as f64 - 0.5;
     let root = SVGBackend::with_string(buf, TREND_SIZE).into_drawing_area();
@@ -409,27 +472,24 @@ fn draw_trend(
         .x_label_formatter(&label_of)
         .y_labels(6)
         .y_label_formatter(&tick)
-        .y_desc("B vs A, %")
+        .y_desc(y_desc)
         .label_style(FONT)
         .axis_desc_style(FONT)
         .light_line_style(TRANSPARENT)
         .draw()?;
+    if let Some(zero) = zero {
+        chart.draw_series(LineSeries::new(
+            [(x_lo, zero), (x_hi, zero)],
+            RGBColor(0x99, 0x99, 0x99).stroke_width(1),
+        ))?;
+    }
     chart.draw_series(LineSeries::new(
-        [(x_lo, 0.0), (x_hi, 0.0)],
-        RGBColor(0x99, 0x99, 0x99).stroke_width(1),
-    ))?;
-    let judged: Vec<(f64, &TrendPoint, f64)> = points
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| p.change_pct.map(|c| (i as f64, p, c)))
-        .collect();
-    chart.draw_series(LineSeries::new(
-        judged.iter().map(|(x, _, c)| (*x, *c)),
+        judged.iter().map(|d| (d.x, d.y)),
         RGBColor(0x6e, 0x77, 0x81).stroke_width(1),
     ))?;
-    for (x, p, _) in &judged {
-        if let Some((lo, hi)) = p.change_ci {
-            let style = verdict_colour(p.verdict).stroke_width(2);
+    for Drawn { x, ci, verdict, .. } in &judged {
+        if let Some((lo, hi)) = *ci {
+            let style = verdict_colour(*verdict).stroke_width(2);
             chart.draw_series([
                 PathElement::new(vec![(*x, lo), (*x, hi)], style),
                 PathElement::new(vec![(x - 0.08, lo), (x + 0.08, lo)], style),
@@ -440,7 +500,7 @@ fn draw_trend(
     chart.draw_series(
         judged
             .iter()
-            .map(|(x, p, c)| Circle::new((*x, *c), 5, verdict_colour(p.verdict).filled())),
+            .map(|d| Circle::new((d.x, d.y), 5, verdict_colour(d.verdict).filled())),
     )?;
     let placed = markers
         .iter()
@@ -752,12 +812,13 @@ mod tests {
     fn the_trend_plot_draws_error_bars_for_intervals() {
         let p = |c: Option<f64>, ci| TrendPoint {
             label: "11-30".into(),
-            change_pct: c,
-            change_ci: ci,
+            value: c,
+            ci,
             verdict: Some(Verdict::Regression),
         };
         let svg = trend_plot(
             "m",
+            TrendAxis::Change,
             &[
                 p(Some(1.0), Some((0.5, 1.5))),
                 p(None, None),
@@ -771,12 +832,15 @@ mod tests {
         assert!(!svg.as_str().contains(CHANGE_POINT_CLASS));
     }
 
+    /// The whole number in attribute `name` of the SVG element whose tag
+    /// (what follows its `<`) is `tag`.
+    fn attr(tag: &str, name: &str) -> i32 {
+        let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        tag[at..].split('"').next().unwrap().parse().unwrap()
+    }
+
     /// The x of the `<line>` of class change-point, and of every circle.
     fn marker_and_circles(svg: &str) -> (i32, Vec<i32>) {
-        let attr = |tag: &str, name: &str| -> i32 {
-            let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
-            tag[at..].split('"').next().unwrap().parse().unwrap()
-        };
         let line = svg
             .split('<')
             .find(|t| t.starts_with("line class=\"change-point\""))
@@ -793,15 +857,21 @@ mod tests {
     fn a_marker_is_a_dashed_line_between_its_two_points_with_an_escaped_label() {
         let p = |c: f64| TrendPoint {
             label: "abc1234".into(),
-            change_pct: Some(c),
-            change_ci: None,
+            value: Some(c),
+            ci: None,
             verdict: Some(Verdict::NoClearDifference),
         };
         let marker = TrendMarker {
             x: 1.5,
             label: "<b>+5.00%".into(),
         };
-        let svg = trend_plot("m", &[p(0.1), p(-0.2), p(5.0), p(4.8)], &[marker]).unwrap();
+        let svg = trend_plot(
+            "m",
+            TrendAxis::Change,
+            &[p(0.1), p(-0.2), p(5.0), p(4.8)],
+            &[marker],
+        )
+        .unwrap();
         let s = svg.as_str();
         let (x, circles) = marker_and_circles(s);
         assert_eq!(circles.len(), 4, "{s}");
@@ -815,9 +885,49 @@ mod tests {
             x: -0.5,
             label: String::new(),
         };
-        let svg = trend_plot("m", &[p(0.1), p(0.2)], &[early]).unwrap();
+        let svg = trend_plot("m", TrendAxis::Change, &[p(0.1), p(0.2)], &[early]).unwrap();
         let (x, circles) = marker_and_circles(svg.as_str());
         assert!(x < circles[0], "{x} {circles:?}");
+    }
+
+    /// The y of every circle in `svg`.
+    fn circle_ys(svg: &str) -> Vec<i32> {
+        svg.split('<')
+            .filter(|t| t.starts_with("circle"))
+            .map(|t| attr(t, "cy"))
+            .collect()
+    }
+
+    #[test]
+    fn a_level_plot_keeps_a_step_up_in_the_unit_that_fits_without_a_zero_line() {
+        // Two nights at about 151 ms, then two at about 184 ms (the
+        // synthetic history's step), in nanoseconds.
+        let p = |ns: f64| TrendPoint {
+            label: "abc1234".into(),
+            value: Some(ns),
+            ci: Some((ns - 2e5, ns + 2e5)),
+            verdict: Some(Verdict::NoClearDifference),
+        };
+        let points = [p(151.1e6), p(151.0e6), p(184.4e6), p(184.5e6)];
+        let svg = trend_plot("m", TrendAxis::Level(Some(Unit::Ns)), &points, &[]).unwrap();
+        let s = svg.as_str();
+        assert!(
+            s.contains("<title>m: B&apos;s level across runs</title>"),
+            "{s}"
+        );
+        assert!(s.contains("\nms\n</text>"), "{s}");
+        let ys = circle_ys(s);
+        assert_eq!(ys.len(), 4, "{s}");
+        // Up is smaller y: both nights after the step sit far above both
+        // before it, and stay level with each other.
+        let (before, after) = (ys[0].min(ys[1]), ys[2].max(ys[3]));
+        assert!(after + 100 < before, "{ys:?}");
+        assert!(
+            ys[2].abs_diff(ys[3]) < 10 && ys[0].abs_diff(ys[1]) < 10,
+            "{ys:?}"
+        );
+        // Its range is the level's own, so no line at 0 is drawn.
+        assert!(!s.contains("\n0\n</text>"), "{s}");
     }
 
     #[test]

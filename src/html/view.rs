@@ -47,6 +47,40 @@ pub struct Run<'a> {
     pub night: Option<usize>,
 }
 
+/// What a row is to its table, read from its stored judgement, in the
+/// order a table shows them: the seed's own figures decided in this lane,
+/// then the other verdicts, then the figures this lane shows only as
+/// context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    /// `primary` in its spec, and a verdict of this lane.
+    Primary,
+    /// Any other verdict of this lane.
+    Other,
+    /// Verdict `context`: not this lane's measurement, primary or not.
+    Context,
+}
+
+impl Role {
+    pub fn of(row: &ComparisonRecord) -> Role {
+        match (row.measured(), row.primary) {
+            (false, _) => Role::Context,
+            (true, true) => Role::Primary,
+            (true, false) => Role::Other,
+        }
+    }
+
+    /// A fixed identifier for styling and for the layout tests (never
+    /// user text).
+    pub fn key(self) -> &'static str {
+        match self {
+            Role::Primary => "primary",
+            Role::Other => "other",
+            Role::Context => "context",
+        }
+    }
+}
+
 /// The metric in its condition, whatever the variant: the key of its
 /// samples plot.
 pub fn plot_key(row: &ComparisonRecord) -> String {

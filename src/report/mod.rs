@@ -28,8 +28,8 @@ pub use format::{
 pub use markdown::markdown;
 pub use profile::{ProfileTable, cost_banner, profile_tables};
 pub use rows::{
-    by_condition, context_lines, judged_by_boot, judgement, layouts_line, repeats_line, rows,
-    undecided_note, unjudged,
+    by_condition, context_lines, context_why, judged_by_boot, judgement, layouts_line,
+    repeats_line, rows, undecided_note, unjudged,
 };
 pub use terminal::terminal;
 

@@ -100,15 +100,20 @@ pub fn layouts_line(rows: &[&ComparisonRecord]) -> Option<String> {
     ))
 }
 
+/// Why a context row is context: its stored reason without the words
+/// every such reason opens with.
+pub fn context_why(row: &ComparisonRecord) -> &str {
+    row.reason
+        .strip_prefix("context, not this lane's measurement: ")
+        .unwrap_or(&row.reason)
+}
+
 /// The context rows, grouped by why they are context: one line per
 /// reason, naming its metrics. `None` when there are none.
 pub fn context_lines(rows: &[&ComparisonRecord]) -> Vec<String> {
     let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
     for r in rows.iter().filter(|r| r.kind() == Verdict::Context) {
-        let why = r
-            .reason
-            .strip_prefix("context, not this lane's measurement: ")
-            .unwrap_or(&r.reason);
+        let why = context_why(r);
         match groups.iter_mut().find(|(w, _)| *w == why) {
             Some((_, names)) => names.push(r.metric.clone()),
             None => groups.push((why, vec![r.metric.clone()])),
