@@ -410,7 +410,9 @@ async fn a_watch_history_goes_on_the_pages_and_a_directory_without_one_is_refuse
         "{index}"
     );
     let trend = std::fs::read_to_string(site.join("trends/smoke.html")).unwrap();
-    assert_eq!(trend.matches(r#"<line class="change-point""#).count(), 1);
+    // One change point, marked on both of its metric's plots: the nights'
+    // levels and B against A.
+    assert_eq!(trend.matches(r#"<line class="change-point""#).count(), 2);
     assert!(trend.contains("\n111111111111\n") && trend.contains("\n222222222222\n"));
     assert_eq!(
         std::fs::read_to_string(site.join("changes/smoke-pageout-cpu-ns-1.md")).unwrap(),

@@ -602,10 +602,11 @@ impl Layout {
     fn assert_badges_drawn(&self, at: &str, image: &Image) {
         // templates/base.html's backgrounds, written out here so that a
         // badge drawn in another verdict's colour fails.
-        const COLOURS: [(&str, [u8; 3]); 6] = [
+        const COLOURS: [(&str, [u8; 3]); 7] = [
             ("v-improvement", [0xda, 0xfb, 0xe1]),
             ("v-regression", [0xff, 0xeb, 0xe9]),
             ("v-nochange", [0xf6, 0xf8, 0xfa]),
+            ("v-negligible", [0xf6, 0xf8, 0xfa]),
             ("v-inconclusive", [0xff, 0xf8, 0xc5]),
             ("v-context", [0xff, 0xff, 0xff]),
             ("v-changed", [0xdd, 0xf4, 0xff]),

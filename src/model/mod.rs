@@ -4,6 +4,7 @@
 //! every other module can depend on them without a cycle: config, controls,
 //! workload, stats, results, report and html all sit above this layer.
 
+pub mod accel;
 pub mod draw;
 pub mod guest;
 pub mod layout;
@@ -14,6 +15,7 @@ pub mod shard;
 pub mod variant;
 pub mod verdict;
 
+pub use accel::Accel;
 pub use guest::{CpuShape, GuestShape, Limit, ParallelBoots, TcgThreads};
 pub use layout::Layouts;
 pub use metric::{Direction, Unit};

@@ -83,11 +83,11 @@ impl std::fmt::Display for Accel {
     }
 }
 
-impl From<crate::vm::accel::Accel> for Accel {
-    fn from(a: crate::vm::accel::Accel) -> Self {
+impl From<crate::model::Accel> for Accel {
+    fn from(a: crate::model::Accel) -> Self {
         match a {
-            crate::vm::accel::Accel::Kvm => Accel::Kvm,
-            crate::vm::accel::Accel::Tcg => Accel::Tcg,
+            crate::model::Accel::Kvm => Accel::Kvm,
+            crate::model::Accel::Tcg => Accel::Tcg,
         }
     }
 }

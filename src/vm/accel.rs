@@ -10,106 +10,14 @@
 //! comes back as a [`KvmUnfit`] that names its cause and, for `/dev/kvm`
 //! itself, the fix.
 
-use std::fmt;
-use std::path::Path;
-use std::time::Duration;
 
 use crate::config::AccelChoice;
 
 pub mod trial;
 
-/// The accelerator a boot uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Accel {
-    Kvm,
-    Tcg,
-}
+pub use crate::model::Accel;
 
-impl fmt::Display for Accel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Accel::Kvm => "kvm",
-            Accel::Tcg => "tcg",
-        })
-    }
-}
-
-/// The udev rule that opens `/dev/kvm` to every user, as the reusable
-/// workflow writes it on GitHub's hosted runners.
-pub const UDEV_RULE: &str =
-    r#"KERNEL=="kvm", GROUP="kvm", MODE="0666", OPTIONS+="static_node=kvm""#;
-
-/// Why KVM cannot run this campaign's guests here.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KvmUnfit {
-    /// QEMU could not open `/dev/kvm`.
-    #[error("QEMU cannot open /dev/kvm ({why}); {}", dev_kvm_fix(.why))]
-    DevKvm { why: String },
-    /// `/dev/kvm` opened, and the VM could not be made.
-    #[error(
-        "/dev/kvm opens, but KVM cannot create a VM (QEMU: {why}); another hypervisor may hold VT-x/AMD-V, or the host kernel refuses it"
-    )]
-    CreateVm { why: String },
-    /// QEMU ended before the guest ran.
-    #[error(
-        "QEMU under KVM ({args}) ended with {how} before a three-instruction guest ran{}{}",
-        stderr_part(.stderr),
-        modules_part(.modules)
-    )]
-    Run {
-        args: String,
-        how: String,
-        stderr: String,
-        /// The KVM modules loaded, as evidence (`kvm_pvm` runs only
-        /// PVM guests).
-        modules: Vec<String>,
-    },
-    /// The guest did not run within the trial's deadline.
-    #[error(
-        "QEMU under KVM ({args}) did not run a three-instruction guest within {}: KVM hangs here{}",
-        humantime::format_duration(*.after),
-        stderr_part(.stderr)
-    )]
-    Hang {
-        args: String,
-        after: Duration,
-        stderr: String,
-    },
-    /// QEMU itself could not be started.
-    #[error("KVM was not tried: {why}")]
-    Qemu { why: String },
-    /// Not tried, since TCG was asked for.
-    #[error("KVM was not tried: TCG was requested")]
-    NotTried,
-}
-
-fn dev_kvm_fix(why: &str) -> String {
-    let open = format!(
-        "add your user to the kvm group (sudo usermod -aG kvm \"$USER\", then log in again), or open it to every user as the reusable workflow does on hosted runners, with the udev rule {UDEV_RULE} in /etc/udev/rules.d/99-kvm.rules and `sudo udevadm control --reload-rules && sudo udevadm trigger --name-match=kvm`"
-    );
-    if why.contains("No such file") {
-        "this host has no KVM: enable VT-x/AMD-V in the firmware and load kvm_intel or kvm_amd; on a cloud VM choose a size with nested virtualization".into()
-    } else {
-        open
-    }
-}
-
-fn stderr_part(stderr: &str) -> String {
-    if stderr.trim().is_empty() {
-        String::new()
-    } else {
-        format!("; QEMU said: {}", stderr.trim())
-    }
-}
-
-fn modules_part(modules: &[String]) -> String {
-    if modules.is_empty() {
-        "; no KVM module is loaded".into()
-    } else {
-        format!("; KVM modules loaded: {}", modules.join(", "))
-    }
-}
+pub use trial::{KvmUnfit, UDEV_RULE, loaded_modules};
 
 /// What the host does with a KVM guest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,15 +44,6 @@ pub async fn probe_unless_tcg(tcg_requested: bool) -> KvmProbe {
     } else {
         probe().await
     }
-}
-
-/// The KVM modules loaded, among `kvm_intel`, `kvm_amd` and `kvm_pvm`.
-pub fn loaded_modules(sys_module: &Path) -> Vec<String> {
-    ["kvm_intel", "kvm_amd", "kvm_pvm"]
-        .into_iter()
-        .filter(|m| sys_module.join(m).exists())
-        .map(String::from)
-        .collect()
 }
 
 impl KvmProbe {

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use crate::config::CpuShape;
+use crate::model::Accel;
 use crate::model::TcgThreads;
-use crate::vm::accel::Accel;
 
 /// QEMU option values are comma-separated; a literal comma is written twice.
 pub fn escape(value: &str) -> String {

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use patchbench_costmodel::args::PluginArgs;
 
-use super::accel::Accel;
 use super::args::{accel_args, escape};
+use crate::model::Accel;
 
 /// The accelerator of every cost-lane boot, whatever the campaign or the
 /// host asks for: the model's counts repeat only under TCG, one thread for
