@@ -20,7 +20,8 @@ pub struct RunPage<'a> {
     pub campaign: &'a str,
     pub date: String,
     pub version: &'a str,
-    pub subject: String,
+    /// What A and B are ([`crate::results::Compares::sides`]).
+    pub sides: String,
     pub accel: String,
     pub tcg: bool,
     /// The TCG lane's label after "TCG" (`report::tcg_mode`).
@@ -725,7 +726,7 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         campaign: &r.campaign,
         date: date(r),
         version: &r.patchbench_version,
-        subject: series_title(r),
+        sides: r.compares().sides(str::to_string),
         accel: r.host.accel.to_string().to_uppercase(),
         tcg: r.host.accel == Accel::Tcg,
         tcg_mode: crate::report::tcg_mode(r),

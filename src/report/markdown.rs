@@ -69,28 +69,11 @@ fn stopped_markdown(out: &mut String, results: &Results) {
 fn two_variants(results: &Results, rows: &[ComparisonRecord]) -> String {
     let mut out = String::new();
     let workload = results.workload.kind.as_str();
-    let subject = results
-        .series
-        .patches
-        .first()
-        .map(|p| p.subject.as_str())
-        .unwrap_or("series");
-    let self_check = results
-        .judgement
-        .as_ref()
-        .is_some_and(|j| j.self_check.is_some());
-    if self_check {
-        let _ = writeln!(
-            out,
-            "### patchbench: {workload}, A/A self-check: A = B = the base\n"
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "### patchbench: {workload}, A = base, B = base + {}\n",
-            code_span(subject)
-        );
-    }
+    let _ = writeln!(
+        out,
+        "### patchbench: {workload}, {}\n",
+        results.compares().sides(code_span)
+    );
     headlines(&mut out, results);
     accelerator(&mut out, results);
     stopped_markdown(&mut out, results);
@@ -308,9 +291,10 @@ fn many_variants(results: &Results, rows: &[ComparisonRecord]) -> String {
     let _ = match candidates {
         [one] => writeln!(
             out,
-            "### patchbench: {workload}, {} against {}\n",
+            "### patchbench: {workload}, {} against {} ({})\n",
             code_span(&one.name),
-            code_span(baseline)
+            code_span(baseline),
+            results.compares().label_with(code_span)
         ),
         _ => writeln!(
             out,

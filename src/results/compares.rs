@@ -180,6 +180,12 @@ impl Compares {
     /// Y`, the series' title, `A = patch, B = base: <title>`, each led by
     /// `diagnostic: ` for a diagnostic.
     pub fn label(&self) -> String {
+        self.label_with(str::to_string)
+    }
+
+    /// [`Compares::label`], with the series' title (a patch's subject,
+    /// untrusted) rendered by `show`, e.g. as a Markdown code span.
+    pub fn label_with(&self, show: impl Fn(&str) -> String) -> String {
         let what = match &self.what {
             What::SelfCheck => "A/A".to_string(),
             What::Knob(turned) => format!(
@@ -193,17 +199,56 @@ impl Compares {
             What::Series {
                 title,
                 patch_first: false,
-            } => title.clone(),
+            } => show(title),
             What::Series {
                 title,
                 patch_first: true,
-            } => format!("A = patch, B = base: {title}"),
-            What::PerPatch { title } => format!("per patch: {title}"),
+            } => format!("A = patch, B = base: {}", show(title)),
+            What::PerPatch { title } => format!("per patch: {}", show(title)),
             What::Variants { count, title: None } => format!("{count} variants"),
             What::Variants {
                 count,
                 title: Some(title),
-            } => format!("{count} variants: {title}"),
+            } => format!("{count} variants: {}", show(title)),
+        };
+        if self.diagnostic {
+            format!("diagnostic: {what}")
+        } else {
+            what
+        }
+    }
+
+    /// What A and B are, for a two-variant run's heading: `A = base, B =
+    /// base + <title>`, `A/A self-check: A = B = the base`, `knob:
+    /// shrinker N (A) → Y (B), one kernel`, `A = base + <title>, B = base:
+    /// the patch first`, each led by `diagnostic: ` for a diagnostic.
+    /// `show` renders the series' title, a patch's subject and so
+    /// untrusted (a Markdown code span; the pages escape it anyway).
+    pub fn sides(&self, show: impl Fn(&str) -> String) -> String {
+        let what = match &self.what {
+            What::SelfCheck => "A/A self-check: A = B = the base".to_string(),
+            What::Knob(turned) => format!(
+                "knob: {}, one kernel",
+                turned
+                    .iter()
+                    .map(|t| format!("{} {} (A) \u{2192} {} (B)", t.knob, t.from, t.to))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            What::Series {
+                title,
+                patch_first: false,
+            } => format!("A = base, B = base + {}", show(title)),
+            What::Series {
+                title,
+                patch_first: true,
+            } => format!("A = base + {}, B = base: the patch first", show(title)),
+            What::PerPatch { title } => format!("the base, then each patch of {}", show(title)),
+            What::Variants { count, title: None } => format!("{count} variants"),
+            What::Variants {
+                count,
+                title: Some(title),
+            } => format!("{count} variants of {}", show(title)),
         };
         if self.diagnostic {
             format!("diagnostic: {what}")

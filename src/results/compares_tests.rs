@@ -97,3 +97,30 @@ fn a_knob_on_the_command_line_or_in_kconfig_names_both_sides() {
         "knob: swappiness unset \u{2192} 10, cmdline none \u{2192} zswap.enabled=1, kconfig none \u{2192} hz250.config"
     );
 }
+
+/// The headings' words for what A and B are: the series' title, untrusted,
+/// only through `show`.
+#[test]
+fn the_sides_say_what_a_and_b_are_and_render_the_title_through_show() {
+    let quote = |t: &str| format!("<{t}>");
+    assert_eq!(
+        kept("results/seeds/000-counter-aa-1")
+            .compares()
+            .sides(quote),
+        "A/A self-check: A = B = the base"
+    );
+    assert_eq!(
+        kept("results/seeds/001-shrinker").compares().sides(quote),
+        "knob: shrinker N (A) \u{2192} Y (B), one kernel"
+    );
+    assert_eq!(
+        kept("results/seeds/004-anon-random-margin-first")
+            .compares()
+            .sides(quote),
+        "diagnostic: A = base + <mm: memcg: keep a swap-in margin for large folios near the memcg limit>, B = base: the patch first"
+    );
+    assert_eq!(
+        kept("results/smoke").compares().sides(quote),
+        "A = base, B = base + <mm: memcg: hierarchical per-CPU zswap counter for the zswap limit check>"
+    );
+}

@@ -10,7 +10,6 @@
 //! comes back as a [`KvmUnfit`] that names its cause and, for `/dev/kvm`
 //! itself, the fix.
 
-
 use crate::config::AccelChoice;
 
 pub mod trial;
