@@ -268,21 +268,7 @@ fn a_history_trend_page_marks_its_change_point_and_fits_at_1280_and_500_px() {
     )
     .unwrap();
 
-    let site = tmp.path().join("site");
-    let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
-        .arg("publish")
-        .arg("--history")
-        .arg(&history_dir)
-        .arg("--pages")
-        .arg(&site)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "publish --history: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let site = publish(tmp.path(), &["--history".as_ref(), history_dir.as_os_str()]);
     let page = site.join(format!("trends/{}.html", history.change_points[0].campaign));
     let html_text = std::fs::read_to_string(&page).unwrap();
     assert_eq!(
@@ -330,6 +316,26 @@ fn a_history_trend_page_marks_its_change_point_and_fits_at_1280_and_500_px() {
 
 /// `file://` and `path`, its bytes outside the unreserved set
 /// percent-encoded, as the browser will report it back in `location.href`.
+/// `patchbench publish INPUTS... --pages TMP/site` by the real binary;
+/// the site's directory.
+fn publish(tmp: &Path, inputs: &[&std::ffi::OsStr]) -> PathBuf {
+    let site = tmp.join("site");
+    let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .arg("publish")
+        .args(inputs)
+        .arg("--pages")
+        .arg(&site)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "publish {inputs:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    site
+}
+
 fn file_url(path: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let mut url = String::from("file://");
@@ -893,20 +899,8 @@ fn the_kept_runs_index_shows_every_runs_verdicts_and_what_it_compares_at_1280_an
     seeds.sort();
     runs.extend(seeds);
     let tmp = tempfile::tempdir().unwrap();
-    let site = tmp.path().join("site");
-    let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
-        .arg("publish")
-        .args(&runs)
-        .arg("--pages")
-        .arg(&site)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "publish: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let inputs: Vec<&std::ffi::OsStr> = runs.iter().map(|p| p.as_os_str()).collect();
+    let site = publish(tmp.path(), &inputs);
     let page = site.join("index.html");
     let url = file_url(&page);
     let shots = shots_dir(tmp.path());

@@ -211,6 +211,11 @@ impl Compares {
                 title: Some(title),
             } => format!("{count} variants: {}", show(title)),
         };
+        self.led(what)
+    }
+
+    /// `what`, led by `diagnostic: ` for a diagnostic.
+    fn led(&self, what: String) -> String {
         if self.diagnostic {
             format!("diagnostic: {what}")
         } else {
@@ -250,11 +255,7 @@ impl Compares {
                 title: Some(title),
             } => format!("{count} variants of {}", show(title)),
         };
-        if self.diagnostic {
-            format!("diagnostic: {what}")
-        } else {
-            what
-        }
+        self.led(what)
     }
 
     /// Whether the patched kernel is the baseline and the base the
