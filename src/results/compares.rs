@@ -34,8 +34,14 @@ pub enum What {
     Knob(Vec<Turned>),
     /// The series against the base. With `patch_first`, the patched
     /// kernel is the baseline (A) and the base the candidate (B): every
-    /// change is the base's against the patch.
-    Series { title: String, patch_first: bool },
+    /// change is the base's against the patch. `prefix`: the patched
+    /// kernel applies only the first K patches of the series (a hunt's
+    /// step), `None` when it applies them all.
+    Series {
+        title: String,
+        patch_first: bool,
+        prefix: Option<usize>,
+    },
     /// The base, then each prefix of the series in turn.
     PerPatch { title: String },
     /// Three or more variants told apart otherwise (kernels, patches and
@@ -89,6 +95,7 @@ fn what(series: &SeriesInfo, variants: &[VariantRecord]) -> What {
         [a, b] => What::Series {
             title,
             patch_first: a.patches > b.patches,
+            prefix: Some(a.patches.max(b.patches)).filter(|k| *k < series.patches.len()),
         },
         _ => What::Variants {
             count: variants.len(),
@@ -165,6 +172,14 @@ fn knob_name(path: &str) -> String {
         .to_string()
 }
 
+/// `the first K patches of ` for a prefix of the series, else nothing.
+fn first(prefix: Option<usize>) -> String {
+    prefix.map_or_else(String::new, |k| match k {
+        1 => "the first patch of ".to_string(),
+        k => format!("the first {k} patches of "),
+    })
+}
+
 /// The series' headline: its first subject, and how many patches follow.
 pub fn series_title(series: &SeriesInfo) -> String {
     let patches = &series.patches;
@@ -199,11 +214,13 @@ impl Compares {
             What::Series {
                 title,
                 patch_first: false,
-            } => show(title),
+                prefix,
+            } => format!("{}{}", first(*prefix), show(title)),
             What::Series {
                 title,
                 patch_first: true,
-            } => format!("A = patch, B = base: {}", show(title)),
+                prefix,
+            } => format!("A = patch, B = base: {}{}", first(*prefix), show(title)),
             What::PerPatch { title } => format!("per patch: {}", show(title)),
             What::Variants { count, title: None } => format!("{count} variants"),
             What::Variants {
@@ -243,11 +260,17 @@ impl Compares {
             What::Series {
                 title,
                 patch_first: false,
-            } => format!("A = base, B = base + {}", show(title)),
+                prefix,
+            } => format!("A = base, B = base + {}{}", first(*prefix), show(title)),
             What::Series {
                 title,
                 patch_first: true,
-            } => format!("A = base + {}, B = base: the patch first", show(title)),
+                prefix,
+            } => format!(
+                "A = base + {}{}, B = base: the patch first",
+                first(*prefix),
+                show(title)
+            ),
             What::PerPatch { title } => format!("the base, then each patch of {}", show(title)),
             What::Variants { count, title: None } => format!("{count} variants"),
             What::Variants {

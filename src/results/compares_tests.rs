@@ -124,3 +124,20 @@ fn the_sides_say_what_a_and_b_are_and_render_the_title_through_show() {
         "A = base, B = base + <mm: memcg: hierarchical per-CPU zswap counter for the zswap limit check>"
     );
 }
+
+/// A hunt's step applies a prefix of the night's series: its label says
+/// which, not the whole series' title alone.
+#[test]
+fn a_hunt_step_says_which_prefix_of_the_series_it_applies() {
+    let step = kept("results/watch-synthetic/hunts/smoke-n006/bisect/p2");
+    assert_eq!(
+        step.compares().label(),
+        "the first 2 patches of mm: vmscan: the first of night 6 (+3 more)"
+    );
+    let whole = kept("results/smoke");
+    assert!(
+        !whole.compares().label().starts_with("the first"),
+        "{}",
+        whole.compares().label()
+    );
+}
