@@ -144,7 +144,11 @@ pub fn qemu_command(spec: &BootSpec, sockets: &Path) -> Cmd {
     let icount = spec.clock.icount();
     let lane = spec.clock.plugin();
     let accel = match &spec.clock {
-        Clock::Kvm => args::accel_args(Accel::Kvm, false, TcgThreads::Multi),
+        Clock::Kvm => [
+            args::accel_args(Accel::Kvm, false, TcgThreads::Multi),
+            args::kvm_host_args(),
+        ]
+        .concat(),
         Clock::Tcg(threads) => args::accel_args(Accel::Tcg, false, *threads),
         Clock::Icount => args::accel_args(Accel::Tcg, true, TcgThreads::Single),
         Clock::Plugin(_) => {
@@ -658,5 +662,42 @@ mod tests {
             assert!(cmd.contains(part), "missing {part} in {cmd}");
         }
         assert!(!cmd.contains("kvm"), "{cmd}");
+    }
+
+    /// A KVM boot's whole command line: the host CPU, guest memory
+    /// neither merged by the host's KSM nor faulted in during a sample,
+    /// named threads, and none of TCG's or icount's flags.
+    #[test]
+    fn a_kvm_boots_whole_command_line() {
+        let spec = BootSpec {
+            label: "A".into(),
+            kernel: "/k/bzImage".into(),
+            initrd: "/b/initramfs.cpio".into(),
+            dir: "/b".into(),
+            clock: Clock::Kvm,
+            memory_mib: 2048,
+            cpus: CpuShape {
+                possible: 20,
+                online: 2,
+            },
+            swap_bytes: 0,
+            boot_timeout: Duration::from_secs(60),
+            run_timeout: Duration::from_secs(600),
+            host_root: false,
+            extra_cmdline: Vec::new(),
+        };
+        let cmd = qemu_command(&spec, Path::new("/tmp/s")).to_string();
+        assert_eq!(
+            cmd,
+            "qemu-system-x86_64 -nodefaults -no-user-config -display none -nic none -no-reboot \
+             -accel kvm -cpu host -machine mem-merge=off -mem-prealloc -name patchbench,debug-threads=on \
+             -machine q35 -m 2048M -smp 20 \
+             -kernel /k/bzImage -initrd /b/initramfs.cpio \
+             -append 'console=ttyS0 panic=-1 oops=panic maxcpus=2 rdinit=/init' \
+             -chardev file,id=console,path=/tmp/s/console.fifo -serial chardev:console \
+             -device virtio-serial-pci,id=vser0 \
+             -chardev socket,id=agent,path=/tmp/s/agent.sock \
+             -device virtserialport,bus=vser0.0,chardev=agent,name=org.patchbench.agent"
+        );
     }
 }

@@ -54,7 +54,13 @@ pub fn parse(args: &[String]) -> Result<Boot, Refused> {
                 .ok_or_else(|| Refused(format!("{flag} without its value")))
         };
         match flag.as_str() {
-            "-nodefaults" | "-no-user-config" | "-no-reboot" => {}
+            "-nodefaults" | "-no-user-config" | "-no-reboot" | "-mem-prealloc" => {}
+            "-name" => {
+                let v = value()?;
+                if v != "patchbench,debug-threads=on" {
+                    refuse!("-name {v} is not faked");
+                }
+            }
             "-display" | "-nic" => {
                 let v = value()?;
                 if v != "none" {
@@ -81,7 +87,7 @@ pub fn parse(args: &[String]) -> Result<Boot, Refused> {
             }
             "-machine" => {
                 let v = value()?;
-                if v != "q35" {
+                if v != "q35" && v != "mem-merge=off" {
                     refuse!("-machine {v} is not faked");
                 }
             }
