@@ -358,11 +358,6 @@ fn seconds(s: Option<f64>) -> String {
     s.map_or("\u{2014}".into(), |s| format!("{s:.1} s"))
 }
 
-/// The series' headline: its first subject, and how many patches follow.
-pub fn series_title(results: &Results) -> String {
-    crate::results::compares::series_title(&results.series)
-}
-
 fn row_view(results: &Results, row: &ComparisonRecord, anchor: String) -> RowView {
     let scale = crate::report::row_scale(row);
     RowView {
@@ -1004,7 +999,7 @@ pub fn trend_page(
                 night: run
                     .night
                     .map(|n| super::changes::night_label(n, history_nights.get(n))),
-                series: series_title(run.results),
+                series: crate::results::compares::series_title(&run.results.series),
                 href: href.clone(),
             })
             .collect(),

@@ -172,6 +172,11 @@ fn knob_name(path: &str) -> String {
         .to_string()
 }
 
+/// Each knob turned, said by `say`, joined by commas.
+fn each(turned: &[Turned], say: impl Fn(&Turned) -> String) -> String {
+    turned.iter().map(say).collect::<Vec<_>>().join(", ")
+}
+
 /// `the first K patches of ` for a prefix of the series, else nothing.
 fn first(prefix: Option<usize>) -> String {
     prefix.map_or_else(String::new, |k| match k {
@@ -205,11 +210,10 @@ impl Compares {
             What::SelfCheck => "A/A".to_string(),
             What::Knob(turned) => format!(
                 "knob: {}",
-                turned
-                    .iter()
-                    .map(|t| format!("{} {} \u{2192} {}", t.knob, t.from, t.to))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                each(turned, |t| format!(
+                    "{} {} \u{2192} {}",
+                    t.knob, t.from, t.to
+                ))
             ),
             What::Series {
                 title,
@@ -251,11 +255,10 @@ impl Compares {
             What::SelfCheck => "A/A self-check: A = B = the base".to_string(),
             What::Knob(turned) => format!(
                 "knob: {}, one kernel",
-                turned
-                    .iter()
-                    .map(|t| format!("{} {} (A) \u{2192} {} (B)", t.knob, t.from, t.to))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                each(turned, |t| format!(
+                    "{} {} (A) \u{2192} {} (B)",
+                    t.knob, t.from, t.to
+                ))
             ),
             What::Series {
                 title,
