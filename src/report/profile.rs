@@ -1,11 +1,11 @@
 //! The cost lane's "where the change came from": per marked phase, the
 //! kernel symbols whose mean modeled cycles per sample changed most from
-//! the baseline to a variant (`cost::top_symbol_deltas` over the samples'
+//! the baseline to a variant (`profile::top_symbol_deltas` over the samples'
 //! profiles), and the lane's banner.
 
 use std::collections::BTreeMap;
 
-use crate::cost::{self, SymbolDelta, SymbolProfile};
+use crate::model::profile::{self, SymbolDelta, SymbolProfile};
 use crate::results::Results;
 
 /// Symbols listed per table.
@@ -97,8 +97,8 @@ pub fn profile_tables(results: &Results) -> Vec<ProfileTable> {
                     .sum::<f64>()
                     / side.len() as f64
             };
-            let rows = cost::top_symbol_deltas(pa, pb, TOP_SYMBOLS);
-            let mut series_rows = cost::function_deltas(pa, pb, &changed);
+            let rows = profile::top_symbol_deltas(pa, pb, TOP_SYMBOLS);
+            let mut series_rows = profile::function_deltas(pa, pb, &changed);
             series_rows.retain(|r| !rows.iter().any(|t| t.symbol == r.symbol));
             tables.push(ProfileTable {
                 phase: phase.clone(),
