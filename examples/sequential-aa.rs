@@ -14,7 +14,7 @@
 //!   cargo run --release --example sequential-aa -- \
 //!       results/seeds/000-counter/results.json:pageout_cpu_ns ...
 
-use patchbench::model::Spending;
+use patchbench::model::{Lane, Spending, TcgThreads};
 use patchbench::results::Results;
 use patchbench::stats::{
     CompareOptions, NullScenario, RoundsScenario, aa_false_positive_rate, sequential_rates,
@@ -72,7 +72,11 @@ fn label(path: &str, results: &Results, metric: &str) -> String {
         .parent()
         .and_then(|d| d.file_name())
         .map_or_else(|| path.to_string(), |d| d.to_string_lossy().into_owned());
-    let lane = patchbench::report::lane_short(results).unwrap_or("plain TCG");
+    let lane = match (results.host.lane, results.host.tcg_threads) {
+        (Lane::Tcg, Some(TcgThreads::Single)) => "one thread",
+        (Lane::Tcg, _) => "plain TCG",
+        (lane, _) => lane.short(),
+    };
     format!("`{dir}`, {lane}, `{metric}`")
 }
 

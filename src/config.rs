@@ -203,30 +203,7 @@ impl std::fmt::Display for BaseConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum AccelChoice {
-    /// KVM where it really works, TCG otherwise (and said so in the results).
-    #[default]
-    Auto,
-    Kvm,
-    Tcg,
-}
-
-/// `vm.cost_model`: whether the campaign measures in the cost lane or the
-/// counting lane.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum CostModel {
-    /// The accelerator's own clock (or icount): times, no modeled cost.
-    #[default]
-    None,
-    /// The cost-model plugin's cache model (Skylake client).
-    Cache,
-    /// The plugin counting each vCPU's own instructions, by mode and
-    /// symbol, with no cache model: the counting lane.
-    Count,
-}
+pub use crate::model::{AccelChoice, CostModel};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -565,6 +542,16 @@ impl Plan {
 }
 
 impl VmConfig {
+    /// The lane this section asks for: `accel`, `icount`, `cost_model`
+    /// (`model::lane::decide` turns it into a lane).
+    pub fn lane_request(&self) -> crate::model::LaneRequest {
+        crate::model::LaneRequest {
+            accel: self.accel,
+            icount: self.icount,
+            cost_model: self.cost_model,
+        }
+    }
+
     /// The guest's memory and CPUs.
     pub fn guest(&self) -> GuestShape {
         GuestShape {

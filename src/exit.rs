@@ -78,6 +78,7 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
             return GUEST;
         }
         if cause.is::<ConfigError>()
+            || cause.is::<crate::model::LaneRefused>()
             || cause.is::<crate::model::shard::ShardError>()
             || cause.is::<crate::results::merge::MergeError>()
         {

@@ -239,7 +239,7 @@ fn bisection_names_the_known_bad_patch_of_seven_in_four_kernel_pairs() {
     assert_eq!(hunt.series.patches.len(), 7);
     assert_eq!(hunt.series.patches[3].subject, subjects[3]);
     let lane = hunt.lane.as_ref().unwrap();
-    assert!(lane.icount, "{lane:?}");
+    assert!(lane.icount(), "{lane:?}");
     let hunted = hunt.hunted.as_ref().unwrap();
     assert_eq!(hunted.verdict, VerdictRecord::Regression);
     let names: Vec<&str> = hunted.metrics.iter().map(|m| m.metric.as_str()).collect();

@@ -119,7 +119,7 @@ fn the_cost_model_counts_a_marked_loop_exactly_on_every_boot() {
             let (kernel, user_cycles) = cost::mode_split(w).unwrap();
             assert_eq!(kernel + user_cycles, w.total.modeled_cycles);
             assert_eq!(user_cycles, user.cost.modeled_cycles);
-            let metrics = cost::sample_metrics(windows).unwrap();
+            let metrics = cost::sample_metrics(windows, cost::PluginModel::Cache).unwrap();
             assert_eq!(metrics["probe_user_modeled_cycles"], user_cycles);
             assert_eq!(metrics["probe_kernel_modeled_cycles"], kernel);
             user.cost.insns

@@ -1115,7 +1115,7 @@ fn auto_falls_back_to_tcg_on_a_closed_dev_kvm_and_the_report_says_why() {
     assert_eq!(log.first().map(String::as_str), Some("kvm-trial denied"));
     assert_eq!(boots_in(&log), ["A", "A'", "B"]);
     let results = world.results("out");
-    assert_eq!(results.host.accel, patchbench::results::Accel::Tcg);
+    assert_eq!(results.host.lane, patchbench::model::Lane::Tcg);
     let reason = &results.host.accel_reason;
     assert!(
         reason.starts_with("fell back to TCG")

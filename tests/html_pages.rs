@@ -124,7 +124,7 @@ fn the_run_page_shows_the_table_a_plot_per_metric_and_the_tcg_label() {
     assert!(page.contains("<strong>Accelerator: TCG (software emulation)</strong>"));
     // Each TCG lane is labelled, as in Markdown.
     let mut icount = results.clone();
-    icount.host.icount = true;
+    icount.host.lane = patchbench::model::Lane::Icount;
     let icount = judged(icount);
     let page = html::render_run(&Run::new(&icount, Path::new("/out"))).unwrap();
     assert!(
@@ -434,7 +434,7 @@ fn the_index_lists_runs_newest_first_with_their_verdicts() {
     );
     assert_markup_is_ours("index", &page);
     let mut icount = fixture();
-    icount.host.icount = true;
+    icount.host.lane = patchbench::model::Lane::Icount;
     let cost = cost_lane();
     let icount = judged(icount);
     let cost = judged(cost);
@@ -763,7 +763,7 @@ fn a_control_name_from_a_hostile_document_stays_text() {
 fn cost_lane() -> Results {
     let mut r = fixture();
     r.host.cost_model = Some("skylake-client".into());
-    r.host.icount = true;
+    r.host.lane = patchbench::model::Lane::Cost;
     r.host.accel_reason = "cost model: TCG forced (single-threaded, -icount shift=0,sleep=off, so that the modeled counts repeat); KVM is not usable here anyway".into();
     for b in &mut r.boots {
         let is_b = b.variant == "B";

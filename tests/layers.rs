@@ -549,6 +549,41 @@ fn the_renderers_never_judge() {
     }
 }
 
+/// The results document has types of its own, converted at the edge
+/// (`campaign::record`): `results` imports nothing of `vm`, `hostnoise`,
+/// `build`, `cost` or the agent's crate, and `report` renders the stored
+/// lane and profiles without the cost stage.
+#[test]
+fn the_results_document_and_its_renderers_keep_to_their_own_types() {
+    let lib = crates().remove(0);
+    let under = |p: &ModPath, top: &str| p.first().is_some_and(|f| f == top);
+    let banned = |module: &ModPath| -> &[&str] {
+        if under(module, "results") {
+            &["vm", "hostnoise", "build", "cost", "campaign"]
+        } else if under(module, "report") {
+            &["cost", "vm", "hostnoise"]
+        } else {
+            &[]
+        }
+    };
+    let mut found = Vec::new();
+    for (module, targets) in &lib.edges {
+        for t in targets {
+            if banned(module).iter().any(|b| under(t, b)) {
+                found.push(format!("{} imports {}", show(module), show(t)));
+            }
+        }
+        if under(module, "results") {
+            let text = std::fs::read_to_string(&lib.files[module]).unwrap();
+            let (code, _) = without_tests(&code_only(&text));
+            if code.contains("patchbench_agent") {
+                found.push(format!("{} names the agent's crate", show(module)));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
 #[test]
 fn the_checker_sees_groups_children_and_inline_paths() {
     let code = code_only(

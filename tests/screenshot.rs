@@ -87,7 +87,7 @@ fn the_stored_icount_run_page_shows_every_verdict_without_sideways_scrolling_at_
     let path = repo().join("results/smoke/results.json");
     let results = Results::load(&path).unwrap();
     assert!(
-        results.host.icount && results.judgement.is_some(),
+        results.host.lane.icount() && results.judgement.is_some(),
         "{} is no longer an icount run with a stored judgement; update this test",
         path.display()
     );

@@ -36,8 +36,8 @@ use crate::campaign::{self, RunOptions};
 use crate::config::{ConfigError, Plan};
 use crate::events::{Event, Sink};
 use crate::results::hunt::{
-    HUNT_FILE, HUNT_SCHEMA_VERSION, Hunt, HuntLane, HuntPatch, HuntSeries, HuntState, HuntStep,
-    Hunted, OwnInterval, OwnMethod, StepKernel, StepOutcome, StepRole,
+    HUNT_FILE, HUNT_SCHEMA_VERSION, Hunt, HuntPatch, HuntSeries, HuntState, HuntStep, Hunted,
+    OwnInterval, OwnMethod, StepKernel, StepOutcome, StepRole,
 };
 use crate::results::{ComparisonRecord, Results, VerdictRecord};
 use crate::variants::{VariantSet, prefix_name};
@@ -200,11 +200,7 @@ impl Hunter<'_> {
             .as_ref()
             .map(|j| j.regressed.clone())
             .unwrap_or_default();
-        self.hunt.lane = Some(HuntLane {
-            accel: whole.host.accel,
-            icount: whole.host.icount,
-            cost_model: whole.host.cost_model.clone(),
-        });
+        self.hunt.lane = Some(whole.host.lane);
         let Some(hunted) = judge::hunted(&rows, self.spec) else {
             let undecided: Vec<String> = judge::verdicts(&rows, self.spec, None)
                 .iter()
@@ -473,7 +469,7 @@ impl Hunter<'_> {
             .measured
             .get(&(k - 1))
             .expect("the prefix before the patch was measured");
-        let lane = self.hunt.lane.clone().expect("the first step set the lane");
+        let lane = self.hunt.lane.expect("the first step set the lane");
         let mut witness = Vec::new();
         let why_not = if lane.deterministic() {
             let (a_name, b_name) = (format!("base@{before}"), format!("base@{this}"));
@@ -513,10 +509,7 @@ impl Hunter<'_> {
         } else {
             format!(
                 "boots of different steps are not comparable on the host's clock ({}: it drifts between boots, docs/tcg-noise.md)",
-                match (lane.accel, lane.icount) {
-                    (crate::results::Accel::Kvm, _) => "KVM",
-                    _ => "plain TCG",
-                }
+                lane.label()
             )
         };
         self.sink.emit(Event::Note(format!(

@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::Context;
 use patchbench_agent::{Job, Message, PROTOCOL_VERSION, SwapBackend, SwapSetup};
 
-use super::lane::Lane;
+use super::lane::LaneSetup;
 use super::stages::Stages;
 use crate::build::KernelArtifact;
 use crate::config::Plan;
@@ -50,7 +50,7 @@ pub struct BootJob<'a> {
     pub kernel: &'a Path,
     /// Where the job's initramfs, the console log and QEMU's stderr go.
     pub dir: &'a Path,
-    /// The lane, as the campaign's [`Lane`] decided it for this kernel.
+    /// The lane, as the campaign's [`LaneSetup`] decided it for this kernel.
     pub clock: vm::Clock,
     pub workload: patchbench_agent::Workload,
     pub controls: Vec<patchbench_agent::Control>,
@@ -157,7 +157,7 @@ pub(super) struct Boots<'a> {
     pub(super) plan: &'a Plan,
     /// Where a deterministic lane's boots are replayed from, if they are.
     pub(super) replays: Option<&'a super::replay::Replays>,
-    pub(super) lane: &'a Lane,
+    pub(super) lane: &'a LaneSetup,
     /// Every variant, the baseline first.
     pub(super) variants: &'a [Variant],
     /// Each variant's kernel, by variant index.
@@ -233,7 +233,7 @@ impl Boots<'_> {
         // Under icount (the cost and counting lanes with it) a guest's
         // figures do not depend on the host's speed, so the host's noise
         // is not timed there: it would only cost seconds a wave.
-        let noise = !self.lane.icount;
+        let noise = self.lane.lane.host_time();
         for wave in pending.chunks(self.lane.parallel.max(1)) {
             if noise && results.host.noise.is_none() {
                 host_noise(results).await;
@@ -316,9 +316,9 @@ impl Boots<'_> {
             replayed: false,
         });
         results.save(self.results_path)?;
-        let windows = self.lane.cost.as_ref().map(|c| CostWindows {
+        let windows = super::lane::plugin_model(self.lane.lane).map(|model| CostWindows {
             reader: cost::WindowReader::new(&spec.cost_windows()),
-            model: c.name,
+            model,
             per_call: self.workloads.main.wire().per_call_cost(),
         });
         Ok(Ready {
@@ -357,7 +357,7 @@ impl Boots<'_> {
                 format!("boots {}", labels.join(", ")),
                 format!(
                     "side by side under {}, {} runs each",
-                    self.lane.clock(),
+                    self.lane.lane.clock(),
                     per_condition * conditions
                 ),
             ),
@@ -543,7 +543,7 @@ async fn host_noise(results: &mut Results) {
 /// windows must name.
 struct CostWindows {
     reader: cost::WindowReader,
-    model: &'static str,
+    model: cost::PluginModel,
     /// The workload's metric per call of its profiled function.
     per_call: Option<patchbench_agent::PerCallCost>,
 }
@@ -562,16 +562,16 @@ impl CostWindows {
         let path = self.reader.path().to_owned();
         let context = || format!("the cost windows of this sample ({})", path.display());
         let windows = self.reader.read_new().with_context(context)?;
-        if let Some(w) = windows.iter().find(|w| w.model != self.model) {
+        let machine = self.model.machine().name;
+        if let Some(w) = windows.iter().find(|w| w.model != machine) {
             anyhow::bail!(
-                "{}: window {} was modeled on {}, the campaign's model is {}",
+                "{}: window {} was modeled on {}, the campaign's model is {machine}",
                 path.display(),
                 w.seq,
                 w.model,
-                self.model
             );
         }
-        for (name, value) in cost::sample_metrics(&windows).with_context(context)? {
+        for (name, value) in cost::sample_metrics(&windows, self.model).with_context(context)? {
             if sample.metrics.insert(name.clone(), value).is_some() {
                 anyhow::bail!("the agent already reports the metric {name} the cost model makes");
             }
@@ -834,7 +834,7 @@ mod tests {
         let path = dir.path().join(cost::WINDOWS_FILE);
         let mut windows = CostWindows {
             reader: cost::WindowReader::new(&path),
-            model: "skylake-client",
+            model: cost::PluginModel::Cache,
             per_call: Some(patchbench_agent::PerCallCost {
                 phase: "pageout",
                 calls: "pageout_flushes",

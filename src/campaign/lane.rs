@@ -1,34 +1,34 @@
-//! The campaign's lane: the accelerator and clock of every boot, and in
-//! the cost lane (`vm.cost_model: cache`) or the counting lane
-//! (`vm.cost_model: count`) the plugin. The decision is a pure function of
-//! the campaign and the host's KVM probe ([`decide`]), so that a KVM
-//! host's choice is tested without KVM, and it is made here once: each
-//! boot's [`vm::Clock`] comes from [`Lane::clock_for`], and every QEMU
-//! argument that depends on the lane from that clock.
+//! The campaign's lane, decided once: [`decide`] turns what the campaign
+//! asks for (`vm.accel`, `vm.icount`, `vm.cost_model`) and the host's KVM
+//! trial into a [`Lane`] (`model::lane::decide`, pure), which results.json
+//! stores as `host.lane` and every later stage reads. Each boot's
+//! [`vm::Clock`] comes from the lane ([`clock`]), and every QEMU argument
+//! that depends on the lane from that clock; `patchbench boot` uses the
+//! same two functions.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::config::{AccelChoice, CostModel, Plan};
+use crate::config::Plan;
 use crate::cost::{self, CostLane, PluginModel};
 use crate::events::{Event, Sink};
-use crate::model::{ParallelBoots, TcgThreads};
+use crate::model::lane::{Decision, LaneError};
+use crate::model::{AccelChoice, Lane, LaneRequest, ParallelBoots, TcgThreads};
 use crate::vm::{
     self,
-    accel::{self, Accel, Decision, KvmProbe},
+    accel::{self, KvmProbe, KvmUnusable},
 };
 
-/// The accelerator and clock every boot of the campaign uses.
-pub(super) struct Lane {
-    pub decision: Decision,
-    /// TCG's instruction-count clock.
-    pub icount: bool,
+/// The lane every boot of the campaign runs in, and how.
+pub(super) struct LaneSetup {
+    pub lane: Lane,
+    /// Why this lane, in the words results.json keeps (`host.accel_reason`).
+    pub reason: String,
     /// Plain TCG's threading.
     pub tcg_threads: TcgThreads,
-    /// The plugin and what it does (the cost or the counting lane);
-    /// `None` outside them.
-    pub cost: Option<CostPlugin>,
+    /// The plugin, in the counting and the cost lanes.
+    pub plugin: Option<PathBuf>,
     /// How many boots run at once ([`parallel_boots`]).
     pub parallel: usize,
     /// Rounds of the boot order until decided, or `None`: the fixed
@@ -36,23 +36,23 @@ pub(super) struct Lane {
     pub sequential: Option<crate::model::Sequential>,
 }
 
-impl Lane {
+impl LaneSetup {
     /// Samples each boot takes, per condition: a round's in a sequential
     /// campaign, else the protocol's.
     pub fn samples_per_boot(&self, plan: &Plan) -> u32 {
         self.sequential.map_or(plan.samples, |s| s.samples)
     }
 
-    /// A sequential campaign under icount (not the cost lane) with
-    /// `vm.parallel_boots: auto` runs a round's `round` boots all at once,
-    /// beyond the host's cores if need be (as many as its memory holds):
-    /// their figures count instructions, so sharing the cores changes how
-    /// long the round takes, not what it measures, and a round is one wave
-    /// instead of two (A and B, then A' alone on one core).
+    /// A sequential campaign in a lane whose boots run side by side by
+    /// default, with `vm.parallel_boots: auto`, runs a round's `round`
+    /// boots all at once, beyond the host's cores if need be (as many as
+    /// its memory holds): their figures count instructions, so sharing the
+    /// cores changes how long the round takes, not what it measures, and a
+    /// round is one wave instead of two (A and B, then A' alone on one
+    /// core).
     pub fn widen_for_rounds(&mut self, plan: &Plan, round: usize) {
         if self.sequential.is_some()
-            && self.icount
-            && !self.cache_model()
+            && self.lane.side_by_side_by_default()
             && plan.vm.parallel_boots == ParallelBoots::Auto
         {
             self.parallel = round
@@ -60,152 +60,96 @@ impl Lane {
                 .max(self.parallel);
         }
     }
-}
 
-/// The plugin a cost-lane or counting-lane campaign loads in every boot.
-pub(super) struct CostPlugin {
-    pub plugin: PathBuf,
-    /// The cache model, or counting alone.
-    pub model: PluginModel,
-    /// The lane's model as results.json names it (`host.cost_model`):
-    /// the machine model's (`skylake-client`), as the plugin writes it in
-    /// every window, or `count`.
-    pub name: &'static str,
-}
-
-impl Lane {
-    /// The guest's clock, as the progress lines name it.
-    pub fn clock(&self) -> &'static str {
-        match (&self.cost, self.icount) {
-            (Some(c), _) if c.model == PluginModel::Count => "the counting lane",
-            (Some(_), _) => "the cost lane",
-            (None, true) => "icount",
-            (None, false) => "the host's clock",
-        }
-    }
-
-    /// Whether boots run the cache model (one at a time, slow).
-    pub fn cache_model(&self) -> bool {
-        self.cost
-            .as_ref()
-            .is_some_and(|c| c.model == PluginModel::Cache)
-    }
-
-    /// The clock of a boot of `bzimage`: the lane's accelerator and clock,
-    /// and with the plugin, the booted kernel's `System.map` (from the
-    /// top of its build directory).
+    /// The clock of a boot of `bzimage`: the lane's, and with the plugin,
+    /// the booted kernel's `System.map` (from the top of its build
+    /// directory).
     pub fn clock_for(&self, bzimage: &Path) -> anyhow::Result<vm::Clock> {
-        if let Some(cost) = &self.cost {
-            let system_map = crate::build::system_map(bzimage).with_context(|| {
-                format!(
-                    "{} needs the kernel's System.map, and there is none at the top of {}'s build directory (kernels from `patchbench build --out` do not carry it; build them in the campaign)",
-                    self.clock(),
-                    bzimage.display()
-                )
-            })?;
-            return Ok(vm::Clock::Plugin(CostLane {
-                plugin: cost.plugin.clone(),
-                system_map,
-                model: cost.model,
-            }));
-        }
-        Ok(match (self.decision.accel, self.icount) {
-            (Accel::Kvm, _) => vm::Clock::Kvm,
-            (Accel::Tcg, true) => vm::Clock::Icount,
-            (Accel::Tcg, false) => vm::Clock::Tcg(self.tcg_threads),
-        })
+        let plugin = match &self.plugin {
+            Some(plugin) => {
+                let system_map = crate::build::system_map(bzimage).with_context(|| {
+                    format!(
+                        "{} needs the kernel's System.map, and there is none at the top of {}'s build directory (kernels from `patchbench build --out` do not carry it; build them in the campaign)",
+                        self.lane.clock(),
+                        bzimage.display()
+                    )
+                })?;
+                Some((plugin.clone(), system_map))
+            }
+            None => None,
+        };
+        clock(self.lane, self.tcg_threads, plugin)
     }
 }
 
-/// A campaign that asks for the cost lane and for KVM at once.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error(
-    "vm.cost_model: cache and count run only under TCG (single-threaded, with icount), but KVM was requested (vm.accel: kvm or --accel kvm); use accel auto or tcg"
-)]
-pub struct CostLaneWantsTcg;
-
-/// The accelerator and whether TCG runs with icount, from the campaign's
-/// `vm.accel`, `vm.icount` and `vm.cost_model` and the host's KVM probe.
-/// The cost lane is TCG with icount on every host, KVM or not, and its
-/// reason says so; asking for KVM in it is an error.
-pub fn decide(
-    choice: AccelChoice,
-    icount: bool,
-    cost_model: CostModel,
-    probe: &KvmProbe,
-) -> anyhow::Result<(Decision, bool)> {
-    match cost_model {
-        CostModel::None => {
-            let decision = accel::decide(choice, probe)?;
-            let icount = icount && decision.accel == Accel::Tcg;
-            Ok((decision, icount))
-        }
-        CostModel::Cache | CostModel::Count => {
-            if choice == AccelChoice::Kvm {
-                return Err(CostLaneWantsTcg.into());
-            }
-            let host = match probe.usable() {
-                Ok(()) => "KVM is usable on this host, and not used".to_string(),
-                Err(why) => format!("KVM is not usable here anyway: {why}"),
-            };
-            Ok((
-                Decision {
-                    accel: Accel::Tcg,
-                    reason: format!(
-                        "{}: TCG forced (single-threaded, -icount shift=0,sleep=off, so that the {} repeat); {host}",
-                        if cost_model == CostModel::Count {
-                            "counting lane"
-                        } else {
-                            "cost model"
-                        },
-                        if cost_model == CostModel::Count {
-                            "counts"
-                        } else {
-                            "modeled counts"
-                        }
-                    ),
-                },
-                true,
-            ))
-        }
+/// The plugin's model in a lane that loads it.
+pub fn plugin_model(lane: Lane) -> Option<PluginModel> {
+    match lane {
+        Lane::Counting => Some(PluginModel::Count),
+        Lane::Cost => Some(PluginModel::Cache),
+        Lane::Kvm | Lane::Tcg | Lane::Icount => None,
     }
+}
+
+/// A boot's clock in `lane`: plain TCG with `threads`, and in the plugin
+/// lanes the plugin and the kernel's `System.map` (`plugin`), which they
+/// need and the others refuse.
+pub fn clock(
+    lane: Lane,
+    threads: TcgThreads,
+    plugin: Option<(PathBuf, PathBuf)>,
+) -> anyhow::Result<vm::Clock> {
+    Ok(match (plugin_model(lane), plugin) {
+        (Some(model), Some((plugin, system_map))) => vm::Clock::Plugin(CostLane {
+            plugin,
+            system_map,
+            model,
+        }),
+        (Some(_), None) => anyhow::bail!("{} needs the plugin and a System.map", lane.clock()),
+        (None, Some(_)) => anyhow::bail!("{} loads no plugin", lane.label()),
+        (None, None) => match lane {
+            Lane::Kvm => vm::Clock::Kvm,
+            Lane::Tcg => vm::Clock::Tcg(threads),
+            Lane::Icount | Lane::Counting | Lane::Cost => vm::Clock::Icount,
+        },
+    })
+}
+
+/// The lane of `request` on this host (`probe`): the one decision
+/// (`model::lane::decide`). A request that cannot be is a
+/// [`crate::model::LaneRefused`] (a usage error); KVM asked for where it
+/// ran no guest is a [`KvmUnusable`] with the trial's cause.
+pub fn decide(request: LaneRequest, probe: &KvmProbe) -> anyhow::Result<Decision> {
+    crate::model::lane::decide(request, probe.usable()).map_err(|e| match e {
+        LaneError::Refused(refused) => anyhow::Error::new(refused),
+        LaneError::KvmUnusable(cause) => anyhow::Error::new(KvmUnusable { cause }),
+    })
 }
 
 /// The host's KVM, tried before the first build unless the campaign
-/// asked for plain TCG, which no probe could change.
-pub(super) async fn probe(plan: &Plan) -> KvmProbe {
-    accel::probe_unless_tcg(
-        plan.vm.accel == AccelChoice::Tcg && plan.vm.cost_model == CostModel::None,
-    )
-    .await
+/// asked for TCG, which no trial could change.
+pub async fn probe(request: LaneRequest) -> KvmProbe {
+    accel::probe_unless_tcg(request.accel == AccelChoice::Tcg).await
 }
 
-/// KVM where a guest ran under it ([`probe`]), else TCG, said aloud;
-/// `vm.icount` only applies under TCG. In the cost lane: TCG with icount,
+/// The lane ([`decide`]), said aloud when it is TCG; in the plugin lanes
 /// the plugin found and the QEMU on `PATH` checked to speak its API,
-/// before any build.
-pub(super) fn choose(plan: &Plan, probe: &KvmProbe, sink: &dyn Sink) -> anyhow::Result<Lane> {
-    let (decision, icount) = decide(plan.vm.accel, plan.vm.icount, plan.vm.cost_model, probe)?;
-    if plan.vm.icount && !icount {
-        sink.emit(Event::Note(
-            "vm.icount is a TCG mode; with KVM the guest runs in real time without it".into(),
-        ));
-    }
-    if decision.accel == Accel::Tcg {
+/// before any build; how many boots run side by side, and the protocol.
+pub(super) fn choose(plan: &Plan, probe: &KvmProbe, sink: &dyn Sink) -> anyhow::Result<LaneSetup> {
+    let Decision { lane, reason } = decide(plan.vm.lane_request(), probe)?;
+    if lane != Lane::Kvm {
         sink.emit(Event::Note(format!(
-            "accelerator: TCG \u{2014} {}",
-            decision.reason
+            "lane: {} \u{2014} {reason}",
+            lane.label()
         )));
     }
-    let cost = match plan.vm.cost_model {
-        CostModel::None => None,
-        CostModel::Cache => Some(cost_plugin(PluginModel::Cache)?),
-        CostModel::Count => Some(cost_plugin(PluginModel::Count)?),
+    let plugin = match plugin_model(lane) {
+        Some(_) => Some(cost_plugin()?),
+        None => None,
     };
     let parallel = parallel_boots(
         plan.vm.parallel_boots,
-        icount,
-        plan.vm.cost_model == CostModel::Cache,
+        lane,
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         boots_that_fit(plan.vm.memory.as_u64()),
     )?;
@@ -216,7 +160,7 @@ pub(super) fn choose(plan: &Plan, probe: &KvmProbe, sink: &dyn Sink) -> anyhow::
     }
     // Boots repeat under icount (the cost lane's included), so there a
     // campaign's samples become rounds by default.
-    let sequential = plan.sequential.resolve(plan.samples, icount);
+    let sequential = plan.sequential.resolve(plan.samples, lane.deterministic());
     if let Some(s) = sequential {
         sink.emit(Event::Note(format!(
             "protocol: sequential, up to {} round(s) of the boot order with {} sample(s) per boot{}, stopping when every primary metric is decided ({} spending)",
@@ -228,11 +172,11 @@ pub(super) fn choose(plan: &Plan, probe: &KvmProbe, sink: &dyn Sink) -> anyhow::
             s.spending.name()
         )));
     }
-    Ok(Lane {
-        decision,
-        icount,
+    Ok(LaneSetup {
+        lane,
+        reason,
         tcg_threads: plan.vm.tcg_threads,
-        cost,
+        plugin,
         parallel,
         sequential,
     })
@@ -255,15 +199,16 @@ pub struct ParallelBootsNeedIcount(pub u32);
 /// 0.05%. A number is taken as it is in either.
 pub fn parallel_boots(
     choice: ParallelBoots,
-    icount: bool,
-    cost: bool,
+    lane: Lane,
     cores: usize,
     fit: usize,
 ) -> Result<usize, ParallelBootsNeedIcount> {
     match choice {
-        ParallelBoots::Auto if icount && !cost => Ok(cores.min(fit).max(1)),
+        ParallelBoots::Auto if lane.side_by_side_by_default() => Ok(cores.min(fit).max(1)),
         ParallelBoots::Auto => Ok(1),
-        ParallelBoots::AtMost(n) if n > 1 && !icount => Err(ParallelBootsNeedIcount(n)),
+        ParallelBoots::AtMost(n) if n > 1 && !lane.side_by_side() => {
+            Err(ParallelBootsNeedIcount(n))
+        }
         ParallelBoots::AtMost(n) => Ok(n as usize),
     }
 }
@@ -289,59 +234,45 @@ fn mem_available(meminfo: &str) -> Option<u64> {
 }
 
 /// The plugin, and a QEMU that can load it.
-fn cost_plugin(model: PluginModel) -> anyhow::Result<CostPlugin> {
+fn cost_plugin() -> anyhow::Result<PathBuf> {
     let plugin = cost::find_plugin()?;
     let qemu = cost::api::qemu_on_path()
         .context("qemu-system-x86_64 is not on PATH: apt-get install qemu-system-x86")?;
     cost::api::check_qemu(&qemu)?;
-    Ok(CostPlugin {
-        plugin,
-        model,
-        name: match model {
-            PluginModel::Cache => patchbench_costmodel::machine::SKYLAKE_CLIENT.name,
-            PluginModel::Count => cost::COUNT_MODEL,
-        },
-    })
+    Ok(plugin)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lane(accel: Accel, icount: bool, cost: Option<PluginModel>) -> Lane {
-        Lane {
-            decision: Decision {
-                accel,
-                reason: String::new(),
-            },
-            icount,
+    fn setup(lane: Lane, plugin: bool) -> LaneSetup {
+        LaneSetup {
+            lane,
+            reason: String::new(),
             tcg_threads: TcgThreads::Multi,
-            cost: cost.map(|model| CostPlugin {
-                plugin: "/p/libpatchbench_cost_plugin.so".into(),
-                model,
-                name: "x",
-            }),
+            plugin: plugin.then(|| "/p/libpatchbench_cost_plugin.so".into()),
             parallel: 1,
             sequential: None,
         }
     }
 
-    /// The lane is decided here once, and each boot's clock follows from
-    /// it: every QEMU argument that depends on the lane comes from that
-    /// clock (`vm::qemu_command`).
+    /// The lane is decided once, and each boot's clock follows from it:
+    /// every QEMU argument that depends on the lane comes from that clock
+    /// (`vm::qemu_command`).
     #[test]
     fn each_boots_clock_comes_from_the_lane() {
         let k = Path::new("/k/arch/x86/boot/bzImage");
         assert_eq!(
-            lane(Accel::Kvm, false, None).clock_for(k).unwrap(),
+            setup(Lane::Kvm, false).clock_for(k).unwrap(),
             vm::Clock::Kvm
         );
         assert_eq!(
-            lane(Accel::Tcg, false, None).clock_for(k).unwrap(),
+            setup(Lane::Tcg, false).clock_for(k).unwrap(),
             vm::Clock::Tcg(TcgThreads::Multi)
         );
         assert_eq!(
-            lane(Accel::Tcg, true, None).clock_for(k).unwrap(),
+            setup(Lane::Icount, false).clock_for(k).unwrap(),
             vm::Clock::Icount
         );
         // With the plugin: the kernel's own System.map, or an error that
@@ -350,7 +281,7 @@ mod tests {
         let bzimage = build.path().join("arch/x86/boot/bzImage");
         std::fs::create_dir_all(bzimage.parent().unwrap()).unwrap();
         std::fs::write(&bzimage, b"k").unwrap();
-        let counting = lane(Accel::Tcg, true, Some(PluginModel::Count));
+        let counting = setup(Lane::Counting, true);
         let err = counting.clock_for(&bzimage).unwrap_err().to_string();
         assert!(
             err.starts_with("the counting lane needs the kernel's System.map"),
@@ -364,9 +295,14 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(!counting.cache_model());
-        assert!(lane(Accel::Tcg, true, Some(PluginModel::Cache)).cache_model());
-        assert_eq!(counting.clock(), "the counting lane");
+        match setup(Lane::Cost, true).clock_for(&bzimage).unwrap() {
+            vm::Clock::Plugin(l) => assert_eq!(l.model, PluginModel::Cache),
+            other => panic!("{other:?}"),
+        }
+        // A plugin lane without its plugin, or a plugin elsewhere, is a bug
+        // the clock refuses rather than boots.
+        assert!(clock(Lane::Cost, TcgThreads::Multi, None).is_err());
+        assert!(clock(Lane::Kvm, TcgThreads::Multi, Some(("p".into(), "m".into()))).is_err());
     }
 
     fn probe(kvm: bool) -> KvmProbe {
@@ -381,34 +317,50 @@ mod tests {
         }
     }
 
+    /// The errors keep their types, which exit.rs maps: a refused request
+    /// is the user's (exit 2), KVM that ran no guest the host's (exit 3).
     #[test]
-    fn the_cost_lane_is_tcg_with_icount_even_on_a_kvm_host() {
-        for (choice, kvm) in [
-            (AccelChoice::Auto, true),
-            (AccelChoice::Auto, false),
-            (AccelChoice::Tcg, true),
-        ] {
-            for icount in [false, true] {
-                let (d, ic) = decide(choice, icount, CostModel::Cache, &probe(kvm)).unwrap();
-                assert_eq!((d.accel, ic), (Accel::Tcg, true), "{choice:?} kvm={kvm}");
-                assert!(
-                    d.reason.starts_with("cost model: TCG forced"),
-                    "{}",
-                    d.reason
-                );
-                let says = if kvm { "usable" } else { "not usable" };
-                assert!(d.reason.contains(says), "{}", d.reason);
-            }
-        }
-        // The same KVM host outside the cost lane uses KVM, without icount.
-        let (d, ic) = decide(AccelChoice::Auto, true, CostModel::None, &probe(true)).unwrap();
-        assert_eq!((d.accel, ic), (Accel::Kvm, false));
-    }
-
-    #[test]
-    fn asking_for_kvm_in_the_cost_lane_is_refused() {
-        let err = decide(AccelChoice::Kvm, false, CostModel::Cache, &probe(true)).unwrap_err();
-        assert!(err.to_string().contains("vm.cost_model: cache"), "{err}");
+    fn a_refused_lane_and_an_unusable_kvm_keep_their_types() {
+        use crate::model::CostModel;
+        let request = |accel, icount, cost_model| LaneRequest {
+            accel,
+            icount,
+            cost_model,
+        };
+        let refused = decide(
+            request(AccelChoice::Kvm, true, CostModel::None),
+            &probe(true),
+        )
+        .unwrap_err();
+        assert_eq!(
+            crate::exit::code_for(&refused),
+            crate::exit::USAGE,
+            "{refused}"
+        );
+        let refused = decide(
+            request(AccelChoice::Kvm, false, CostModel::Cache),
+            &probe(true),
+        )
+        .unwrap_err();
+        assert!(
+            refused.to_string().contains("vm.cost_model: cache"),
+            "{refused}"
+        );
+        let unusable = decide(
+            request(AccelChoice::Kvm, false, CostModel::None),
+            &probe(false),
+        )
+        .unwrap_err();
+        assert_eq!(
+            crate::exit::code_for(&unusable),
+            crate::exit::INFRASTRUCTURE,
+            "{unusable}"
+        );
+        let icount = decide(
+            request(AccelChoice::Auto, true, CostModel::None),
+            &probe(true),
+        );
+        assert_eq!(icount.unwrap().lane, Lane::Icount);
     }
 
     #[test]
@@ -416,17 +368,18 @@ mod tests {
         use ParallelBoots::{AtMost, Auto};
         // auto: the host's cores under icount, bounded by memory; one at a
         // time in the cost lane and on the host's clock.
-        assert_eq!(parallel_boots(Auto, true, false, 2, usize::MAX), Ok(2));
-        assert_eq!(parallel_boots(Auto, true, false, 8, 3), Ok(3));
-        assert_eq!(parallel_boots(Auto, true, false, 2, 0), Ok(1));
-        assert_eq!(parallel_boots(Auto, true, true, 8, 8), Ok(1));
-        assert_eq!(parallel_boots(Auto, false, false, 8, 8), Ok(1));
+        assert_eq!(parallel_boots(Auto, Lane::Icount, 2, usize::MAX), Ok(2));
+        assert_eq!(parallel_boots(Auto, Lane::Counting, 8, 3), Ok(3));
+        assert_eq!(parallel_boots(Auto, Lane::Icount, 2, 0), Ok(1));
+        assert_eq!(parallel_boots(Auto, Lane::Cost, 8, 8), Ok(1));
+        assert_eq!(parallel_boots(Auto, Lane::Kvm, 8, 8), Ok(1));
+        assert_eq!(parallel_boots(Auto, Lane::Tcg, 8, 8), Ok(1));
         // A number is taken as it is under icount (the cost lane's
         // included), and 1 anywhere.
-        assert_eq!(parallel_boots(AtMost(3), true, false, 2, 1), Ok(3));
-        assert_eq!(parallel_boots(AtMost(2), true, true, 2, 1), Ok(2));
-        assert_eq!(parallel_boots(AtMost(1), false, false, 2, 2), Ok(1));
-        let err = parallel_boots(AtMost(2), false, false, 2, 2).unwrap_err();
+        assert_eq!(parallel_boots(AtMost(3), Lane::Icount, 2, 1), Ok(3));
+        assert_eq!(parallel_boots(AtMost(2), Lane::Cost, 2, 1), Ok(2));
+        assert_eq!(parallel_boots(AtMost(1), Lane::Kvm, 2, 2), Ok(1));
+        let err = parallel_boots(AtMost(2), Lane::Tcg, 2, 2).unwrap_err();
         assert!(err.to_string().contains("vm.parallel_boots: 2"), "{err}");
         assert!(err.to_string().contains("vm.icount: true"), "{err}");
     }

@@ -15,13 +15,14 @@ use crate::results::{
     self, ControlRecord, Host, PatchInfo, Results, SeriesInfo, TreeInfo, VariantRecord,
     WorkloadRecord,
 };
-use crate::vm::accel;
+
 use crate::workload::{Planned, Prepared};
 
 mod boots;
 mod cputime;
 mod kernels;
 mod lane;
+mod record;
 mod replay;
 mod stages;
 pub use boots::{BootJob, prepare_boot};
@@ -32,8 +33,8 @@ pub use kernels::{
     apply_plan_series, apply_series, build_only, describe, export,
 };
 use kernels::{Kernels, prepare};
-use lane::Lane;
-pub use lane::{CostLaneWantsTcg, decide as decide_lane};
+use lane::LaneSetup;
+pub use lane::{clock as lane_clock, decide as decide_lane, plugin_model, probe as probe_kvm};
 use stages::Stages;
 
 /// Where a run reads and writes.
@@ -87,7 +88,7 @@ impl Outcome {
 /// prepare the workloads, start (or resume) the results, boot every
 /// variant in the protocol's order, and judge.
 pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Result<Outcome> {
-    let probe = lane::probe(plan).await;
+    let probe = lane::probe(plan.vm.lane_request()).await;
     let mut lane = lane::choose(plan, &probe, sink)?;
     if let Some(shard) = opts.shard {
         check_shard(&lane, shard)?;
@@ -137,7 +138,7 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     // Under icount a boot repeats exactly: one whose inputs ran before is
     // replayed from the cache (`replay`). Not for a boot of the host's
     // files over 9p, which a campaign never makes.
-    let replays = if opts.replay && lane.icount {
+    let replays = if opts.replay && lane.lane.deterministic() {
         Some(replay::Replays::open(&opts.cache_dir)?)
     } else {
         None
@@ -187,11 +188,11 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
 
 /// Whether `shard` can run in `lane`: only where the figures do not depend
 /// on the host, and only in a round the protocol has.
-fn check_shard(lane: &Lane, shard: crate::model::Shard) -> anyhow::Result<()> {
+fn check_shard(lane: &LaneSetup, shard: crate::model::Shard) -> anyhow::Result<()> {
     use crate::model::shard::ShardError;
-    if !lane.icount {
+    if !lane.lane.deterministic() {
         return Err(ShardError::TimingLane {
-            lane: lane.clock().to_string(),
+            lane: lane.lane.clock().to_string(),
         }
         .into());
     }
@@ -353,7 +354,7 @@ async fn ready(
 /// The results document before the first boot: everything but samples.
 fn new_results(
     plan: &Plan,
-    lane: &Lane,
+    lane: &LaneSetup,
     kernels: &Kernels,
     workloads: &Workloads,
     started_at: jiff::Timestamp,
@@ -372,12 +373,14 @@ fn new_results(
         host: Host {
             cpu_model: results::cpu_model(),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            accel: lane.decision.accel.into(),
-            accel_reason: lane.decision.reason.clone(),
-            icount: lane.icount,
-            tcg_threads: (lane.decision.accel == accel::Accel::Tcg && !lane.icount)
-                .then_some(plan.vm.tcg_threads),
-            cost_model: lane.cost.as_ref().map(|c| c.name.to_string()),
+            lane: lane.lane,
+            accel_reason: lane.reason.clone(),
+            tcg_threads: (lane.lane == crate::model::Lane::Tcg).then_some(plan.vm.tcg_threads),
+            cost_model: (lane.lane == crate::model::Lane::Cost).then(|| {
+                patchbench_costmodel::machine::SKYLAKE_CLIENT
+                    .name
+                    .to_string()
+            }),
             parallel_boots: (lane.parallel > 1).then_some(lane.parallel as u32),
             noise: None,
         },

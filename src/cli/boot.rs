@@ -11,10 +11,10 @@ use anyhow::Context;
 use super::args::{AccelArg, load_plan_file};
 use crate::build;
 use crate::campaign;
-use crate::cost::{self, CostLane, WindowRecord};
+use crate::cost::{self, WindowRecord};
 use crate::events::{Event, Sink};
 use crate::image;
-use crate::vm::{self, accel};
+use crate::vm;
 
 #[derive(clap::Args)]
 pub struct BootArgs {
@@ -46,7 +46,7 @@ pub struct BootArgs {
     out: Option<PathBuf>,
     /// Boot in the cost lane (docs/cost-model.md): load the cost-model
     /// plugin, run under TCG single-threaded with icount and `nokaslr`
-    /// whatever --accel or the campaign say, and print every window the
+    /// (refused with --accel kvm), and print every window the
     /// guest marked: instructions, cache misses, modeled cycles and the
     /// costliest kernel symbols. `--cost-model=count` is the counting lane:
     /// each vCPU's instructions by mode and symbol, no cache model (the `=`
@@ -84,6 +84,15 @@ pub enum BootModel {
     Count,
 }
 
+impl From<BootModel> for crate::model::CostModel {
+    fn from(m: BootModel) -> Self {
+        match m {
+            BootModel::Cache => crate::model::CostModel::Cache,
+            BootModel::Count => crate::model::CostModel::Count,
+        }
+    }
+}
+
 /// The median of some durations (the mean of the middle two for an even count).
 pub fn median(values: &mut [Duration]) -> Option<Duration> {
     values.sort();
@@ -108,35 +117,36 @@ pub(super) fn check(args: &BootArgs) -> anyhow::Result<crate::config::Plan> {
 
 pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let plan = check(&args)?;
-    let clock = match args.cost_model {
+    // The campaign's lane decision, with --cost-model's lane in place of
+    // the campaign's vm.cost_model.
+    let mut request = plan.vm.lane_request();
+    if let Some(model) = args.cost_model {
+        request.cost_model = model.into();
+    }
+    let probe = campaign::probe_kvm(request).await;
+    let decision = campaign::decide_lane(request, &probe)?;
+    let lane = decision.lane;
+    if lane != crate::model::Lane::Kvm {
+        sink.emit(Event::Note(format!(
+            "lane: {} \u{2014} {}",
+            lane.label(),
+            decision.reason
+        )));
+    }
+    let plugin = match campaign::plugin_model(lane) {
         Some(model) => {
-            let lane = cost_lane(&args, model)?;
+            let (plugin, system_map) = plugin_and_symbols(&args)?;
             sink.emit(Event::Note(format!(
                 "{} lane: TCG single-threaded with icount, nokaslr, plugin {}, symbols {}",
-                lane.model.name(),
-                lane.plugin.display(),
-                lane.system_map.display()
+                model.name(),
+                plugin.display(),
+                system_map.display()
             )));
-            vm::Clock::Plugin(lane)
+            Some((plugin, system_map))
         }
-        None => {
-            let decision = accel::decide(
-                plan.vm.accel,
-                &accel::probe_unless_tcg(plan.vm.accel == crate::config::AccelChoice::Tcg).await,
-            )?;
-            if decision.accel == accel::Accel::Tcg {
-                sink.emit(Event::Note(format!(
-                    "accelerator: TCG — {}",
-                    decision.reason
-                )));
-            }
-            match (decision.accel, plan.vm.icount) {
-                (accel::Accel::Kvm, _) => vm::Clock::Kvm,
-                (accel::Accel::Tcg, true) => vm::Clock::Icount,
-                (accel::Accel::Tcg, false) => vm::Clock::Tcg(plan.vm.tcg_threads),
-            }
-        }
+        None => None,
     };
+    let clock = campaign::lane_clock(lane, plan.vm.tcg_threads, plugin)?;
     let chosen = clock.accel();
     let argv = if args.command.is_empty() {
         vec!["uname".to_string(), "-a".to_string()]
@@ -223,8 +233,9 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
 /// Symbols shown per window.
 const TOP_SYMBOLS: usize = 8;
 
-/// The plugin, the kernel's symbols, and a QEMU that can load the plugin.
-fn cost_lane(args: &BootArgs, model: BootModel) -> anyhow::Result<CostLane> {
+/// The plugin and the kernel's symbols, with a QEMU that can load the
+/// plugin.
+fn plugin_and_symbols(args: &BootArgs) -> anyhow::Result<(PathBuf, PathBuf)> {
     let system_map = match &args.system_map {
         Some(map) => {
             anyhow::ensure!(
@@ -244,14 +255,7 @@ fn cost_lane(args: &BootArgs, model: BootModel) -> anyhow::Result<CostLane> {
     let qemu = cost::api::qemu_on_path()
         .context("qemu-system-x86_64 is not on PATH: apt-get install qemu-system-x86")?;
     cost::api::check_qemu(&qemu)?;
-    Ok(CostLane {
-        plugin: cost::find_plugin()?,
-        system_map,
-        model: match model {
-            BootModel::Cache => cost::PluginModel::Cache,
-            BootModel::Count => cost::PluginModel::Count,
-        },
-    })
+    Ok((cost::find_plugin()?, system_map))
 }
 
 /// Each window on a few lines: its totals, then its costliest symbols.

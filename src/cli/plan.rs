@@ -312,6 +312,7 @@ pub(super) fn bench_matrix(plans: &[Planned]) -> anyhow::Result<Value> {
             "file": file_field(p.file.as_deref()),
             "build": build_key(&p.plan)?,
             "workload": workload_kind(&p.plan),
+            "lane": planned_lane(&p.plan)?.name(),
             "slug": slug,
         }));
     }
@@ -324,11 +325,13 @@ pub(super) fn bench_matrix(plans: &[Planned]) -> anyhow::Result<Value> {
 pub(super) fn shard_matrix(plans: &[Planned], shards: u32) -> anyhow::Result<Value> {
     anyhow::ensure!(shards >= 1, "--shards must be at least 1");
     for p in plans {
-        if !p.plan.vm.icount && p.plan.vm.cost_model == crate::config::CostModel::None {
+        let lane = planned_lane(&p.plan)?;
+        if !lane.deterministic() {
             return Err(crate::model::shard::ShardError::TimingLane {
                 lane: format!(
-                    "campaign {} sets neither vm.icount nor vm.cost_model",
-                    p.plan.name
+                    "campaign {} runs in {} where KVM runs, as it sets neither vm.icount nor vm.cost_model",
+                    p.plan.name,
+                    lane.label()
                 ),
             }
             .into());
@@ -347,6 +350,31 @@ pub(super) fn shard_matrix(plans: &[Planned], shards: u32) -> anyhow::Result<Val
     Ok(json!({ "include": include }))
 }
 
+/// The lane a campaign runs in on a runner whose KVM runs a guest (the
+/// workflows open /dev/kvm for the entries whose lane is `kvm`, and fail a
+/// bench job whose results.json says another): the lane decision's own
+/// answer, so a lane the campaign cannot have is refused here.
+fn planned_lane(plan: &crate::config::Plan) -> anyhow::Result<crate::model::Lane> {
+    plan.vm
+        .lane_request()
+        .lane_where_kvm_runs()
+        .map_err(|e| anyhow::Error::new(e).context(format!("campaign {}", plan.name)))
+}
+
+/// The lane in the plan's words: a lane the campaign names holds on any
+/// host; KVM's depends on the host's trial.
+fn lane_words(plan: &crate::config::Plan) -> anyhow::Result<String> {
+    use crate::model::{AccelChoice, Lane};
+    let lane = planned_lane(plan)?;
+    Ok(match (lane, plan.vm.accel) {
+        (Lane::Kvm, AccelChoice::Kvm) => {
+            "KVM (refused, exit 3, where no guest runs under it)".into()
+        }
+        (Lane::Kvm, _) => "KVM where a guest runs under it, else plain TCG".into(),
+        (lane, _) => format!("{} on any host", lane.label()),
+    })
+}
+
 /// The plan for people: each campaign, its build key and what it runs.
 fn describe(plans: &[Planned]) -> anyhow::Result<String> {
     use std::fmt::Write;
@@ -354,9 +382,10 @@ fn describe(plans: &[Planned]) -> anyhow::Result<String> {
     for p in plans {
         let _ = writeln!(
             s,
-            "campaign {} ({})\n  build {}: tree {}, series {}, {} + {} fragment(s)\n  bench: {} boots {}, {} warm-up(s) + {} sample(s) per boot{}",
+            "campaign {} ({})\n  lane: {}\n  build {}: tree {}, series {}, {} + {} fragment(s)\n  bench: {} boots {}, {} warm-up(s) + {} sample(s) per boot{}",
             p.plan.name,
             shown(p.file.as_deref()),
+            lane_words(&p.plan)?,
             build_key(&p.plan)?,
             p.plan.tree,
             p.plan.series,
@@ -414,6 +443,7 @@ mod tests {
                 "campaign": "smoke",
                 "file": file,
                 "build": key,
+                "lane": "icount",
                 "workload": "zswap-pageout",
                 "slug": "smoke",
             }]})

@@ -23,10 +23,6 @@ use std::path::{Path, PathBuf};
 pub use patchbench_costmodel::args::ModelChoice as PluginModel;
 pub use patchbench_costmodel::record::{Cost, Line, SymbolCost, WindowRecord};
 
-/// `host.cost_model` of the counting lane: the plugin counts, and models
-/// no cache.
-pub const COUNT_MODEL: &str = "count";
-
 /// The window file's name in a boot's directory.
 pub const WINDOWS_FILE: &str = "cost-windows.jsonl";
 
@@ -204,7 +200,10 @@ pub fn count_metric_names(phase: &str) -> [String; 3] {
 /// since the previous sample): seven per phase in the cost lane (see
 /// [`metric_names`]), three in the counting lane
 /// ([`count_metric_names`]), to merge into the sample's metrics map.
-pub fn sample_metrics(windows: &[WindowRecord]) -> Result<BTreeMap<String, u64>, CostError> {
+pub fn sample_metrics(
+    windows: &[WindowRecord],
+    model: PluginModel,
+) -> Result<BTreeMap<String, u64>, CostError> {
     if windows.is_empty() {
         return Err(CostError::NoWindows);
     }
@@ -214,7 +213,7 @@ pub fn sample_metrics(windows: &[WindowRecord]) -> Result<BTreeMap<String, u64>,
         // With no cache, a window's modeled cycles are its instructions
         // (`machine::COUNTING`), so the split is the instructions'.
         let (kernel, user) = mode_split(w)?;
-        let named: Vec<(String, u64)> = if w.model == COUNT_MODEL {
+        let named: Vec<(String, u64)> = if model == PluginModel::Count {
             count_metric_names(&w.phase)
                 .into_iter()
                 .zip([t.insns, kernel, user])
@@ -344,7 +343,7 @@ mod tests {
             window(1, "pageout", &[("do_flush_stats", 300), ("user", 100)]),
             window(2, "verify", &[("user", 50)]),
         ];
-        let m = sample_metrics(&windows).unwrap();
+        let m = sample_metrics(&windows, PluginModel::Cache).unwrap();
         let got: Vec<(&str, u64)> = m.iter().map(|(k, &v)| (k.as_str(), v)).collect();
         assert_eq!(
             got,
@@ -370,17 +369,20 @@ mod tests {
         let mut short = window(3, "total", &[("user", 10)]);
         short.total.modeled_cycles = 11;
         assert!(matches!(
-            sample_metrics(&[short]),
+            sample_metrics(&[short], PluginModel::Cache),
             Err(CostError::SplitMismatch {
                 total: 11,
                 symbols: 10,
                 ..
             })
         ));
-        assert!(matches!(sample_metrics(&[]), Err(CostError::NoWindows)));
+        assert!(matches!(
+            sample_metrics(&[], PluginModel::Cache),
+            Err(CostError::NoWindows)
+        ));
         let twice = [window(1, "pageout", &[]), window(2, "pageout", &[])];
         assert!(matches!(
-            sample_metrics(&twice),
+            sample_metrics(&twice, PluginModel::Cache),
             Err(CostError::DuplicatePhase { .. })
         ));
         let profiles = sample_profiles(&windows);
@@ -389,12 +391,12 @@ mod tests {
         // The counting lane's window: instructions, split by mode.
         // With no cache, a window's cycles are its instructions.
         let mut counted = window(4, "pageout", &[("do_flush_stats", 300), ("user", 100)]);
-        counted.model = COUNT_MODEL.into();
+        counted.model = PluginModel::Count.machine().name.into();
         counted.total.insns = 400;
         for s in &mut counted.symbols {
             s.cost.insns = s.cost.modeled_cycles;
         }
-        let m = sample_metrics(&[counted]).unwrap();
+        let m = sample_metrics(&[counted], PluginModel::Count).unwrap();
         let got: Vec<(&str, u64)> = m.iter().map(|(k, &v)| (k.as_str(), v)).collect();
         assert_eq!(
             got,

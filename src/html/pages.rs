@@ -10,8 +10,9 @@ use askama::Template;
 use super::changes::HistorySite;
 use super::plot::{self, Svg, TrendAxis, TrendPoint};
 use super::view::{Nav, Role, Run, plot_key, samples_by_boot, short, signed_pct};
+use crate::model::Accel;
 use crate::model::{Direction, Verdict};
-use crate::results::{Accel, ComparisonRecord, Results};
+use crate::results::{ComparisonRecord, Results};
 
 #[derive(Template)]
 #[template(path = "run.html")]
@@ -476,7 +477,7 @@ fn method(results: &Results) -> String {
             results.protocol.samples,
             results.baseline(),
             stats,
-            results.host.accel,
+            results.host.lane.accel(),
             results.host.cores,
             results.host.cpu_model,
             short(&results.tree.base_commit),
@@ -494,7 +495,7 @@ fn method(results: &Results) -> String {
         results.protocol.warmups,
         results.protocol.samples,
         stats,
-        results.host.accel,
+        results.host.lane.accel(),
         results.host.cores,
         results.host.cpu_model,
         short(&results.tree.base_commit),
@@ -722,8 +723,8 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
         date: date(r),
         version: &r.patchbench_version,
         sides: r.compares().sides(str::to_string),
-        accel: r.host.accel.to_string().to_uppercase(),
-        tcg: r.host.accel == Accel::Tcg,
+        accel: r.host.lane.accel().to_string().to_uppercase(),
+        tcg: r.host.lane.accel() == Accel::Tcg,
         tcg_mode: crate::report::tcg_mode(r),
         accel_reason: &r.host.accel_reason,
         cost_banner: crate::report::cost_banner(r),
@@ -856,11 +857,8 @@ pub fn run_summary(run: &Run, href: String) -> RunSummary {
         campaign: r.campaign.clone(),
         compares: r.compares().label(),
         // The lane too: every row of the index would say TCG otherwise.
-        accel: match crate::report::lane_short(r) {
-            Some(lane) => format!("{} · {lane}", r.host.accel.to_string().to_uppercase()),
-            None => r.host.accel.to_string().to_uppercase(),
-        },
-        tcg: r.host.accel == Accel::Tcg,
+        accel: crate::report::lane_short(r),
+        tcg: r.host.lane.accel() == Accel::Tcg,
         counts: run.verdict_counts(),
         stopped: crate::report::failed_boots(r)
             .into_iter()

@@ -5,29 +5,15 @@
 //! context row is shown with no verdict (docs/statistics.md, "Each
 //! lane's own figures").
 
+use crate::model::Lane;
 use crate::model::Unit;
-use crate::results::{LaneRecord, Results};
+use crate::results::Results;
 use crate::workload::{Counted, MetricSpec, Scope, WorkloadSpec};
-
-/// The lane of a run's boots.
-pub fn lane_of(results: &Results) -> LaneRecord {
-    if results.host.cost_model.as_deref() == Some(crate::cost::COUNT_MODEL) {
-        LaneRecord::Count
-    } else if results.host.cost_model.is_some() {
-        LaneRecord::Cost
-    } else if results.host.icount {
-        LaneRecord::Icount
-    } else if results.host.accel == crate::results::Accel::Kvm {
-        LaneRecord::Kvm
-    } else {
-        LaneRecord::Tcg
-    }
-}
 
 /// What a run's boots say about the guest, for [`context`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Guest {
-    pub lane: LaneRecord,
+    pub lane: Lane,
     /// The fewest online vCPUs any boot reported (`None`: no boot said).
     pub online: Option<usize>,
     /// The workload's tasks that run at once inside a window.
@@ -62,7 +48,7 @@ impl Guest {
             .map(|b| b.label.clone())
             .collect();
         Guest {
-            lane: lane_of(results),
+            lane: results.host.lane,
             online,
             tasks,
             tick_split,
@@ -136,20 +122,20 @@ pub fn context(spec: &MetricSpec, guest: &Guest) -> Option<String> {
         ));
     }
     let icount = match guest.lane {
-        LaneRecord::Cost => {
+        Lane::Cost => {
             return Some(
                 "an icount time in the cost lane: it counts instructions, blind to the caches this lane models; its own figures are the modeled cycles"
                     .into(),
             );
         }
-        LaneRecord::Count => {
+        Lane::Counting => {
             return Some(
                 "an icount time in the counting lane: one instruction clock serves every vCPU; this lane's own figures are each vCPU's instructions, counted on it"
                     .into(),
             );
         }
-        LaneRecord::Icount => true,
-        LaneRecord::Kvm | LaneRecord::Tcg => false,
+        Lane::Icount => true,
+        Lane::Kvm | Lane::Tcg => false,
     };
     if !icount {
         return None;
@@ -186,7 +172,7 @@ mod tests {
             .unwrap()
     }
 
-    fn guest(lane: LaneRecord, online: usize, tasks: usize) -> Guest {
+    fn guest(lane: Lane, online: usize, tasks: usize) -> Guest {
         Guest {
             lane,
             online: Some(online),
@@ -206,7 +192,7 @@ mod tests {
 
     #[test]
     fn each_lane_owns_its_figures() {
-        let one = guest(LaneRecord::Icount, 2, 1);
+        let one = guest(Lane::Icount, 2, 1);
         // One worker on two vCPUs: its own times are the lane's, the whole
         // guest's and the tick-counted ones are not.
         assert_eq!(context(&metric("pageout_cpu_ns"), &one), None);
@@ -226,7 +212,7 @@ mod tests {
         assert_eq!(context(&metric("pageout_flushes"), &one), None);
         // Eight workers: their CPU time is shared, their elapsed time the
         // instructions of every vCPU, still the lane's.
-        let eight = guest(LaneRecord::Icount, 2, 8);
+        let eight = guest(Lane::Icount, 2, 8);
         assert!(
             context(&metric("sys_ns"), &eight)
                 .unwrap()
@@ -235,12 +221,12 @@ mod tests {
         assert_eq!(context(&metric("elapsed_ns"), &eight), None);
         // One vCPU online: the whole guest is one clock's.
         assert_eq!(
-            context(&metric("guest_sys_ns"), &guest(LaneRecord::Icount, 1, 1)),
+            context(&metric("guest_sys_ns"), &guest(Lane::Icount, 1, 1)),
             None
         );
         // The counting lane's times too; each vCPU's instructions are its
         // own.
-        let count = guest(LaneRecord::Count, 2, 8);
+        let count = guest(Lane::Counting, 2, 8);
         assert!(
             context(&metric("sys_ns"), &count)
                 .unwrap()
@@ -248,7 +234,7 @@ mod tests {
         );
         assert_eq!(context(&metric("pageout_kernel_insns"), &count), None);
         // The cost lane's times are icount times; its cycles are its own.
-        let cost = guest(LaneRecord::Cost, 2, 1);
+        let cost = guest(Lane::Cost, 2, 1);
         assert!(
             context(&metric("pageout_cpu_ns"), &cost)
                 .unwrap()
@@ -256,7 +242,7 @@ mod tests {
         );
         assert_eq!(context(&metric("pageout_modeled_cycles"), &cost), None);
         // Plain TCG and KVM measure host time: noisy, but theirs.
-        for lane in [LaneRecord::Tcg, LaneRecord::Kvm] {
+        for lane in [Lane::Tcg, Lane::Kvm] {
             assert_eq!(context(&metric("guest_sys_ns"), &guest(lane, 2, 8)), None);
             assert!(context(&metric("guest_irq_ns"), &guest(lane, 2, 8)).is_some());
         }

@@ -20,8 +20,6 @@ use crate::results::{
 use crate::stats::{self, CompareOptions};
 use crate::workload::{MetricSpec, WorkloadSpec};
 
-pub use lane::lane_of;
-
 /// Judge `results`: every condition's comparisons, each candidate against
 /// the baseline (and a per-patch campaign's steps), under rule
 /// [`stats::RULE_VERSION`].

@@ -1,5 +1,6 @@
 use super::*;
-use crate::results::{LaneRecord, VerdictRecord};
+use crate::model::Lane;
+use crate::results::VerdictRecord;
 
 fn smoke() -> Results {
     Results::load(
@@ -19,7 +20,7 @@ fn row<'j>(j: &'j JudgementRecord, metric: &str) -> &'j ComparisonRecord {
 fn the_smoke_headline_agrees_with_its_primary_verdicts() {
     let j = judge(&smoke());
     assert_eq!(j.rule, stats::RULE_VERSION);
-    assert_eq!(j.lane, LaneRecord::Icount);
+    assert_eq!(j.lane, Lane::Icount);
     let text = &j.headlines[0].text;
     assert!(text.starts_with("B: pageout_cpu_ns \u{2212}18."), "{text}");
     assert!(text.contains("(improvement)"), "{text}");
@@ -56,8 +57,9 @@ fn a_figure_that_is_not_the_lanes_own_is_context() {
     // In the cost lane every time is an icount time.
     let mut cost = smoke();
     cost.host.cost_model = Some("skylake-client".into());
+    cost.host.lane = Lane::Cost;
     let j = judge(&cost);
-    assert_eq!(j.lane, LaneRecord::Cost);
+    assert_eq!(j.lane, Lane::Cost);
     assert_eq!(row(&j, "pageout_cpu_ns").verdict, VerdictRecord::Context);
     assert!(
         j.headlines[0].text.contains("(among them pageout_cpu_ns, "),
@@ -110,14 +112,14 @@ fn an_a_a_self_check_is_for_identical_variants_only() {
 #[test]
 /// Judged, saved and loaded: the judgement as stored, bit for bit (here,
 /// not in `results`, which must not import the judge).
-fn schema_4_round_trips() {
+fn schema_5_round_trips() {
     let mut results = crate::results::tests::with_control(None);
     judge_into(&mut results);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("results.json");
     results.save(&path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains(r#""schema_version": 4"#), "{text}");
+    assert!(text.contains(r#""schema_version": 5"#), "{text}");
     let rule = format!(r#""rule": {}"#, stats::RULE_VERSION);
     assert!(text.contains(&rule), "{text}");
     assert!(text.contains(r#""condition": "unlimited""#), "{text}");
@@ -141,10 +143,16 @@ fn schema_4_round_trips() {
     doc.remove("judgement");
     doc.insert("schema_version".into(), 3.into());
     doc.insert("comparisons".into(), serde_json::json!([{"metric": "x"}]));
+    // Schemas before 5 stored the lane as its parts.
+    let host = doc["host"].as_object_mut().unwrap();
+    host.remove("lane");
+    host.insert("accel".into(), "tcg".into());
+    host.insert("icount".into(), true.into());
     std::fs::write(&path, serde_json::to_string(&v3).unwrap()).unwrap();
     let old = Results::load(&path).unwrap();
     assert_eq!(old.schema_version, crate::results::SCHEMA_VERSION);
     assert!(old.judgement.is_none());
+    assert_eq!(old.host.lane, Lane::Icount);
     let names: Vec<_> = back
         .conditions()
         .iter()

@@ -7,6 +7,7 @@
 pub mod accel;
 pub mod draw;
 pub mod guest;
+pub mod lane;
 pub mod layout;
 pub mod metric;
 pub mod order;
@@ -18,6 +19,7 @@ pub mod verdict;
 
 pub use accel::Accel;
 pub use guest::{CpuShape, GuestShape, Limit, ParallelBoots, TcgThreads};
+pub use lane::{AccelChoice, CostModel, Lane, LaneRefused, LaneRequest};
 pub use layout::Layouts;
 pub use metric::{Direction, Unit};
 pub use order::BootOrder;

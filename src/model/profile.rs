@@ -138,5 +138,4 @@ mod tests {
         // No change at all: no rows, and no shares to divide by zero.
         assert!(top_symbol_deltas(&a, &a, 10).is_empty());
     }
-
 }

@@ -148,7 +148,7 @@ pub fn short(id: &str) -> &str {
 /// label after "TCG" (icount, or single-threaded plain TCG; nothing for
 /// MTTCG).
 pub fn tcg_mode(results: &crate::results::Results) -> &'static str {
-    match (results.host.icount, results.host.tcg_threads) {
+    match (results.host.lane.icount(), results.host.tcg_threads) {
         (true, _) => " with icount (deterministic guest clock)",
         (false, Some(crate::model::TcgThreads::Single)) => " (one host thread for all vCPUs)",
         (false, _) => "",
@@ -192,7 +192,7 @@ pub fn cputime_line(results: &crate::results::Results) -> Option<String> {
     let hz = hzs.into_iter().collect::<Vec<_>>().join(" and ");
     Some(format!(
         "CPU time: precise in every boot (charged at each kernel entry and exit, interrupts apart; HZ {hz}, so a task's user/system split is exact to one tick per mode){}.",
-        if results.host.icount {
+        if results.host.lane.icount() {
             ", and under icount as exact as the instruction count"
         } else {
             ""
@@ -286,20 +286,18 @@ pub fn sequential_line(rows: &[&ComparisonRecord]) -> Option<String> {
     ))
 }
 
-/// The TCG lane in a word or two, for places with room for no more (the
-/// pages' index): `cost model`, `counting`, `icount`, `one thread`, or `None` for plain
-/// MTTCG and KVM.
-pub fn lane_short(results: &crate::results::Results) -> Option<&'static str> {
-    if results.host.cost_model.as_deref() == Some(crate::cost::COUNT_MODEL) {
-        Some("counting")
-    } else if results.host.cost_model.is_some() {
-        Some("cost model")
-    } else if results.host.icount {
-        Some("icount")
-    } else if results.host.tcg_threads == Some(crate::model::TcgThreads::Single) {
-        Some("one thread")
-    } else {
-        None
+/// The lane in a word or two, for places with room for no more (the
+/// pages' index): `KVM`, `TCG`, `TCG · one thread`, `TCG · icount`,
+/// `TCG · counting`, `TCG · cost model`.
+pub fn lane_short(results: &crate::results::Results) -> String {
+    use crate::model::Lane;
+    match results.host.lane {
+        Lane::Kvm => "KVM".into(),
+        Lane::Tcg if results.host.tcg_threads == Some(crate::model::TcgThreads::Single) => {
+            "TCG · one thread".into()
+        }
+        Lane::Tcg => "TCG".into(),
+        lane @ (Lane::Icount | Lane::Counting | Lane::Cost) => format!("TCG · {}", lane.short()),
     }
 }
 
@@ -340,7 +338,7 @@ pub fn noise_line(results: &crate::results::Results, max_boot_cv: Option<f64>) -
     let guest = max_boot_cv.map_or_else(String::new, |g| {
         format!("; the guest's within-boot CVs of times and rates reach {g:.1}%")
     });
-    let icount = if results.host.icount {
+    let icount = if results.host.lane.icount() {
         " Under icount guest times count instructions, so the host's noise does not reach them."
     } else {
         ""
@@ -358,7 +356,7 @@ pub fn noisy_host(
     results: &crate::results::Results,
     verdict: crate::model::Verdict,
 ) -> Option<String> {
-    if verdict != crate::model::Verdict::Inconclusive || results.host.icount {
+    if verdict != crate::model::Verdict::Inconclusive || results.host.lane.icount() {
         return None;
     }
     let cv = results.host.noise.as_ref()?.cv_pct()?;

@@ -152,12 +152,13 @@ fn unit_of(spec: Option<&WorkloadSpec>, metric: &str) -> Option<Unit> {
 
 /// The lane, for both renderings.
 fn lane_line(hunt: &Hunt) -> Option<String> {
-    let lane = hunt.lane.as_ref()?;
-    Some(match (lane.accel, lane.icount, &lane.cost_model) {
-        (_, _, Some(model)) => format!("Steps ran in the cost lane ({model}, TCG with icount)."),
-        (crate::results::Accel::Tcg, true, None) => "Steps ran under TCG with icount: a guest's times count its instructions, so boots of different steps are comparable.".into(),
-        (crate::results::Accel::Tcg, false, None) => "Steps ran under plain TCG: each step's verdict is from its own boots; boots of different steps are not compared.".into(),
-        (crate::results::Accel::Kvm, _, None) => "Steps ran under KVM: each step's verdict is from its own boots; boots of different steps are not compared.".into(),
+    use crate::model::Lane;
+    Some(match hunt.lane? {
+        lane @ (Lane::Cost | Lane::Counting) => {
+            format!("Steps ran in {} (TCG with icount).", lane.label())
+        }
+        Lane::Icount => "Steps ran under TCG with icount: a guest's times count its instructions, so boots of different steps are comparable.".into(),
+        lane @ (Lane::Tcg | Lane::Kvm) => format!("Steps ran under {}: each step's verdict is from its own boots; boots of different steps are not compared.", lane.label()),
     })
 }
 
@@ -459,7 +460,7 @@ mod tests {
     use super::*;
     use crate::results::VerdictRecord;
     use crate::results::hunt::{
-        HUNT_SCHEMA_VERSION, HuntLane, HuntPatch, HuntSeries, Hunted, MetricKey, StepKernel,
+        HUNT_SCHEMA_VERSION, HuntPatch, HuntSeries, Hunted, MetricKey, StepKernel,
     };
 
     /// The README's smoke run, B against A, as comparison records named
@@ -561,11 +562,7 @@ mod tests {
                     })
                     .collect(),
             },
-            lane: Some(HuntLane {
-                accel: crate::results::Accel::Tcg,
-                icount: true,
-                cost_model: None,
-            }),
+            lane: Some(crate::model::Lane::Icount),
             hunted: Some(Hunted {
                 verdict: VerdictRecord::Regression,
                 metrics: vec![MetricKey {

@@ -10,8 +10,9 @@ use super::format::{
 };
 use super::rows::{by_condition, context_lines, rows, undecided_note};
 use super::waterfall;
+use crate::model::Accel;
 use crate::model::Verdict;
-use crate::results::{Accel, ComparisonRecord, Results};
+use crate::results::{ComparisonRecord, Results};
 
 /// Markdown for a PR comment or a job summary, from the stored judgement:
 /// the headline first; an A/B campaign then reads as the seeds' mails
@@ -40,7 +41,7 @@ fn headlines(out: &mut String, results: &Results) {
 fn accelerator(out: &mut String, results: &Results) {
     if let Some(banner) = super::profile::cost_banner(results) {
         let _ = writeln!(out, "> **{banner}**\n");
-    } else if results.host.accel == Accel::Tcg {
+    } else if results.host.lane.accel() == Accel::Tcg {
         let _ = writeln!(
             out,
             "> **Accelerator: TCG{}** \u{2014} {}. Times are emulated CPU time: compare A with B, not with hardware.\n",
@@ -120,7 +121,7 @@ fn two_variants(results: &Results, rows: &[ComparisonRecord]) -> String {
         } else {
             " Each control ran in the same boots, after the main workload, with as many warm-ups and samples, and is compared on its own."
         },
-        results.host.accel,
+        results.host.lane.accel(),
         short(&results.tree.base_commit),
         results.tree.origin,
         results.tree.base_choice,
@@ -373,7 +374,7 @@ fn many_variants(results: &Results, rows: &[ComparisonRecord]) -> String {
         } else {
             " Each control ran in the same boots, after the main workload, with as many warm-ups and samples, and is compared on its own."
         },
-        results.host.accel,
+        results.host.lane.accel(),
         short(&results.tree.base_commit),
         results.tree.origin,
         results.tree.base_choice,

@@ -446,7 +446,7 @@ mod tests {
         assert_eq!(text.matches(noisy).count(), 4, "{text}");
         assert!(terminal(&judged(&results)).contains("Host noise floor"));
         // Under icount the host's noise does not reach guest times.
-        results.host.icount = true;
+        results.host.lane = crate::model::Lane::Icount;
         let text = markdown(&judged(&results));
         assert!(!text.contains(noisy), "{text}");
         assert!(text.contains("does not reach them"), "{text}");

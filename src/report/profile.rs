@@ -110,7 +110,7 @@ pub fn profile_tables(results: &Results) -> Vec<ProfileTable> {
                 b_total: mean_total(pb),
                 rows,
                 series_rows,
-                counting: results.host.cost_model.as_deref() == Some(cost::COUNT_MODEL),
+                counting: results.host.lane == crate::model::Lane::Counting,
             });
         }
     }
@@ -136,17 +136,18 @@ fn profiles(results: &Results, variant: &str) -> BTreeMap<String, Vec<SymbolProf
 /// The cost lane's banner, or `None` outside it: "Cost lane: modeled
 /// cost on skylake-client; TCG forced (...)".
 pub fn cost_banner(results: &Results) -> Option<String> {
-    let model = results.host.cost_model.as_ref()?;
-    if model == cost::COUNT_MODEL {
-        return Some(format!(
+    match results.host.lane {
+        crate::model::Lane::Counting => Some(format!(
             "Counting lane: each vCPU's own instructions, by mode and symbol, counted on that vCPU (docs/cost-model.md); no cache model, and times are icount times. {}",
             results.host.accel_reason
-        ));
+        )),
+        crate::model::Lane::Cost => Some(format!(
+            "Cost lane: modeled cost on the {} model (docs/cost-model.md): instructions and simulated cache misses, not time. {}",
+            results.host.cost_model.as_deref().unwrap_or("cache"),
+            results.host.accel_reason
+        )),
+        crate::model::Lane::Kvm | crate::model::Lane::Tcg | crate::model::Lane::Icount => None,
     }
-    Some(format!(
-        "Cost lane: modeled cost on the {model} model (docs/cost-model.md): instructions and simulated cache misses, not time. {}",
-        results.host.accel_reason
-    ))
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 
 use super::format::{control_title, noise_line, p_cell, row_scale, show, signed_pct};
 use super::rows::{by_condition, context_lines, layouts_line, repeats_line, rows, undecided_note};
+use crate::model::Accel;
 use crate::model::Verdict;
-use crate::results::{Accel, ComparisonRecord, Results};
+use crate::results::{ComparisonRecord, Results};
 
 /// A plain-text table for a terminal, from the stored judgement: the
 /// headline first, then the same rows as the Markdown.
@@ -19,7 +20,7 @@ pub fn terminal(results: &Results) -> String {
     }
     if let Some(banner) = super::profile::cost_banner(results) {
         out.push_str(&format!("{banner}\n"));
-    } else if results.host.accel == Accel::Tcg {
+    } else if results.host.lane.accel() == Accel::Tcg {
         out.push_str(&format!(
             "lane: TCG{}: emulated CPU time, compare A with B only\n",
             super::format::tcg_mode(results)

@@ -9,13 +9,15 @@ use serde::{Deserialize, Serialize};
 use super::judgement::JudgementRecord;
 use super::record::*;
 
-/// 4: `judgement` (the stored comparisons, headline and verdicts, with
+/// 5: `host.lane` (`kvm`, `tcg`, `icount`, `count`, `cost`) replaces
+/// `host.accel` and `host.icount`, and `host.cost_model` names only the
+/// cost lane's machine; schema 4 loads with its lane. 4: `judgement` (the stored comparisons, headline and verdicts, with
 /// the rule's version) replaces `comparisons`. 3: types of the format's
 /// own; `variants` (name, description, kernel) replace `kernels`;
 /// `workload` is `{kind, params}`; samples lose `warmup` (the list says
 /// it). Schemas 1 to 3 still load, unjudged: `patchbench judge` judges
 /// them.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -90,8 +92,7 @@ impl Results {
             && earlier.shard == self.shard
             && earlier.workload == self.workload
             && earlier.controls == self.controls
-            && earlier.host.accel == self.host.accel
-            && earlier.host.icount == self.host.icount
+            && earlier.host.lane == self.host.lane
             && earlier.host.tcg_threads == self.host.tcg_threads
             && earlier.host.cost_model == self.host.cost_model
             && kernels(earlier) == kernels(self)

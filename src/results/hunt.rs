@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::comparison::{ChangeRecord, ComparisonRecord, VerdictRecord};
-use super::record::Accel;
+use crate::model::{Accel, Lane};
 
-/// 1: the first.
-pub const HUNT_SCHEMA_VERSION: u32 = 1;
+/// 1: the first. 2: the lane as one name (`lane: "icount"`), where 1
+/// stored its accelerator, icount flag and plugin model.
+pub const HUNT_SCHEMA_VERSION: u32 = 2;
 
 /// The hunt document's name in the output directory.
 pub const HUNT_FILE: &str = "bisect.json";
@@ -35,7 +36,7 @@ pub struct Hunt {
     pub base_commit: String,
     pub series: HuntSeries,
     /// The lane the steps ran in (the first step's); absent until it ran.
-    pub lane: Option<HuntLane>,
+    pub lane: Option<Lane>,
     /// What the hunt looks for, from the whole series' step; absent until
     /// that step is judged.
     pub hunted: Option<Hunted>,
@@ -62,25 +63,6 @@ pub struct HuntPatch {
     pub subject: String,
     /// The commit the patch became on the base.
     pub commit: String,
-}
-
-/// Where the steps' boots ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HuntLane {
-    pub accel: Accel,
-    pub icount: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_model: Option<String>,
-}
-
-impl HuntLane {
-    /// Whether a guest's figures repeat from boot to boot whatever the
-    /// host does (icount, the cost lane, which runs under icount too), so
-    /// that boots of different steps can be compared.
-    pub fn deterministic(&self) -> bool {
-        self.icount
-    }
 }
 
 /// The change the hunt looks for: the whole series' verdict on its
@@ -260,7 +242,7 @@ pub enum HuntError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("{} has hunt schema {found}; this patchbench reads schema {HUNT_SCHEMA_VERSION}", path.display())]
+    #[error("{} has hunt schema {found}; this patchbench reads schemas 1 to {HUNT_SCHEMA_VERSION}", path.display())]
     Schema { path: PathBuf, found: u64 },
     #[error("{} is a hunt of another campaign, base or series ({what} differs); resume only with the same campaign and series, or choose another --out", path.display())]
     Foreign { path: PathBuf, what: &'static str },
@@ -282,13 +264,36 @@ impl Hunt {
             hunt_schema_version: u64,
         }
         let version: Version = serde_json::from_str(&text).map_err(parse)?;
-        if version.hunt_schema_version != u64::from(HUNT_SCHEMA_VERSION) {
-            return Err(HuntError::Schema {
+        match version.hunt_schema_version {
+            2 => serde_json::from_str(&text).map_err(parse),
+            // Schema 1 stored the lane as its parts.
+            1 => {
+                let mut value: serde_json::Value = serde_json::from_str(&text).map_err(parse)?;
+                if let Some(doc) = value.as_object_mut() {
+                    if let Some(old) = doc.get("lane").filter(|l| !l.is_null()) {
+                        #[derive(Deserialize)]
+                        struct Parts {
+                            accel: Accel,
+                            icount: bool,
+                            cost_model: Option<String>,
+                        }
+                        let parts: Parts = serde_json::from_value(old.clone()).map_err(parse)?;
+                        let lane = Lane::of_old_document(
+                            parts.accel,
+                            parts.icount,
+                            parts.cost_model.as_deref(),
+                        );
+                        doc.insert("lane".into(), serde_json::to_value(lane).map_err(parse)?);
+                    }
+                    doc.insert("hunt_schema_version".into(), HUNT_SCHEMA_VERSION.into());
+                }
+                serde_json::from_value(value).map_err(parse)
+            }
+            found => Err(HuntError::Schema {
                 path: path.to_owned(),
-                found: version.hunt_schema_version,
-            });
+                found,
+            }),
         }
-        serde_json::from_str(&text).map_err(parse)
     }
 
     /// Write the document atomically.
@@ -379,13 +384,19 @@ mod tests {
         assert!(text.contains("\"kind\": \"stopped\""), "{text}");
         std::fs::write(
             &path,
-            text.replace("\"hunt_schema_version\": 1", "\"hunt_schema_version\": 9"),
+            text.replace("\"hunt_schema_version\": 2", "\"hunt_schema_version\": 9"),
         )
         .unwrap();
         assert!(matches!(
             Hunt::load(&path),
             Err(HuntError::Schema { found: 9, .. })
         ));
+        // The kept hunt of schema 1 loads, its lane from its parts.
+        let kept = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("results/watch-synthetic/hunts/smoke-n006/bisect.json");
+        let old = Hunt::load(&kept).unwrap();
+        assert_eq!(old.hunt_schema_version, HUNT_SCHEMA_VERSION);
+        assert_eq!(old.lane, Some(Lane::Icount));
         std::fs::write(&path, "{\"results\": 1}").unwrap();
         assert!(matches!(Hunt::load(&path), Err(HuntError::Parse { .. })));
         let mut other = hunt();

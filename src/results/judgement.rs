@@ -15,7 +15,7 @@ pub struct JudgementRecord {
     pub rule: u32,
     /// The lane the boots ran in, which decides which figures are its
     /// own.
-    pub lane: LaneRecord,
+    pub lane: crate::model::Lane,
     /// The significance level and the noise band every row was judged at.
     pub alpha: f64,
     pub noise_pct: f64,
@@ -43,34 +43,6 @@ pub struct JudgementRecord {
     /// imply for its protocol and noise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_check: Option<SelfCheckRecord>,
-}
-
-/// The lane of a run's boots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LaneRecord {
-    Kvm,
-    /// Plain TCG: host time.
-    Tcg,
-    /// TCG with icount: instruction time, one clock for every vCPU.
-    Icount,
-    /// The cost model: modeled cycles over icount.
-    Cost,
-    /// The counting lane: each vCPU's own instructions, over icount.
-    Count,
-}
-
-impl LaneRecord {
-    /// The lane as the reports name it.
-    pub fn label(self) -> &'static str {
-        match self {
-            LaneRecord::Kvm => "KVM",
-            LaneRecord::Tcg => "plain TCG",
-            LaneRecord::Icount => "TCG with icount",
-            LaneRecord::Cost => "the cost model",
-            LaneRecord::Count => "the counting lane",
-        }
-    }
 }
 
 /// What one candidate did, in a line.

@@ -130,9 +130,15 @@ pub fn merge(shards: Vec<(PathBuf, Results)>) -> Result<(Results, Vec<f64>), Mer
         if r.workload != first.workload || r.controls != first.controls {
             return Err(mismatch("workload", None));
         }
-        if (r.host.accel, r.host.icount, &r.host.cost_model)
-            != (first.host.accel, first.host.icount, &first.host.cost_model)
-        {
+        if (
+            r.host.lane.accel(),
+            r.host.lane.icount(),
+            &r.host.cost_model,
+        ) != (
+            first.host.lane.accel(),
+            first.host.lane.icount(),
+            &first.host.cost_model,
+        ) {
             return Err(mismatch("lane (accelerator, icount, cost model)", None));
         }
         if r.patchbench_version != first.patchbench_version {

@@ -10,27 +10,28 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::build::KernelArtifact;
-use crate::model::{Layouts, TcgThreads};
+use crate::model::{Lane, Layouts, TcgThreads};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Host {
     pub cpu_model: String,
     pub cores: usize,
-    pub accel: Accel,
-    /// Why this accelerator: "KVM is usable", or why it fell back to TCG.
+    /// The lane every boot ran in (`kvm`, `tcg`, `icount`, `count`,
+    /// `cost`), decided once before the first build. Documents of schema
+    /// 4 and older stored `accel`, `icount` and `cost_model` instead, and
+    /// load with their lane (`model::Lane::of_old_document`).
+    pub lane: Lane,
+    /// Why this lane: "KVM is usable", why it fell back to TCG, or what
+    /// forced TCG (icount, the plugin).
     pub accel_reason: String,
-    /// TCG ran with `-icount` (a deterministic guest clock).
-    #[serde(default)]
-    pub icount: bool,
     /// Plain TCG's threading (`vm.tcg_threads`); absent under icount, KVM,
     /// and in documents from before it was a setting (which ran `multi`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcg_threads: Option<TcgThreads>,
-    /// The cost lane's machine model (`skylake-client`): every boot ran
-    /// under TCG with the cost-model plugin (docs/cost-model.md). Absent
-    /// outside the cost lane.
+    /// The cost lane's machine model (`skylake-client`), as the plugin
+    /// names it in every window (docs/cost-model.md). Absent outside the
+    /// cost lane.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_model: Option<String>,
     /// How many boots ran at once (icount lanes only, `vm.parallel_boots`);
@@ -57,38 +58,15 @@ pub struct HostNoise {
 impl HostNoise {
     /// The timings' coefficient of variation, in percent.
     pub fn cv_pct(&self) -> Option<f64> {
-        crate::hostnoise::cv_pct(&self.samples_ms)
+        if self.samples_ms.len() < 2 {
+            return None;
+        }
+        crate::stats::Summary::of(&self.samples_ms).and_then(|s| s.cv_pct)
     }
 
     /// The timings' mean, in milliseconds.
     pub fn mean_ms(&self) -> f64 {
         self.samples_ms.iter().sum::<f64>() / self.samples_ms.len().max(1) as f64
-    }
-}
-
-/// The accelerator every boot used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Accel {
-    Kvm,
-    Tcg,
-}
-
-impl std::fmt::Display for Accel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Accel::Kvm => "kvm",
-            Accel::Tcg => "tcg",
-        })
-    }
-}
-
-impl From<crate::model::Accel> for Accel {
-    fn from(a: crate::model::Accel) -> Self {
-        match a {
-            crate::model::Accel::Kvm => Accel::Kvm,
-            crate::model::Accel::Tcg => Accel::Tcg,
-        }
     }
 }
 
@@ -193,40 +171,6 @@ pub struct RebuiltRecord {
     pub object: String,
     /// `series`, `link` or `unexpected`.
     pub reason: String,
-}
-
-impl From<&KernelArtifact> for KernelRecord {
-    fn from(k: &KernelArtifact) -> Self {
-        use crate::build::objects::Reason;
-        KernelRecord {
-            commit: k.commit.clone(),
-            build_dir: k.build_dir.clone(),
-            bzimage: k.bzimage.clone(),
-            bzimage_sha256: k.bzimage_sha256.clone(),
-            config_sha256: k.config_sha256.clone(),
-            compiler: k.compiler.clone(),
-            key: k.key.clone(),
-            series_sha256: k.series_sha256.clone(),
-            build_seconds: k.build_seconds,
-            incremental: k.incremental,
-            started_from: k.started_from.clone(),
-            reused: k.reused,
-            objects_rebuilt: k.objects_rebuilt,
-            rebuilt: k
-                .rebuilt
-                .iter()
-                .map(|r| RebuiltRecord {
-                    object: r.object.clone(),
-                    reason: match r.reason {
-                        Reason::Series => "series",
-                        Reason::Link => "link",
-                        Reason::Unexpected => "unexpected",
-                    }
-                    .into(),
-                })
-                .collect(),
-        }
-    }
 }
 
 /// A workload as it ran: its kind and every parameter, as text.
@@ -501,40 +445,6 @@ impl Cputime {
     }
 }
 
-impl From<&patchbench_agent::cputime::CputimeFacts> for Cputime {
-    fn from(f: &patchbench_agent::cputime::CputimeFacts) -> Self {
-        use patchbench_agent::cputime::Accounting;
-        Cputime {
-            accounting: match f.accounting {
-                Accounting::Precise => CputimeAccounting::Precise,
-                Accounting::Tick => CputimeAccounting::Tick,
-                Accounting::Unknown => CputimeAccounting::Unknown,
-            },
-            hz: f.hz,
-            irq_time: f.irq_time,
-            missing: f.missing.clone(),
-        }
-    }
-}
-
-impl From<&patchbench_agent::GuestFacts> for Facts {
-    fn from(f: &patchbench_agent::GuestFacts) -> Self {
-        Facts {
-            kernel_release: f.kernel_release.clone(),
-            kernel_version: f.kernel_version.clone(),
-            possible_cpus: f.possible_cpus.clone(),
-            online_cpus: f.online_cpus.clone(),
-            mem_total_kib: f.mem_total_kib,
-            zswap: f.zswap.clone(),
-            thp: f.thp.clone(),
-            swaps: f.swaps.clone(),
-            profiled_symbol: f.profiled_symbol.clone(),
-            settings: f.settings.clone(),
-            cputime: f.cputime.as_ref().map(Cputime::from),
-        }
-    }
-}
-
 /// One sample: its place in its condition and its metrics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -551,17 +461,6 @@ pub struct SampleRecord {
     /// phase of the sample, phase → symbol → cycles.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub profile: BTreeMap<String, BTreeMap<String, u64>>,
-}
-
-impl From<&patchbench_agent::Sample> for SampleRecord {
-    fn from(s: &patchbench_agent::Sample) -> Self {
-        SampleRecord {
-            index: s.index,
-            condition: s.condition.clone(),
-            metrics: s.metrics.clone(),
-            profile: BTreeMap::new(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

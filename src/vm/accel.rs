@@ -10,8 +10,6 @@
 //! comes back as a [`KvmUnfit`] that names its cause and, for `/dev/kvm`
 //! itself, the fix.
 
-use crate::config::AccelChoice;
-
 pub mod trial;
 
 pub use crate::model::Accel;
@@ -52,13 +50,6 @@ impl KvmProbe {
     }
 }
 
-/// The chosen accelerator and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    pub accel: Accel,
-    pub reason: String,
-}
-
 /// KVM asked for (`vm.accel: kvm`, `--accel kvm`) on a host where it
 /// cannot run a guest.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -70,30 +61,26 @@ pub struct KvmUnusable {
     pub cause: KvmUnfit,
 }
 
-/// Choose the accelerator for a campaign.
-pub fn decide(choice: AccelChoice, probe: &KvmProbe) -> Result<Decision, KvmUnusable> {
-    match (choice, probe.usable()) {
-        (AccelChoice::Tcg, _) => Ok(Decision {
-            accel: Accel::Tcg,
-            reason: "TCG was requested".into(),
-        }),
-        (AccelChoice::Kvm | AccelChoice::Auto, Ok(())) => Ok(Decision {
-            accel: Accel::Kvm,
-            reason: "KVM is usable: a guest ran under it before the first build".into(),
-        }),
-        (AccelChoice::Kvm, Err(cause)) => Err(KvmUnusable { cause }),
-        // The reason's first words are read by the workflows' accelerator
-        // checks (.github/workflows/*.yml): keep them.
-        (AccelChoice::Auto, Err(cause)) => Ok(Decision {
-            accel: Accel::Tcg,
-            reason: format!("fell back to TCG (software emulation): {cause}"),
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::model::lane::{Decision, LaneError, LaneRequest, decide as decide_lane};
+    use crate::model::{AccelChoice, CostModel, Lane};
+
+    /// The lane decision on the host's clock (no icount, no plugin), whose
+    /// accelerator is the probe's.
+    fn decide(choice: AccelChoice, p: &KvmProbe) -> Result<Decision, KvmUnusable> {
+        let request = LaneRequest {
+            accel: choice,
+            icount: false,
+            cost_model: CostModel::None,
+        };
+        decide_lane(request, p.usable()).map_err(|e| match e {
+            LaneError::KvmUnusable(cause) => KvmUnusable { cause },
+            LaneError::Refused(r) => panic!("{r}"),
+        })
+    }
 
     fn ran() -> KvmProbe {
         KvmProbe { outcome: Ok(()) }
@@ -131,7 +118,7 @@ mod tests {
             (Tcg, unfit(KvmUnfit::NotTried), Some(Accel::Tcg)),
         ];
         for (choice, p, want) in table {
-            let got = decide(choice, &p).ok().map(|d| d.accel);
+            let got = decide(choice, &p).ok().map(|d| d.lane.accel());
             assert_eq!(got, want, "{choice:?} with {p:?}");
         }
     }
@@ -151,7 +138,7 @@ mod tests {
     #[test]
     fn auto_falls_back_to_tcg_and_says_why() {
         let auto = decide(AccelChoice::Auto, &unfit(denied())).unwrap();
-        assert_eq!(auto.accel, Accel::Tcg);
+        assert_eq!(auto.lane, Lane::Tcg);
         assert!(
             auto.reason.starts_with("fell back to TCG")
                 && auto

@@ -25,6 +25,14 @@ impl ModelChoice {
             ModelChoice::Count => "count",
         }
     }
+
+    /// The machine it models, whose name every window it closes carries.
+    pub fn machine(self) -> &'static crate::machine::Model {
+        match self {
+            ModelChoice::Cache => &crate::machine::SKYLAKE_CLIENT,
+            ModelChoice::Count => &crate::machine::COUNTING,
+        }
+    }
 }
 
 /// What the plugin needs to run.
