@@ -264,7 +264,9 @@ pub struct Protocol {
 pub enum SequentialChoice {
     /// In the lanes whose boots repeat (icount, the cost lane), `samples`
     /// becomes a budget of rounds ([`crate::model::sequential::auto`]);
-    /// elsewhere the fixed protocol.
+    /// under KVM, rounds of boots judged by boot
+    /// ([`crate::model::sequential::kvm_auto`]); under plain TCG the fixed
+    /// protocol.
     #[default]
     Auto,
     /// The fixed protocol: every boot takes `samples` samples.
@@ -274,14 +276,24 @@ pub enum SequentialChoice {
 }
 
 impl SequentialChoice {
-    /// The schedule the campaign runs: `samples` per boot (per round when
-    /// sequential) in a lane whose boots repeat (`deterministic`) or not.
-    pub fn resolve(self, samples: u32, deterministic: bool) -> Option<crate::model::Sequential> {
-        match self {
-            SequentialChoice::Off => None,
-            SequentialChoice::Rounds(s) => Some(s),
-            SequentialChoice::Auto if deterministic => crate::model::sequential::auto(samples),
-            SequentialChoice::Auto => None,
+    /// The schedule the campaign runs in `lane`: `samples` per boot (per
+    /// round when sequential).
+    pub fn resolve(
+        self,
+        samples: u32,
+        lane: crate::model::Lane,
+    ) -> Option<crate::model::Sequential> {
+        use crate::model::Lane;
+        match (self, lane) {
+            (SequentialChoice::Off, _) => None,
+            (SequentialChoice::Rounds(s), _) => Some(s),
+            (SequentialChoice::Auto, Lane::Kvm) => {
+                Some(crate::model::sequential::kvm_auto(samples))
+            }
+            (SequentialChoice::Auto, Lane::Icount | Lane::Counting | Lane::Cost) => {
+                crate::model::sequential::auto(samples)
+            }
+            (SequentialChoice::Auto, Lane::Tcg) => None,
         }
     }
 }

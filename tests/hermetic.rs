@@ -31,6 +31,10 @@ const TESTS: &[(&str, fn())] = &[
         a_kvm_that_cannot_create_a_vm_exits_3_before_any_build,
     ),
     (
+        "kvm_with_icount_is_refused_before_anything_runs",
+        kvm_with_icount_is_refused_before_anything_runs,
+    ),
+    (
         "doctor_calls_kvm_usable_only_where_the_trial_guest_ran",
         doctor_calls_kvm_usable_only_where_the_trial_guest_ran,
     ),
@@ -379,12 +383,24 @@ impl World {
     /// protocol section's body (indented two spaces), written to
     /// `<name>.yaml`.
     fn campaign(&self, name: &str, protocol: &str) -> PathBuf {
+        self.campaign_in(name, protocol, "icount: true\n  accel: tcg")
+    }
+
+    /// A campaign on the host's clock: KVM where the fake host's trial
+    /// guest runs (`vm.accel: auto`, no icount), else plain TCG.
+    fn real_time_campaign(&self, name: &str, protocol: &str) -> PathBuf {
+        self.campaign_in(name, protocol, "accel: auto")
+    }
+
+    /// A campaign whose `vm:` section asks for `lane` (its `icount` and
+    /// `accel` lines).
+    fn campaign_in(&self, name: &str, protocol: &str, lane: &str) -> PathBuf {
         let text = format!(
             "name: {name}\n\
              tree:\n  git:\n    path: {tree}\n\
              series: {series}\n\
              kernel:\n  base: tinyconfig\n  fragments:\n    - {fragment}\n\
-             vm:\n  memory: 1 GiB\n  cpus: {{possible: 4, online: 2}}\n  icount: true\n  accel: tcg\n  boot_timeout: 30s\n  run_timeout: 60s\n  swap_size: 64 MiB\n\
+             vm:\n  memory: 1 GiB\n  cpus: {{possible: 4, online: 2}}\n  {lane}\n  boot_timeout: 30s\n  run_timeout: 60s\n  swap_size: 64 MiB\n\
              zswap: {{enabled: true, compressor: lzo, zpool: zsmalloc, max_pool_percent: 20}}\n\
              thp: never\n\
              workload:\n  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  count_flushes: true\n\
@@ -729,8 +745,19 @@ fn a_sequential_campaign_stops_at_the_look_that_decides() {
 fn shards_merge_into_the_unsharded_run() {
     let world = World::new(&two_patches(10.0));
     let campaign = world.campaign("shards", ABA);
-    let whole = world.run(&campaign, "whole", &[], &[]);
+    // On a host whose KVM runs a guest, with `--accel auto`: the icount
+    // campaign stays on icount, which is what makes its shards comparable.
+    let kvm_host = [(ENV_KVM, "runs")];
+    let whole = world.run(&campaign, "whole", &["--accel", "auto"], &kvm_host);
     assert_eq!(whole.status.code(), Some(1), "{}", stderr(&whole));
+    let lane = world.results("whole").host;
+    assert_eq!(lane.lane, patchbench::model::Lane::Icount);
+    assert!(
+        lane.accel_reason
+            .contains("KVM is usable on this host, and not used"),
+        "{}",
+        lane.accel_reason
+    );
     world.take_log();
     let mut shards = Vec::new();
     for i in 1..=3 {
@@ -738,8 +765,14 @@ fn shards_merge_into_the_unsharded_run() {
         let output = world.run(
             &campaign,
             &out,
-            &["--shard", &format!("{i}/3"), "--fresh-boots"],
-            &[],
+            &[
+                "--shard",
+                &format!("{i}/3"),
+                "--fresh-boots",
+                "--accel",
+                "auto",
+            ],
+            &kvm_host,
         );
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         let shard = world.results(&out);
@@ -1054,7 +1087,7 @@ fn watch_finds_the_nights_step_and_hunts_its_commit() {
 /// the KVM trial and before anything is built or booted.
 fn a_kvm_that_cannot_create_a_vm_exits_3_before_any_build() {
     let world = World::new(&two_patches(10.0));
-    let campaign = world.campaign("no-vm", ABA);
+    let campaign = world.real_time_campaign("no-vm", ABA);
     let output = world.run(&campaign, "out", &["--accel", "kvm"], &[(ENV_KVM, "no-vm")]);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(3), "{err}");
@@ -1067,6 +1100,24 @@ fn a_kvm_that_cannot_create_a_vm_exits_3_before_any_build() {
         world.take_log(),
         ["kvm-trial no-vm"],
         "nothing built or booted"
+    );
+}
+
+/// A lane is honoured or refused, never changed: icount asked for with
+/// KVM is a usage error (exit 2), before the trial, any build or boot.
+fn kvm_with_icount_is_refused_before_anything_runs() {
+    let world = World::new(&two_patches(10.0));
+    let campaign = world.campaign("icount", ABA);
+    let output = world.run(&campaign, "out", &["--accel", "kvm"], &[(ENV_KVM, "runs")]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("vm.icount: true is a TCG clock, but KVM was requested"),
+        "{err}"
+    );
+    assert!(
+        world.take_log().is_empty(),
+        "nothing tried, built or booted"
     );
 }
 
@@ -1102,7 +1153,7 @@ fn doctor_calls_kvm_usable_only_where_the_trial_guest_ran() {
 /// reason, which the report shows, names the cause and the fix.
 fn auto_falls_back_to_tcg_on_a_closed_dev_kvm_and_the_report_says_why() {
     let world = World::new(&two_patches(10.0));
-    let campaign = world.campaign("denied", ABA);
+    let campaign = world.real_time_campaign("denied", ABA);
     let output = world.run(
         &campaign,
         "out",

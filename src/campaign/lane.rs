@@ -159,8 +159,9 @@ pub(super) fn choose(plan: &Plan, probe: &KvmProbe, sink: &dyn Sink) -> anyhow::
         )));
     }
     // Boots repeat under icount (the cost lane's included), so there a
-    // campaign's samples become rounds by default.
-    let sequential = plan.sequential.resolve(plan.samples, lane.deterministic());
+    // campaign's samples become rounds by default; under KVM, rounds of
+    // boots judged by boot.
+    let sequential = plan.sequential.resolve(plan.samples, lane);
     if let Some(s) = sequential {
         sink.emit(Event::Note(format!(
             "protocol: sequential, up to {} round(s) of the boot order with {} sample(s) per boot{}, stopping when every primary metric is decided ({} spending)",

@@ -88,6 +88,8 @@ impl Outcome {
 /// prepare the workloads, start (or resume) the results, boot every
 /// variant in the protocol's order, and judge.
 pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Result<Outcome> {
+    // A lane the campaign cannot have is refused before the KVM trial.
+    plan.vm.lane_request().lane_where_kvm_runs()?;
     let probe = lane::probe(plan.vm.lane_request()).await;
     let mut lane = lane::choose(plan, &probe, sink)?;
     if let Some(shard) = opts.shard {

@@ -150,9 +150,12 @@ fn condition_rows(
             }
         }
     }
-    // Boots in layouts of their own (`protocol.layouts: varied`) are the
-    // observations; otherwise the samples are.
-    let by_boot = results.boots.iter().any(|b| b.layout.is_some());
+    // Under KVM, and with boots in layouts of their own
+    // (`protocol.layouts: varied`), boots are the observations: samples
+    // within one boot share its state and are not independent. Otherwise
+    // (the icount lanes, plain TCG) the samples are.
+    let by_boot =
+        results.host.lane.judged_by_boot() || results.boots.iter().any(|b| b.layout.is_some());
     let sequential = sequential_look(results);
     let count = |boots: &[(&Boot, Vec<&SampleRecord>)]| boots.iter().map(|(_, s)| s.len()).sum();
     names

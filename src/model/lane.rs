@@ -36,15 +36,6 @@ pub enum Lane {
     Cost,
 }
 
-/// The plugin a lane loads, and what it does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plugin {
-    /// The cache model (the cost lane).
-    Cache,
-    /// Counting alone (the counting lane).
-    Count,
-}
-
 impl Lane {
     /// Every lane, in the order reports list them.
     pub const ALL: [Lane; 5] = [
@@ -89,13 +80,18 @@ impl Lane {
         self.side_by_side() && self != Lane::Cost
     }
 
-    /// The plugin its boots load, if any.
-    pub fn plugin(self) -> Option<Plugin> {
-        match self {
-            Lane::Counting => Some(Plugin::Count),
-            Lane::Cost => Some(Plugin::Cache),
-            Lane::Kvm | Lane::Tcg | Lane::Icount => None,
-        }
+    /// Whether its boots, rather than its samples, are the observations
+    /// the judge compares: under KVM each boot lands on the host anew
+    /// (its memory, its placement, the host's state), so samples within
+    /// one boot are not independent (docs/statistics.md, "Under KVM").
+    pub fn judged_by_boot(self) -> bool {
+        self == Lane::Kvm
+    }
+
+    /// Whether its boots load the plugin (`campaign::lane::plugin_model`
+    /// says which model).
+    pub fn loads_plugin(self) -> bool {
+        matches!(self, Lane::Counting | Lane::Cost)
     }
 
     /// Whether the guest runs on the host's clock, where its times are the
@@ -420,7 +416,7 @@ mod tests {
             assert_eq!(serde_json::from_str::<Lane>(&json).unwrap(), lane);
             assert_eq!(lane.icount(), lane.deterministic());
             assert_eq!(
-                lane.plugin().is_some(),
+                lane.loads_plugin(),
                 matches!(lane, Lane::Counting | Lane::Cost)
             );
         }

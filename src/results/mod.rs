@@ -81,62 +81,33 @@ impl Results {
         }
         let version: Version = serde_json::from_str(&text).map_err(parse_error)?;
         match version.schema_version {
-            5 => serde_json::from_str(&text).map_err(parse_error),
-            // Schema 4 stored the lane as its parts; schema 3 also stored
-            // its comparisons under the rules of their day, which are
-            // dropped, so that the document loads unjudged.
-            3 | 4 => {
+            // Schema 4 stored the lane as its parts, which `Host` reads.
+            4 | 5 => serde_json::from_str(&text)
+                .map(|r: Results| Results {
+                    schema_version: SCHEMA_VERSION,
+                    ..r
+                })
+                .map_err(parse_error),
+            // Schema 3 stored its comparisons under the rules of their
+            // day; they are dropped, and the document loads unjudged.
+            3 => {
                 let mut value: serde_json::Value =
                     serde_json::from_str(&text).map_err(parse_error)?;
-                lane_from_parts(&mut value).map_err(parse_error)?;
                 if let Some(doc) = value.as_object_mut() {
-                    if version.schema_version == 3 {
-                        doc.remove("comparisons");
-                    }
+                    doc.remove("comparisons");
                     doc.insert("schema_version".into(), SCHEMA_VERSION.into());
                 }
                 serde_json::from_value(value).map_err(parse_error)
             }
-            1 | 2 => {
-                let mut value: serde_json::Value =
-                    serde_json::from_str(&text).map_err(parse_error)?;
-                lane_from_parts(&mut value).map_err(parse_error)?;
-                serde_json::from_value::<v2::ResultsV2>(value)
-                    .map(Results::from)
-                    .map_err(parse_error)
-            }
+            1 | 2 => serde_json::from_str::<v2::ResultsV2>(&text)
+                .map(Results::from)
+                .map_err(parse_error),
             found => Err(ResultsError::Schema {
                 path: path.to_owned(),
                 found,
             }),
         }
     }
-}
-
-/// A document of schema 4 or older, its `host` given today's `lane` in
-/// place of the `accel`, `icount` and `cost_model` it was read from
-/// (`model::Lane::of_old_document`); `cost_model` stays only as the cost
-/// lane's machine.
-fn lane_from_parts(doc: &mut serde_json::Value) -> Result<(), serde_json::Error> {
-    let Some(host) = doc.get_mut("host").and_then(|h| h.as_object_mut()) else {
-        return Ok(());
-    };
-    let accel: crate::model::Accel =
-        serde_json::from_value(host.remove("accel").unwrap_or(serde_json::Value::Null))?;
-    let icount = host
-        .remove("icount")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(false);
-    let model = host
-        .get("cost_model")
-        .and_then(|m| m.as_str())
-        .map(str::to_owned);
-    let lane = crate::model::Lane::of_old_document(accel, icount, model.as_deref());
-    if lane != crate::model::Lane::Cost {
-        host.remove("cost_model");
-    }
-    host.insert("lane".into(), serde_json::to_value(lane)?);
-    Ok(())
 }
 
 /// The byte offset of serde_json's 1-based `line` and `column` in `text`

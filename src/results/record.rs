@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{Lane, Layouts, TcgThreads};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "HostAsStored")]
 pub struct Host {
     pub cpu_model: String,
     pub cores: usize,
@@ -42,6 +42,60 @@ pub struct Host {
     /// before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<HostNoise>,
+}
+
+/// [`Host`] as any schema stored it: schema 5's `lane`, or schema 4's
+/// and older `accel`, `icount` and `cost_model` (`count` in the counting
+/// lane), read in one typed pass so that a damaged document's error still
+/// names its byte.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostAsStored {
+    cpu_model: String,
+    cores: usize,
+    #[serde(default)]
+    lane: Option<Lane>,
+    #[serde(default)]
+    accel: Option<crate::model::Accel>,
+    #[serde(default)]
+    icount: Option<bool>,
+    accel_reason: String,
+    #[serde(default)]
+    tcg_threads: Option<TcgThreads>,
+    #[serde(default)]
+    cost_model: Option<String>,
+    #[serde(default)]
+    parallel_boots: Option<u32>,
+    #[serde(default)]
+    noise: Option<HostNoise>,
+}
+
+impl TryFrom<HostAsStored> for Host {
+    type Error = String;
+
+    fn try_from(h: HostAsStored) -> Result<Host, String> {
+        let lane = match (h.lane, h.accel) {
+            (Some(lane), None) => lane,
+            (None, Some(accel)) => {
+                Lane::of_old_document(accel, h.icount.unwrap_or(false), h.cost_model.as_deref())
+            }
+            (Some(_), Some(_)) => {
+                return Err("host has both `lane` and schema 4's `accel`".into());
+            }
+            (None, None) => return Err("host has no `lane`".into()),
+        };
+        Ok(Host {
+            cpu_model: h.cpu_model,
+            cores: h.cores,
+            lane,
+            accel_reason: h.accel_reason,
+            tcg_threads: h.tcg_threads,
+            // Only the cost lane's machine; schema 4 wrote `count` here.
+            cost_model: h.cost_model.filter(|_| lane == Lane::Cost),
+            parallel_boots: h.parallel_boots,
+            noise: h.noise,
+        })
+    }
 }
 
 /// A fixed CPU-bound loop timed on the host before, between and after the

@@ -41,6 +41,8 @@
 //! - A source line holding `patchbench-fake-error` makes its compilation
 //!   fail, with a compiler's `file:line:col: error:` line.
 //! - [`ENV_NOISE`]: the noise of each time, in percent (default 0.2).
+//! - [`ENV_BOOT_NOISE`]: under `-accel kvm`, one offset per boot of up
+//!   to this percent on every time (default 0).
 //! - [`ENV_KILL`]: `LABEL:N`: the fake QEMU of boot LABEL kills itself
 //!   with SIGKILL after N measured samples of the main condition.
 //! - [`ENV_KVM`]: what the fake QEMU's KVM trial finds ([`kvm`]): a
@@ -71,6 +73,11 @@ pub const PROGRAMS: &[&str] = &[
 
 /// The noise of each time, in percent of its value (default 0.2).
 pub const ENV_NOISE: &str = "PATCHBENCH_FAKE_NOISE";
+/// The boot-to-boot noise of each time under KVM (`-accel kvm`), in
+/// percent of its value (default 0): one offset per boot, drawn from the
+/// kernel and the boot's label, as a real host's placement and state move
+/// a whole boot.
+pub const ENV_BOOT_NOISE: &str = "PATCHBENCH_FAKE_BOOT_NOISE";
 /// `LABEL:N`: boot LABEL's QEMU kills itself after N measured samples.
 pub const ENV_KILL: &str = "PATCHBENCH_FAKE_KILL";
 /// The host's KVM as the fake QEMU's KVM trial meets it ([`kvm`]):

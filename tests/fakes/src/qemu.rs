@@ -20,6 +20,9 @@ pub struct Boot {
     pub agent: PathBuf,
     pub memory_mib: u64,
     pub cpus: u32,
+    /// `-accel kvm`: the boot runs in real time, with a boot-to-boot
+    /// effect of up to [`crate::ENV_BOOT_NOISE`] percent.
+    pub kvm: bool,
 }
 
 /// A QEMU option value's comma-separated parts (`,,` is a literal comma).
@@ -72,6 +75,7 @@ pub fn parse(args: &[String]) -> Result<Boot, Refused> {
                 if !["kvm", "tcg,thread=single", "tcg,thread=multi"].contains(&v.as_str()) {
                     refuse!("-accel {v} is not faked");
                 }
+                boot.kvm = v == "kvm";
             }
             "-cpu" => {
                 let v = value()?;
@@ -280,10 +284,11 @@ pub fn main(args: &[String]) -> Result<(), Refused> {
         &mut port,
         &Message::Facts(Box::new(facts(&boot, &job, &kernel)?)),
     )?;
+    let factor = boot_factor(boot.kvm, &kernel, &job.boot_label)?;
     for (condition, workload) in job.conditions() {
         for index in 0..job.warmups + job.samples {
             let warmup = index < job.warmups;
-            let metrics = metrics(workload, &kernel, &job.boot_label, condition, index)?;
+            let metrics = metrics(workload, &kernel, &job.boot_label, condition, index, factor)?;
             send(
                 &mut port,
                 &Message::Sample(Sample {
@@ -430,7 +435,8 @@ fn seed(words: &[&str]) -> u64 {
 /// Every figure of one sample of `workload` (zswap-pageout only): a base
 /// from the workload's size, times the kernel's effect, times a noise of
 /// up to [`crate::ENV_NOISE`] percent drawn from the kernel, the boot's
-/// label, the condition, the index and the metric. Counts carry no noise,
+/// label, the condition, the index and the metric, times the boot's
+/// `boot_factor` ([`boot_factor`]). Counts carry no noise,
 /// and the figures a spec calls negligible stay inside their level.
 fn metrics(
     workload: &Workload,
@@ -438,6 +444,7 @@ fn metrics(
     label: &str,
     condition: Option<&str>,
     index: u32,
+    boot_factor: f64,
 ) -> Result<BTreeMap<String, u64>, Refused> {
     let Workload::ZswapPageout {
         workers,
@@ -482,17 +489,33 @@ fn metrics(
     Ok(figures
         .into_iter()
         .map(|(metric, base, noisy)| {
-            let noise = if noisy {
+            let (noise, boot) = if noisy {
                 let u = mix(seed(&[&kernel.digest, label, condition, &index, metric])) as f64
                     / u64::MAX as f64;
-                (2.0 * u - 1.0) * noise_pct / 100.0
+                ((2.0 * u - 1.0) * noise_pct / 100.0, boot_factor)
             } else {
-                0.0
+                (0.0, 1.0)
             };
-            let value = base * (1.0 + kernel.effect(metric) / 100.0) * (1.0 + noise);
+            let value = base * (1.0 + kernel.effect(metric) / 100.0) * (1.0 + noise) * boot;
             (metric.to_string(), value.max(0.0).round() as u64)
         })
         .collect())
+}
+
+/// Under KVM (`kvm`), the factor every time of a boot is moved by: one
+/// offset of up to [`crate::ENV_BOOT_NOISE`] percent, drawn from the
+/// kernel and the boot's label, so that the whole boot lands higher or
+/// lower, as a real host's placement, memory and state move it; 1 under
+/// TCG.
+fn boot_factor(kvm: bool, kernel: &FakeKernel, label: &str) -> Result<f64, Refused> {
+    let pct: f64 = match std::env::var(crate::ENV_BOOT_NOISE) {
+        Ok(v) if kvm => v
+            .parse()
+            .map_err(|_| Refused(format!("{}={v}: a percent expected", crate::ENV_BOOT_NOISE)))?,
+        _ => return Ok(1.0),
+    };
+    let u = mix(seed(&[&kernel.digest, label, "boot-effect"])) as f64 / u64::MAX as f64;
+    Ok(1.0 + (2.0 * u - 1.0) * pct / 100.0)
 }
 
 /// The metrics the fake agent reports for `workload`, by name (for tests
@@ -504,7 +527,7 @@ pub fn metric_names(workload: &Workload) -> Result<Vec<String>, Refused> {
         effects: Vec::new(),
         config: String::new(),
     };
-    Ok(metrics(workload, &kernel, "A", None, 0)?
+    Ok(metrics(workload, &kernel, "A", None, 0, 1.0)?
         .into_keys()
         .collect())
 }
