@@ -283,17 +283,10 @@ impl SequentialChoice {
         samples: u32,
         lane: crate::model::Lane,
     ) -> Option<crate::model::Sequential> {
-        use crate::model::Lane;
-        match (self, lane) {
-            (SequentialChoice::Off, _) => None,
-            (SequentialChoice::Rounds(s), _) => Some(s),
-            (SequentialChoice::Auto, Lane::Kvm) => {
-                Some(crate::model::sequential::kvm_auto(samples))
-            }
-            (SequentialChoice::Auto, Lane::Icount | Lane::Counting | Lane::Cost) => {
-                crate::model::sequential::auto(samples)
-            }
-            (SequentialChoice::Auto, Lane::Tcg) => None,
+        match self {
+            SequentialChoice::Off => None,
+            SequentialChoice::Rounds(s) => Some(s),
+            SequentialChoice::Auto => lane.auto_sequential(samples),
         }
     }
 }

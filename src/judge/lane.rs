@@ -121,23 +121,10 @@ pub fn context(spec: &MetricSpec, guest: &Guest) -> Option<String> {
             guest.tick_split.join(", ")
         ));
     }
-    let icount = match guest.lane {
-        Lane::Cost => {
-            return Some(
-                "an icount time in the cost lane: it counts instructions, blind to the caches this lane models; its own figures are the modeled cycles"
-                    .into(),
-            );
-        }
-        Lane::Counting => {
-            return Some(
-                "an icount time in the counting lane: one instruction clock serves every vCPU; this lane's own figures are each vCPU's instructions, counted on it"
-                    .into(),
-            );
-        }
-        Lane::Icount => true,
-        Lane::Kvm | Lane::Tcg => false,
-    };
-    if !icount {
+    if let Some(why) = guest.lane.times_are_context() {
+        return Some(why.into());
+    }
+    if !guest.lane.icount() {
         return None;
     }
     if let Some(io) = &guest.host_io {

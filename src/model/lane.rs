@@ -134,6 +134,70 @@ impl Lane {
         }
     }
 
+    /// The lane on a page's index, beside the accelerator: `TCG · icount`;
+    /// plain TCG says `TCG · one thread` when `single_thread`.
+    pub fn index_label(self, single_thread: bool) -> String {
+        match self {
+            Lane::Kvm => "KVM".into(),
+            Lane::Tcg if single_thread => "TCG · one thread".into(),
+            Lane::Tcg => "TCG".into(),
+            Lane::Icount | Lane::Counting | Lane::Cost => format!("TCG · {}", self.short()),
+        }
+    }
+
+    /// What a hunt's report says of its steps in this lane.
+    pub fn hunt_words(self) -> String {
+        match self {
+            Lane::Cost | Lane::Counting => {
+                format!("Steps ran in {} (TCG with icount).", self.label())
+            }
+            Lane::Icount => "Steps ran under TCG with icount: a guest's times count its instructions, so boots of different steps are comparable.".into(),
+            Lane::Tcg | Lane::Kvm => format!(
+                "Steps ran under {}: each step's verdict is from its own boots; boots of different steps are not compared.",
+                self.label()
+            ),
+        }
+    }
+
+    /// The banner of a plugin lane's report, before its reason (`model`:
+    /// the cost lane's machine), or `None` elsewhere.
+    pub fn plugin_banner(self, model: Option<&str>) -> Option<String> {
+        match self {
+            Lane::Counting => Some("Counting lane: each vCPU's own instructions, by mode and symbol, counted on that vCPU (docs/cost-model.md); no cache model, and times are icount times.".into()),
+            Lane::Cost => Some(format!(
+                "Cost lane: modeled cost on the {} model (docs/cost-model.md): instructions and simulated cache misses, not time.",
+                model.unwrap_or("cache")
+            )),
+            Lane::Kvm | Lane::Tcg | Lane::Icount => None,
+        }
+    }
+
+    /// Why a guest time is context rather than a measurement in this lane
+    /// whatever the workload (the plugin lanes, whose own figures are
+    /// counts), or `None` where times can be the lane's own.
+    pub fn times_are_context(self) -> Option<&'static str> {
+        match self {
+            Lane::Cost => Some(
+                "an icount time in the cost lane: it counts instructions, blind to the caches this lane models; its own figures are the modeled cycles",
+            ),
+            Lane::Counting => Some(
+                "an icount time in the counting lane: one instruction clock serves every vCPU; this lane's own figures are each vCPU's instructions, counted on it",
+            ),
+            Lane::Kvm | Lane::Tcg | Lane::Icount => None,
+        }
+    }
+
+    /// `protocol.sequential: auto` in this lane, for `samples` per boot:
+    /// rounds where boots repeat (icount, the plugin lanes) and under KVM
+    /// (judged by boot); the fixed protocol under plain TCG.
+    pub fn auto_sequential(self, samples: u32) -> Option<super::Sequential> {
+        match self {
+            Lane::Kvm => Some(super::sequential::kvm_auto(samples)),
+            Lane::Icount | Lane::Counting | Lane::Cost => super::sequential::auto(samples),
+            Lane::Tcg => None,
+        }
+    }
+
     /// The name results.json, `plan --matrix` and the workflows use.
     pub fn name(self) -> &'static str {
         match self {

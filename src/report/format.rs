@@ -290,15 +290,10 @@ pub fn sequential_line(rows: &[&ComparisonRecord]) -> Option<String> {
 /// pages' index): `KVM`, `TCG`, `TCG · one thread`, `TCG · icount`,
 /// `TCG · counting`, `TCG · cost model`.
 pub fn lane_short(results: &crate::results::Results) -> String {
-    use crate::model::Lane;
-    match results.host.lane {
-        Lane::Kvm => "KVM".into(),
-        Lane::Tcg if results.host.tcg_threads == Some(crate::model::TcgThreads::Single) => {
-            "TCG · one thread".into()
-        }
-        Lane::Tcg => "TCG".into(),
-        lane @ (Lane::Icount | Lane::Counting | Lane::Cost) => format!("TCG · {}", lane.short()),
-    }
+    results
+        .host
+        .lane
+        .index_label(results.host.tcg_threads == Some(crate::model::TcgThreads::Single))
 }
 
 /// The largest within-boot CV among the metrics a summary covers (times

@@ -152,14 +152,7 @@ fn unit_of(spec: Option<&WorkloadSpec>, metric: &str) -> Option<Unit> {
 
 /// The lane, for both renderings.
 fn lane_line(hunt: &Hunt) -> Option<String> {
-    use crate::model::Lane;
-    Some(match hunt.lane? {
-        lane @ (Lane::Cost | Lane::Counting) => {
-            format!("Steps ran in {} (TCG with icount).", lane.label())
-        }
-        Lane::Icount => "Steps ran under TCG with icount: a guest's times count its instructions, so boots of different steps are comparable.".into(),
-        lane @ (Lane::Tcg | Lane::Kvm) => format!("Steps ran under {}: each step's verdict is from its own boots; boots of different steps are not compared.", lane.label()),
-    })
+    Some(hunt.lane?.hunt_words())
 }
 
 fn what_step(hunt: &Hunt, step: &HuntStep) -> String {

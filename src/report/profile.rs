@@ -136,18 +136,11 @@ fn profiles(results: &Results, variant: &str) -> BTreeMap<String, Vec<SymbolProf
 /// The cost lane's banner, or `None` outside it: "Cost lane: modeled
 /// cost on skylake-client; TCG forced (...)".
 pub fn cost_banner(results: &Results) -> Option<String> {
-    match results.host.lane {
-        crate::model::Lane::Counting => Some(format!(
-            "Counting lane: each vCPU's own instructions, by mode and symbol, counted on that vCPU (docs/cost-model.md); no cache model, and times are icount times. {}",
-            results.host.accel_reason
-        )),
-        crate::model::Lane::Cost => Some(format!(
-            "Cost lane: modeled cost on the {} model (docs/cost-model.md): instructions and simulated cache misses, not time. {}",
-            results.host.cost_model.as_deref().unwrap_or("cache"),
-            results.host.accel_reason
-        )),
-        crate::model::Lane::Kvm | crate::model::Lane::Tcg | crate::model::Lane::Icount => None,
-    }
+    let banner = results
+        .host
+        .lane
+        .plugin_banner(results.host.cost_model.as_deref())?;
+    Some(format!("{banner} {}", results.host.accel_reason))
 }
 
 #[cfg(test)]
