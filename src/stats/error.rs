@@ -34,6 +34,8 @@ pub enum StatsError {
     TooFewResamples { resamples: usize, min: usize },
     #[error("the null scenario's {field} is empty or out of range")]
     ScenarioInvalid { field: &'static str },
+    #[error("the spread between boots cannot be measured: {why}")]
+    NoiseUnmeasurable { why: &'static str },
     #[error("the sequential design")]
     Sequential(#[from] super::sequential::SequentialError),
     #[error("look {look} of {of} is not a look of the budget")]

@@ -18,6 +18,8 @@
 //! - `compare`: the entry point;
 //! - `simulate`: the A/A false-positive rate, and a sequential campaign's
 //!   error rates against naive peeking;
+//! - `detectable`: the smallest change a sequential campaign judged by
+//!   boot can detect at the noise it has seen, stated before it measures;
 //! - [`sequential`]: group-sequential boundaries (Lan-DeMets spending) for
 //!   the repeated confidence intervals of a sequential campaign's looks;
 //! - [`changepoint`]: the steps in a nightly history (`patchbench watch`),
@@ -27,6 +29,7 @@ pub mod bootstrap;
 pub mod changepoint;
 mod compare;
 pub mod describe;
+mod detectable;
 pub mod hypothesis;
 mod options;
 #[cfg(test)]
@@ -45,6 +48,9 @@ pub use bootstrap::{BootstrapChanges, Change, DEFAULT_RESAMPLES, DEFAULT_SEED, M
 pub use changepoint::{ChangePointOptions, FalseAlarms, Step, change_points, false_alarm_rate};
 pub use compare::{Comparison, SequentialOutcome, compare};
 pub use describe::{CONFIDENCE, Interval, Separation, Summary, pct_change};
+pub use detectable::{
+    BootsPerRound, Detectable, MAX_ROUNDS_FOR_BAND, POWER, detectable_change, detectable_change_at,
+};
 pub use hypothesis::{MannWhitney, MannWhitneyMethod, WelchTest};
 pub use options::{CompareOptions, SequentialLook};
 pub use simulate::{
