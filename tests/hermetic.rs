@@ -23,7 +23,7 @@ use std::time::Instant;
 use patchbench::results::history::History;
 use patchbench::results::hunt::{Hunt, HuntState, StepOutcome, StepRole};
 use patchbench::results::{Results, VerdictRecord};
-use patchbench_fakes::{ENV_KILL, ENV_KVM, ENV_LOG, ENV_NOISE};
+use patchbench_fakes::{ENV_BOOT_NOISE, ENV_KILL, ENV_KVM, ENV_LOG, ENV_NOISE};
 
 const TESTS: &[(&str, fn())] = &[
     (
@@ -58,6 +58,10 @@ const TESTS: &[(&str, fn())] = &[
     (
         "an_identical_boot_is_replayed_not_booted",
         an_identical_boot_is_replayed_not_booted,
+    ),
+    (
+        "a_kvm_campaign_samples_in_rounds_judged_by_boot_and_says_what_it_can_detect",
+        a_kvm_campaign_samples_in_rounds_judged_by_boot_and_says_what_it_can_detect,
     ),
     (
         "a_sequential_campaign_stops_at_the_look_that_decides",
@@ -737,6 +741,63 @@ fn a_sequential_campaign_stops_at_the_look_that_decides() {
     );
     assert_eq!(results.boots.len(), 9);
     assert!(err.contains("the budget's 3 round(s) spent"), "{err}");
+}
+
+/// A campaign on the host's clock, on a host whose KVM runs a guest, with
+/// a boot-to-boot effect of up to 1%: KVM, rounds of A, B, A' by default,
+/// each boot one observation; no look decides before B has three boots;
+/// after the first round it says what its budget can detect; the report
+/// carries KVM's banner and both statements.
+fn a_kvm_campaign_samples_in_rounds_judged_by_boot_and_says_what_it_can_detect() {
+    let world = World::new(&two_patches(10.0));
+    let campaign = world.real_time_campaign("kvm", ABA);
+    let kvm_host = [(ENV_KVM, "runs"), (ENV_BOOT_NOISE, "1")];
+    let output = world.run(&campaign, "out", &[], &kvm_host);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    let results = world.results("out");
+    assert_eq!(results.host.lane, patchbench::model::Lane::Kvm);
+    let s = results
+        .protocol
+        .sequential
+        .as_ref()
+        .expect("rounds under KVM");
+    assert_eq!(s.rounds, patchbench::model::sequential::KVM_ROUNDS);
+    let looks = s.looks.len();
+    assert!((3..=s.rounds as usize).contains(&looks), "{s:?}");
+    assert!(
+        s.looks[..2].iter().all(|l| !l.undecided.is_empty()),
+        "with one or two B boots no look decides: {s:?}"
+    );
+    assert!(s.looks[looks - 1].undecided.is_empty(), "{s:?}");
+    assert_eq!(results.boots.len(), 3 * looks);
+    let pageout = row(&results, "pageout_cpu_ns");
+    assert_eq!(pageout.verdict, VerdictRecord::Regression);
+    assert!(pageout.options.by_boot);
+    assert_eq!(
+        (pageout.a.n, pageout.b.n),
+        (2 * looks, looks),
+        "one observation a boot"
+    );
+    // Stated once, after the first round, before the rounds that follow.
+    let stated = s
+        .detectable
+        .iter()
+        .find(|d| d.metric == "pageout_cpu_ns")
+        .unwrap_or_else(|| panic!("{s:?}"));
+    assert_eq!(stated.round, 1);
+    assert!(stated.fall_pct < 0.0 && stated.rise_pct > 0.0, "{stated:?}");
+    let note = "detectable: pageout_cpu_ns: at round 1's noise";
+    let (said, look_2) = (err.find(note), err.find("look 2 of 8"));
+    assert!(said.is_some() && said < look_2, "{err}");
+    let report = std::fs::read_to_string(world.path("out").join("report.md")).unwrap();
+    for words in [
+        "Accelerator: KVM",
+        "Judged by boot: under KVM",
+        "Detectable: pageout_cpu_ns: at round 1's noise",
+    ] {
+        assert!(report.contains(words), "{words}: {report}");
+    }
 }
 
 /// The round's three boots as three shards (`run --shard i/3`, one boot

@@ -250,6 +250,23 @@ async fn sequential(
             undecided: undecided.clone(),
         });
         let stop = record.stop();
+        // Judged by boot: what the budget can detect, stated once, at the
+        // first round's noise, before the rounds that follow.
+        let state = record.detectable.is_empty()
+            && stop == results::SequentialStop::Running
+            && results.host.lane.judged_by_boot();
+        if state {
+            let detectable = crate::judge::detectable(results);
+            for d in &detectable {
+                stages.sink.emit(Event::Note(format!(
+                    "detectable: {}",
+                    d.line(budget.rounds)
+                )));
+            }
+            if let Some(record) = results.protocol.sequential.as_mut() {
+                record.detectable = detectable;
+            }
+        }
         results.save(boots.results_path)?;
         let said = match stop {
             results::SequentialStop::Decided => "every primary metric decided".to_string(),
@@ -460,6 +477,7 @@ fn new_results(
                 time_seconds: s.time.map(|t| t.as_secs_f64()),
                 spending: s.spending,
                 looks: Vec::new(),
+                detectable: Vec::new(),
             }),
         },
         boots: Vec::new(),

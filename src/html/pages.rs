@@ -462,7 +462,9 @@ fn percent_encode(segment: &str) -> String {
 fn method(results: &Results) -> String {
     let order = crate::report::boot_order(results);
     let rows = crate::report::rows(results);
-    let stats = if crate::report::judged_by_boot(rows) {
+    let stats = if crate::report::judged_by_boot(rows) && results.host.lane.judged_by_boot() {
+        "Each boot landed on the host anew under KVM, so its samples are not independent: intervals, p-values and verdicts come from the statistics over the boots' means (Welch's t)."
+    } else if crate::report::judged_by_boot(rows) {
         "Each boot ran in a memory layout of its own, and intervals, p-values and verdicts come from the statistics over the boots' means (Welch's t)."
     } else {
         "Intervals, p-values and verdicts come from the statistics over the pooled samples."
@@ -739,7 +741,10 @@ pub fn run_page<'a>(run: &'a Run<'a>, nav: Nav) -> Result<RunPage<'a>, plot::Plo
             .flat_map(|j| &j.uncompared)
             .map(crate::results::UncomparedRecord::sentence)
             .collect(),
-        judged_by_boot: crate::report::layouts_line(&run.rows.iter().collect::<Vec<_>>()),
+        judged_by_boot: crate::report::layouts_line(
+            run.results.host.lane,
+            &run.rows.iter().collect::<Vec<_>>(),
+        ),
         profiles: profiles(r)?,
         multi: run.multi(),
         baseline: r.baseline().to_string(),

@@ -8,9 +8,12 @@
 //! the PR comment and `compare` render what it stored and never judge
 //! again (`patchbench judge` re-judges a kept run under today's rule).
 
+mod detectable;
 mod headline;
 pub mod lane;
 mod record;
+
+pub use detectable::detectable;
 
 use crate::model::{Direction, Verdict};
 use crate::results::{

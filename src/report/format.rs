@@ -286,6 +286,18 @@ pub fn sequential_line(rows: &[&ComparisonRecord]) -> Option<String> {
     ))
 }
 
+/// What a campaign judged by boot could detect, as its first round stated
+/// it (`protocol.sequential.detectable`): one line per primary metric.
+pub fn detectable_lines(results: &crate::results::Results) -> Vec<String> {
+    let Some(s) = results.protocol.sequential.as_ref() else {
+        return Vec::new();
+    };
+    s.detectable
+        .iter()
+        .map(|d| format!("Detectable: {}", d.line(s.rounds)))
+        .collect()
+}
+
 /// The lane in a word or two, for places with room for no more (the
 /// pages' index): `KVM`, `TCG`, `TCG · one thread`, `TCG · icount`,
 /// `TCG · counting`, `TCG · cost model`.

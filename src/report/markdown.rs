@@ -37,10 +37,16 @@ fn headlines(out: &mut String, results: &Results) {
     }
 }
 
-/// The cost lane's banner, or the TCG banner when the boots ran under TCG.
+/// The lane's banner: the plugin lanes', KVM's, or TCG's.
 fn accelerator(out: &mut String, results: &Results) {
     if let Some(banner) = super::profile::cost_banner(results) {
         let _ = writeln!(out, "> **{banner}**\n");
+    } else if results.host.lane == crate::model::Lane::Kvm {
+        let _ = writeln!(
+            out,
+            "> **Accelerator: KVM** \u{2014} {}. Times are the host CPU's, in real time: each boot is one observation, and the campaign samples in rounds of boots (docs/statistics.md, \"Under KVM\").\n",
+            results.host.accel_reason
+        );
     } else if results.host.lane.accel() == Accel::Tcg {
         let _ = writeln!(
             out,
@@ -103,10 +109,21 @@ fn two_variants(results: &Results, rows: &[ComparisonRecord]) -> String {
         results.protocol.warmups,
         results.protocol.samples,
         if super::rows::judged_by_boot(rows) {
-            "each boot ran in a memory layout of its own and its mean is one observation (no drift: the boots differ by layout on purpose); \
-             max CV is the largest within-boot coefficient of variation. \
-             B vs A is the change of the mean of the boots' means with Welch's 95% t interval; p is Welch's t-test over the boots' means."
-                .to_string()
+            format!(
+                "{} and its mean is one observation ({}); \
+                 max CV is the largest within-boot coefficient of variation. \
+                 B vs A is the change of the mean of the boots' means with Welch's 95% t interval; p is Welch's t-test over the boots' means.",
+                if results.host.lane.judged_by_boot() {
+                    "each boot landed on the host anew"
+                } else {
+                    "each boot ran in a memory layout of its own"
+                },
+                if results.host.lane.judged_by_boot() {
+                    "no drift: the boots are the samples"
+                } else {
+                    "no drift: the boots differ by layout on purpose"
+                },
+            )
         } else {
             format!(
                 "A pools every A boot. \
@@ -158,7 +175,7 @@ fn condition_markdown(out: &mut String, results: &Results, rows: &[&ComparisonRe
         );
     }
     reasons_markdown(out, results, rows, false);
-    repeats_markdown(out, rows);
+    repeats_markdown(out, results, rows);
 }
 
 /// Every measured verdict but "no clear difference" is explained (a
@@ -206,10 +223,10 @@ fn reasons_markdown(
 }
 
 /// [`super::rows::repeats_line`] as a paragraph, or nothing.
-fn repeats_markdown(out: &mut String, rows: &[&ComparisonRecord]) {
+fn repeats_markdown(out: &mut String, results: &Results, rows: &[&ComparisonRecord]) {
     let lines = [
         super::rows::repeats_line(rows),
-        super::rows::layouts_line(rows),
+        super::rows::layouts_line(results.host.lane, rows),
     ];
     for line in lines.into_iter().flatten() {
         let _ = writeln!(out, "\n{line}");
@@ -431,7 +448,7 @@ fn columns_markdown(out: &mut String, results: &Results, rows: &[&ComparisonReco
         out.push('\n');
     }
     reasons_markdown(out, results, rows, true);
-    repeats_markdown(out, rows);
+    repeats_markdown(out, results, rows);
 }
 
 /// The largest within-boot CV over some rows' measured figures, in
@@ -536,6 +553,7 @@ fn run_lines(out: &mut String, results: &Results, rows: &[ComparisonRecord]) {
     ]
     .into_iter()
     .flatten()
+    .chain(super::format::detectable_lines(results))
     {
         let _ = writeln!(out, "\n{line}");
     }

@@ -145,7 +145,8 @@ mod tests {
         // One B boot is one observation: too few for a verdict.
         assert_eq!(row.kind(), crate::model::Verdict::Inconclusive);
         assert_eq!(row.coverage(), None, "every sample has the metric");
-        let line = layouts_line(&all.iter().collect::<Vec<_>>()).unwrap();
+        let line =
+            layouts_line(crate::model::Lane::Icount, &all.iter().collect::<Vec<_>>()).unwrap();
         assert!(line.starts_with("Judged by boot: each boot ran in a memory layout of its own"));
         assert!(line.contains("(2 A boots, 1 B boots)"), "{line}");
         let text = markdown(&judged(&results));
@@ -171,7 +172,13 @@ mod tests {
         // Without layouts, none of it.
         let plain = Results::load(&path).unwrap();
         let plain_rows = jrows(&plain);
-        assert!(layouts_line(&plain_rows.iter().collect::<Vec<_>>()).is_none());
+        assert!(
+            layouts_line(
+                crate::model::Lane::Icount,
+                &plain_rows.iter().collect::<Vec<_>>()
+            )
+            .is_none()
+        );
         assert!(!markdown(&judged(&plain)).contains("Judged by boot"));
     }
 

@@ -92,8 +92,18 @@ pub fn repeats_line(rows: &[&ComparisonRecord]) -> Option<String> {
 /// One line when the comparisons were judged by boot (`options.by_boot`):
 /// the interval then covers the memory layouts' spread, which the samples
 /// of one boot all share. `None` otherwise.
-pub fn layouts_line(rows: &[&ComparisonRecord]) -> Option<String> {
+pub fn layouts_line(lane: crate::model::Lane, rows: &[&ComparisonRecord]) -> Option<String> {
     let first = rows.iter().find(|r| r.options.by_boot)?;
+    if lane.judged_by_boot() {
+        return Some(format!(
+            "Judged by boot: under {} each boot lands on the host anew (its cores, its memory, the host's state), so its samples are not independent; each boot's mean is one observation ({} {} boots, {} {} boots) and the intervals are Welch's t over those means (docs/statistics.md, \"Under KVM\").",
+            lane.label(),
+            first.a.n,
+            first.baseline,
+            first.b.n,
+            first.variant
+        ));
+    }
     Some(format!(
         "Judged by boot: each boot ran in a memory layout of its own (protocol.layouts: varied), so each boot's mean is one observation ({} {} boots, {} {} boots) and the intervals are Welch's t over those means: they cover the spread between layouts, which every sample of one boot shares (docs/cost-model.md, \"Layout\").",
         first.a.n, first.baseline, first.b.n, first.variant

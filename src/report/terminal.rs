@@ -20,6 +20,11 @@ pub fn terminal(results: &Results) -> String {
     }
     if let Some(banner) = super::profile::cost_banner(results) {
         out.push_str(&format!("{banner}\n"));
+    } else if results.host.lane == crate::model::Lane::Kvm {
+        out.push_str(&format!(
+            "lane: KVM: real time on the host's CPU, judged by boot; {}\n",
+            results.host.accel_reason
+        ));
     } else if results.host.lane.accel() == Accel::Tcg {
         out.push_str(&format!(
             "lane: TCG{}: emulated CPU time, compare A with B only\n",
@@ -85,11 +90,12 @@ pub fn terminal(results: &Results) -> String {
     }
     for line in [
         repeats_line(&all),
-        layouts_line(&all),
+        layouts_line(results.host.lane, &all),
         super::format::sequential_line(&all),
     ]
     .into_iter()
     .flatten()
+    .chain(super::format::detectable_lines(results))
     {
         out.push_str(&format!("{line}\n"));
     }

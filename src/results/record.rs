@@ -288,6 +288,7 @@ impl Protocol {
             boots: Vec::new(),
             sequential: p.sequential.clone().map(|s| SequentialRecord {
                 looks: Vec::new(),
+                detectable: Vec::new(),
                 ..s
             }),
             ..p.clone()
@@ -326,6 +327,63 @@ pub struct SequentialRecord {
     pub spending: crate::model::Spending,
     /// One per round run, in order.
     pub looks: Vec<LookRecord>,
+    /// Judged by boot (under KVM): what the budget's last look can detect,
+    /// stated after the first round from the spread of its boots, one per
+    /// primary metric of the main workload. Absent elsewhere.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub detectable: Vec<DetectableRecord>,
+}
+
+/// What a campaign judged by boot can detect by its last look, at the
+/// noise of its first round (`stats::detectable_change`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetectableRecord {
+    pub metric: String,
+    /// The round whose boots the spread came from.
+    pub round: u32,
+    /// One boot's mean's coefficient of variation, percent.
+    pub boot_cv_pct: f64,
+    /// The smallest fall (negative) and rise of B's mean the last look
+    /// calls with 80% power, percent.
+    pub fall_pct: f64,
+    pub rise_pct: f64,
+    /// The last look's expected interval half-width at no change, percent.
+    pub half_width_pct: f64,
+    /// Whether "no clear difference" (the interval inside ±`noise_pct`)
+    /// can be reached within the budget.
+    pub band_reachable: bool,
+    /// The fewest rounds that would reach it (`None`: more than 32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds_for_band: Option<u32>,
+    /// The band, percent.
+    pub noise_pct: f64,
+}
+
+impl DetectableRecord {
+    /// The statement, for the run's notes and its report.
+    pub fn line(&self, rounds: u32) -> String {
+        let band = if self.band_reachable {
+            format!(
+                "\"no clear difference\" within \u{b1}{}% is within reach",
+                self.noise_pct
+            )
+        } else {
+            format!(
+                "\u{b1}{}% is out of reach within {rounds} rounds at this noise (the last look's interval would be \u{b1}{:.1}%{}), so the verdicts left are a change or inconclusive",
+                self.noise_pct,
+                self.half_width_pct,
+                match self.rounds_for_band {
+                    Some(r) => format!("; {r} rounds would reach it"),
+                    None => "; more than 32 rounds would".into(),
+                }
+            )
+        };
+        format!(
+            "{}: at round {}'s noise (a boot's mean varies by {:.1}%), the smallest change {rounds} rounds detect (80% power) is \u{2212}{:.1}% / +{:.1}%; {band}.",
+            self.metric, self.round, self.boot_cv_pct, -self.fall_pct, self.rise_pct
+        )
+    }
 }
 
 /// What a look after a round found.
