@@ -41,6 +41,10 @@ pub struct Host {
     /// before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<HostNoise>,
+    /// The host's clocksource, QEMU, kernel, THP, KSM and governor;
+    /// absent in documents from before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_facts: Option<crate::results::HostFactsRecord>,
 }
 
 /// A fixed CPU-bound loop timed on the host before, between and after the
