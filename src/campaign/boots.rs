@@ -645,6 +645,18 @@ fn record(
                         .map_or(String::new(), |c| format!(" (control {c})"))
                 ),
             });
+            // Under KVM the host may steal from the vCPUs; a sample that
+            // lost a noticeable share of its time is said (docs/statistics.md).
+            if !sample.warmup
+                && let Some(flag) = crate::workload::spec_for_kind(&results.workload.kind)
+                    .and_then(|spec| spec.steal_flag(&sample.metrics))
+            {
+                sink.emit(Event::Note(format!(
+                    "warning: boot {} sample {}: {flag}",
+                    boot.label,
+                    sample.index + 1
+                )));
+            }
             let mut stored = SampleRecord::from(sample);
             if let Some(windows) = windows {
                 let profiled = boot
@@ -902,6 +914,7 @@ mod tests {
             cputime: Some(patchbench_agent::cputime::from_kconfig(
                 "CONFIG_HZ=250\nCONFIG_TICK_CPU_ACCOUNTING=y\n",
             )),
+            clocksource: Some("tsc".into()),
         };
         let message = Message::Facts(Box::new(facts));
         let wave = |cputime| Wave {

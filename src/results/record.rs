@@ -468,6 +468,10 @@ pub struct Facts {
     /// absent in documents from before it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cputime: Option<Cputime>,
+    /// The guest's clocksource (`tsc`, `kvm-clock`); absent when the
+    /// kernel did not say, and in documents from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clocksource: Option<String>,
 }
 
 /// How a boot's kernel split CPU time between user and system mode.
@@ -484,6 +488,11 @@ pub struct Cputime {
     /// What precise accounting needs that the kernel lacks (`CONFIG_X=y`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// Steal time kept out of task CPU time under KVM
+    /// (`CONFIG_PARAVIRT_TIME_ACCOUNTING`); absent when unknown, and in
+    /// documents from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paravirt_steal: Option<bool>,
 }
 
 /// [`Cputime::accounting`].
@@ -517,6 +526,7 @@ impl From<&patchbench_agent::cputime::CputimeFacts> for Cputime {
             hz: f.hz,
             irq_time: f.irq_time,
             missing: f.missing.clone(),
+            paravirt_steal: f.paravirt_steal,
         }
     }
 }
@@ -535,6 +545,7 @@ impl From<&patchbench_agent::GuestFacts> for Facts {
             profiled_symbol: f.profiled_symbol.clone(),
             settings: f.settings.clone(),
             cputime: f.cputime.as_ref().map(Cputime::from),
+            clocksource: f.clocksource.clone(),
         }
     }
 }

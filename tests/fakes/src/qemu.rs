@@ -410,6 +410,7 @@ fn facts(boot: &Boot, job: &Job, kernel: &FakeKernel) -> Result<GuestFacts, Refu
             .map(|s| (s.path.clone(), s.value.clone()))
             .collect(),
         cputime: Some(patchbench_agent::cputime::from_kconfig(&kernel.config)),
+        clocksource: Some("tsc".into()),
     })
 }
 
@@ -470,6 +471,8 @@ fn metrics(
         ("guest_sys_ns", p * 44_500.0, true),
         ("guest_irq_ns", 3_000_000.0, false),
         ("guest_softirq_ns", 1_000_000.0, false),
+        // No host steals from the fake's guest.
+        ("guest_steal_ns", 0.0, false),
         ("kswapd_ns", 0.0, false),
         ("kcompactd_ns", 0.0, false),
         ("kworker_ns", 200_000.0, false),
