@@ -44,7 +44,7 @@ pub struct Host {
     /// The host's clocksource, QEMU, kernel, THP, KSM and governor;
     /// absent in documents from before they were recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_facts: Option<crate::results::HostFactsRecord>,
+    pub host_facts: Option<crate::results::hostfacts::HostFactsRecord>,
 }
 
 /// A fixed CPU-bound loop timed on the host before, between and after the
