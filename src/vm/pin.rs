@@ -129,6 +129,12 @@ impl Topology {
         };
         let cpus =
             cpu_list(online).map_err(|what| parse_error(format!("{SYSFS_CPU}/online"), what))?;
+        if cpus.is_empty() {
+            return Err(parse_error(
+                format!("{SYSFS_CPU}/online"),
+                "no CPU is online".into(),
+            ));
+        }
         let mut by_core: BTreeMap<CoreKey, Vec<usize>> = BTreeMap::new();
         for cpu in cpus {
             let (package, core) = core_of(cpu)?;
@@ -399,6 +405,8 @@ mod tests {
     fn a_bad_sysfs_text_names_its_file() {
         let err = Topology::parse("0-x", |_| unreachable!()).unwrap_err();
         assert!(err.to_string().contains("cpu/online"), "{err}");
+        let err = Topology::parse("\n", |_| unreachable!()).unwrap_err();
+        assert!(err.to_string().contains("no CPU is online"), "{err}");
         let err = Topology::parse("0", |_| Ok(("0".into(), "zero".into()))).unwrap_err();
         assert_eq!(
             err.to_string(),
