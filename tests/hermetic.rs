@@ -254,6 +254,7 @@ const TREE: &[(&str, &str)] = &[
          config VIRT_CPU_ACCOUNTING_GEN\n\tbool \"precise cputime\"\n\n\
          config CONTEXT_TRACKING_USER_FORCE\n\tbool \"force context tracking\"\n\tdepends on VIRT_CPU_ACCOUNTING_GEN\n\n\
          config IRQ_TIME_ACCOUNTING\n\tbool \"irq time\"\n\n\
+         config PARAVIRT_TIME_ACCOUNTING\n\tbool \"paravirt steal time\"\n\n\
          config HZ_250\n\tbool \"250 Hz\"\n\nconfig HZ_1000\n\tbool \"1000 Hz\"\n\nconfig HZ\n\tint\n\tdefault 1000\n\nsource \"mm/Kconfig\"\n",
     ),
     (
