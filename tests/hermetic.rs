@@ -517,8 +517,12 @@ fn a_regressing_series_exits_1_with_the_regression_found() {
         let facts = boot.facts.as_ref().unwrap();
         assert_eq!(facts.kernel_release, "6.12.0-hermetic");
         assert!(facts.cputime.as_ref().unwrap().is_precise(), "{facts:?}");
+        assert_eq!(facts.clocksource.as_deref(), Some("tsc"));
         assert!(world.path("out").join(&boot.console_log).is_file());
     }
+    // The host's facts: QEMU's version from the fake's --version.
+    let host_facts = results.host.host_facts.as_ref().unwrap();
+    assert_eq!(host_facts.qemu_version.as_deref(), Some("7.2.0"));
     assert_eq!(
         verdict(&results, "pageout_cpu_ns"),
         VerdictRecord::Regression
