@@ -945,4 +945,62 @@ mod tests {
         let tick = wave(crate::config::CputimeChoice::Tick);
         record(&mut results, &path, &message, &sink, &tick, 0, None).unwrap();
     }
+
+    /// A sample whose guest lost more than 1% of its wall-clock time to
+    /// the host is said, and kept; a warm-up's steal is not.
+    #[test]
+    fn a_sample_the_host_stole_from_is_flagged_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.json");
+        let mut results = crate::results::tests::fixture();
+        assert_eq!(results.workload.kind, "zswap-pageout");
+        results.boots.truncate(1);
+        results.boots[0].samples.clear();
+        results.boots[0].warmups.clear();
+        let wave = Wave {
+            stage: "boot A".into(),
+            positions: vec![0],
+            runs: 4,
+            per_condition: 4,
+            cputime: crate::config::CputimeChoice::Tick,
+        };
+        let sample = |index, warmup, steal_ns: u64| {
+            Message::Sample(patchbench_agent::Sample {
+                index,
+                warmup,
+                // elapsed_ns is zswap-pageout's wall-clock metric.
+                metrics: std::collections::BTreeMap::from([
+                    ("elapsed_ns".to_string(), 1_000_000_000),
+                    ("guest_steal_ns".to_string(), steal_ns),
+                ]),
+                condition: None,
+            })
+        };
+        let sink = crate::events::Recorder::default();
+        for message in [
+            sample(0, true, 50_000_000),
+            sample(1, false, 10_000_000),
+            sample(2, false, 30_000_000),
+        ] {
+            record(&mut results, &path, &message, &sink, &wave, 0, None).unwrap();
+        }
+        let notes: Vec<String> = sink
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                Event::Note(text) => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            notes,
+            [
+                "warning: boot A sample 3: the host stole 30.0 ms from the guest, 3.0% of the \
+              sample's 1000.0 ms (above 1%): something else ran on its vCPUs' cores"
+            ]
+        );
+        assert_eq!(Results::load(&path).unwrap().boots[0].samples.len(), 2);
+    }
 }
