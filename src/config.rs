@@ -170,6 +170,13 @@ pub fn cputime_fragment() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("kconfigs/cputime.config")
 }
 
+/// The fragment a campaign that runs under KVM merges into both kernels:
+/// paravirtual steal accounting, so that a task's CPU time leaves out what
+/// the host stole.
+pub fn kvm_guest_fragment() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("kconfigs/kvm-guest.config")
+}
+
 /// What the fragments are merged onto.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -655,6 +662,12 @@ impl Campaign {
         let mut vm = self.vm;
         if let Some(accel) = overrides.accel {
             vm.accel = accel;
+        }
+        // Under KVM (where it runs a guest), steal accounting in both
+        // kernels; a lane the campaign cannot have is refused later, with
+        // the decision's own error.
+        if vm.lane_request().lane_where_kvm_runs() == Ok(crate::model::Lane::Kvm) {
+            fragments.push(kvm_guest_fragment());
         }
         let guest = vm.guest();
         let config: WorkloadConfig =

@@ -115,7 +115,8 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 | VmError::Spawn { .. }
                 | VmError::Killed { .. }
                 | VmError::ConsoleLog { .. }
-                | VmError::Record { .. } => INFRASTRUCTURE,
+                | VmError::Record { .. }
+                | VmError::Pin { .. } => INFRASTRUCTURE,
             };
         }
         if cause.is::<BuildError>()

@@ -20,6 +20,7 @@ pub mod events;
 pub mod exit;
 pub mod fsutil;
 pub mod github;
+pub mod hostfacts;
 pub mod hostnoise;
 pub mod html;
 pub mod image;

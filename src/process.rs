@@ -427,6 +427,11 @@ impl Daemon {
         })
     }
 
+    /// The child's process ID, while it has not been reaped.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Wait for the child to exit by itself (or be killed at its deadline).
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         let status = self.child.wait().await;

@@ -568,11 +568,38 @@ fn the_guest_has_the_possible_and_online_cpus_asked_for() {
 #[test]
 fn accel_kvm_fails_fast_with_the_reason_where_kvm_is_unusable() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // Where KVM works this is simply the smoke campaign under KVM.
+    // The smoke campaign names icount: with --accel kvm it is refused on
+    // any host, before the trial (a lane is honoured or refused).
     let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
         .args(["run", "--accel", "kvm"])
         .arg("--out")
         .arg(tempfile::tempdir().unwrap().path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(patchbench::exit::USAGE),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("vm.icount: true is a TCG clock, but KVM was requested"),
+        "{stderr}"
+    );
+    // The same campaign on the host's clock, its paths made absolute.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("ci/smoke.yaml"))
+        .unwrap()
+        .replace("icount: true", "icount: false")
+        .replace("../", &format!("{}/", root.display()));
+    let dir = tempfile::tempdir().unwrap();
+    let campaign = dir.path().join("real-time.yaml");
+    std::fs::write(&campaign, text).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(["run", "--accel", "kvm"])
+        .arg(&campaign)
+        .arg("--out")
+        .arg(dir.path().join("out"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);

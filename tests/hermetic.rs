@@ -262,6 +262,7 @@ const TREE: &[(&str, &str)] = &[
          config VIRT_CPU_ACCOUNTING_GEN\n\tbool \"precise cputime\"\n\n\
          config CONTEXT_TRACKING_USER_FORCE\n\tbool \"force context tracking\"\n\tdepends on VIRT_CPU_ACCOUNTING_GEN\n\n\
          config IRQ_TIME_ACCOUNTING\n\tbool \"irq time\"\n\n\
+         config PARAVIRT_TIME_ACCOUNTING\n\tbool \"paravirt steal time\"\n\n\
          config HZ_250\n\tbool \"250 Hz\"\n\nconfig HZ_1000\n\tbool \"1000 Hz\"\n\nconfig HZ\n\tint\n\tdefault 1000\n\nsource \"mm/Kconfig\"\n",
     ),
     (
@@ -391,7 +392,9 @@ impl World {
     }
 
     /// A campaign on the host's clock: KVM where the fake host's trial
-    /// guest runs (`vm.accel: auto`, no icount), else plain TCG.
+    /// guest runs (`vm.accel: auto`, no icount), else plain TCG. One vCPU
+    /// online, so that a KVM boot's pinning (a core for it, one kept for
+    /// QEMU's main loop and patchbench) fits a 2-core host.
     fn real_time_campaign(&self, name: &str, protocol: &str) -> PathBuf {
         self.campaign_in(name, protocol, "accel: auto")
     }
@@ -399,12 +402,13 @@ impl World {
     /// A campaign whose `vm:` section asks for `lane` (its `icount` and
     /// `accel` lines).
     fn campaign_in(&self, name: &str, protocol: &str, lane: &str) -> PathBuf {
+        let online = if lane.contains("icount: true") { 2 } else { 1 };
         let text = format!(
             "name: {name}\n\
              tree:\n  git:\n    path: {tree}\n\
              series: {series}\n\
              kernel:\n  base: tinyconfig\n  fragments:\n    - {fragment}\n\
-             vm:\n  memory: 1 GiB\n  cpus: {{possible: 4, online: 2}}\n  {lane}\n  boot_timeout: 30s\n  run_timeout: 60s\n  swap_size: 64 MiB\n\
+             vm:\n  memory: 1 GiB\n  cpus: {{possible: 4, online: {online}}}\n  {lane}\n  boot_timeout: 30s\n  run_timeout: 60s\n  swap_size: 64 MiB\n\
              zswap: {{enabled: true, compressor: lzo, zpool: zsmalloc, max_pool_percent: 20}}\n\
              thp: never\n\
              workload:\n  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  count_flushes: true\n\
@@ -536,8 +540,12 @@ fn a_regressing_series_exits_1_with_the_regression_found() {
         let facts = boot.facts.as_ref().unwrap();
         assert_eq!(facts.kernel_release, "6.12.0-hermetic");
         assert!(facts.cputime.as_ref().unwrap().is_precise(), "{facts:?}");
+        assert_eq!(facts.clocksource.as_deref(), Some("tsc"));
         assert!(world.path("out").join(&boot.console_log).is_file());
     }
+    // The host's facts: QEMU's version from the fake's --version.
+    let host_facts = results.host.host_facts.as_ref().unwrap();
+    assert_eq!(host_facts.qemu_version.as_deref(), Some("7.2.0"));
     assert_eq!(
         verdict(&results, "pageout_cpu_ns"),
         VerdictRecord::Regression
@@ -771,6 +779,19 @@ fn a_kvm_campaign_samples_in_rounds_judged_by_boot_and_says_what_it_can_detect()
     );
     assert!(s.looks[looks - 1].undecided.is_empty(), "{s:?}");
     assert_eq!(results.boots.len(), 3 * looks);
+    // Each boot's one online vCPU on a core of its own, QEMU's other
+    // threads elsewhere.
+    for boot in &results.boots {
+        let pinned = boot
+            .pinned
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}", boot.label));
+        assert_eq!(pinned.vcpus.len(), 1, "{pinned:?}");
+        assert!(
+            !pinned.rest.is_empty() && !pinned.rest.contains(&pinned.vcpus[0]),
+            "{pinned:?}"
+        );
+    }
     let pageout = row(&results, "pageout_cpu_ns");
     assert_eq!(pageout.verdict, VerdictRecord::Regression);
     assert!(pageout.options.by_boot);
@@ -793,6 +814,7 @@ fn a_kvm_campaign_samples_in_rounds_judged_by_boot_and_says_what_it_can_detect()
     let report = std::fs::read_to_string(world.path("out").join("report.md")).unwrap();
     for words in [
         "Accelerator: KVM",
+        "host: Linux",
         "Judged by boot: under KVM",
         "Detectable: pageout_cpu_ns: at round 1's noise",
     ] {

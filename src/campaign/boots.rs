@@ -314,6 +314,7 @@ impl Boots<'_> {
             complete: false,
             failure: None,
             replayed: false,
+            pinned: None,
         });
         results.save(self.results_path)?;
         let windows = super::lane::plugin_model(self.lane.lane).map(|model| CostWindows {
@@ -476,6 +477,10 @@ impl Boots<'_> {
         let boot = &mut results.boots[ready.pos];
         boot.hello_seconds = Some(outcome.hello_after.as_secs_f64());
         boot.total_seconds = Some(outcome.total.as_secs_f64());
+        boot.pinned = outcome.pinned.as_ref().map(|p| results::PinnedRecord {
+            vcpus: p.vcpus.clone(),
+            rest: p.rest.clone(),
+        });
         boot.complete = true;
         if let (Some(replays), Some(key)) = (self.replays, &key) {
             // A boot that cannot be kept is only booted again next time.
@@ -645,6 +650,18 @@ fn record(
                         .map_or(String::new(), |c| format!(" (control {c})"))
                 ),
             });
+            // Under KVM the host may steal from the vCPUs; a sample that
+            // lost a noticeable share of its time is said (docs/statistics.md).
+            if !sample.warmup
+                && let Some(flag) = crate::workload::spec_for_kind(&results.workload.kind)
+                    .and_then(|spec| spec.steal_flag(&sample.metrics))
+            {
+                sink.emit(Event::Note(format!(
+                    "warning: boot {} sample {}: {flag}",
+                    boot.label,
+                    sample.index + 1
+                )));
+            }
             let mut stored = SampleRecord::from(sample);
             if let Some(windows) = windows {
                 let profiled = boot
@@ -902,6 +919,7 @@ mod tests {
             cputime: Some(patchbench_agent::cputime::from_kconfig(
                 "CONFIG_HZ=250\nCONFIG_TICK_CPU_ACCOUNTING=y\n",
             )),
+            clocksource: Some("tsc".into()),
         };
         let message = Message::Facts(Box::new(facts));
         let wave = |cputime| Wave {
@@ -931,5 +949,63 @@ mod tests {
         assert!(saved.boots[0].samples.is_empty());
         let tick = wave(crate::config::CputimeChoice::Tick);
         record(&mut results, &path, &message, &sink, &tick, 0, None).unwrap();
+    }
+
+    /// A sample whose guest lost more than 1% of its wall-clock time to
+    /// the host is said, and kept; a warm-up's steal is not.
+    #[test]
+    fn a_sample_the_host_stole_from_is_flagged_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.json");
+        let mut results = crate::results::tests::fixture();
+        assert_eq!(results.workload.kind, "zswap-pageout");
+        results.boots.truncate(1);
+        results.boots[0].samples.clear();
+        results.boots[0].warmups.clear();
+        let wave = Wave {
+            stage: "boot A".into(),
+            positions: vec![0],
+            runs: 4,
+            per_condition: 4,
+            cputime: crate::config::CputimeChoice::Tick,
+        };
+        let sample = |index, warmup, steal_ns: u64| {
+            Message::Sample(patchbench_agent::Sample {
+                index,
+                warmup,
+                // elapsed_ns is zswap-pageout's wall-clock metric.
+                metrics: std::collections::BTreeMap::from([
+                    ("elapsed_ns".to_string(), 1_000_000_000),
+                    ("guest_steal_ns".to_string(), steal_ns),
+                ]),
+                condition: None,
+            })
+        };
+        let sink = crate::events::Recorder::default();
+        for message in [
+            sample(0, true, 50_000_000),
+            sample(1, false, 10_000_000),
+            sample(2, false, 30_000_000),
+        ] {
+            record(&mut results, &path, &message, &sink, &wave, 0, None).unwrap();
+        }
+        let notes: Vec<String> = sink
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                Event::Note(text) => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            notes,
+            [
+                "warning: boot A sample 3: the host stole 30.0 ms from the guest, 3.0% of the \
+              sample's 1000.0 ms (above 1%): something else ran on its vCPUs' cores"
+            ]
+        );
+        assert_eq!(Results::load(&path).unwrap().boots[0].samples.len(), 2);
     }
 }

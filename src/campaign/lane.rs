@@ -143,6 +143,13 @@ pub(super) fn choose(plan: &Plan, probe: &KvmProbe, sink: &dyn Sink) -> anyhow::
             lane.label()
         )));
     }
+    // Under KVM each online vCPU gets a physical core of its own, with one
+    // core kept for QEMU's main loop and patchbench: a host with too few
+    // is refused here, before any build, not at the first boot.
+    if lane == Lane::Kvm {
+        let topology = vm::pin::Topology::read(Path::new(vm::pin::SYSFS_CPU))?;
+        vm::pin::check_fits(&topology, plan.vm.cpus.online as usize)?;
+    }
     let plugin = match plugin_model(lane) {
         Some(_) => Some(cost_plugin()?),
         None => None,

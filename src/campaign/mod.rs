@@ -20,6 +20,7 @@ use crate::workload::{Planned, Prepared};
 
 mod boots;
 mod cputime;
+mod hostfacts;
 mod kernels;
 mod lane;
 mod record;
@@ -131,7 +132,8 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         )));
     }
     let base_entries = image::base_entries(&image::parse_spec(image::DEFAULT_SPEC)?, &opts.agent)?;
-    let mut results = new_results(plan, &lane, &kernels, &workloads, started_at);
+    let host_facts = hostfacts::gather().await;
+    let mut results = new_results(plan, &lane, &kernels, &workloads, started_at, host_facts);
     results.portable_paths(Some(&opts.cache_dir), Some(&opts.out_dir));
     results.reach = opts.reach.clone();
     if let Some(earlier) = earlier {
@@ -377,6 +379,7 @@ fn new_results(
     kernels: &Kernels,
     workloads: &Workloads,
     started_at: jiff::Timestamp,
+    host_facts: results::HostFactsRecord,
 ) -> Results {
     let applied = &kernels.applied;
     let record = |w: &Prepared| WorkloadRecord {
@@ -402,6 +405,7 @@ fn new_results(
             }),
             parallel_boots: (lane.parallel > 1).then_some(lane.parallel as u32),
             noise: None,
+            host_facts: Some(host_facts),
         },
         tree: TreeInfo {
             origin: kernels.tree.origin.clone(),

@@ -53,6 +53,7 @@ impl From<&patchbench_agent::cputime::CputimeFacts> for results::Cputime {
             hz: f.hz,
             irq_time: f.irq_time,
             missing: f.missing.clone(),
+            paravirt_steal: f.paravirt_steal,
         }
     }
 }
@@ -71,6 +72,7 @@ impl From<&patchbench_agent::GuestFacts> for results::Facts {
             profiled_symbol: f.profiled_symbol.clone(),
             settings: f.settings.clone(),
             cputime: f.cputime.as_ref().map(results::Cputime::from),
+            clocksource: f.clocksource.clone(),
         }
     }
 }

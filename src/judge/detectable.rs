@@ -46,7 +46,10 @@ pub fn detectable(results: &Results) -> Vec<DetectableRecord> {
             .samples_by_boot(variant, None)
             .iter()
             .filter_map(|(_, samples)| {
-                let v = super::values(samples, metric);
+                let v: Vec<f64> = samples
+                    .iter()
+                    .filter_map(|s| s.metrics.get(metric).map(|v| *v as f64))
+                    .collect();
                 (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
             })
             .collect()

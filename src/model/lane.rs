@@ -190,7 +190,7 @@ impl Lane {
     /// `protocol.sequential: auto` in this lane, for `samples` per boot:
     /// rounds where boots repeat (icount, the plugin lanes) and under KVM
     /// (judged by boot); the fixed protocol under plain TCG.
-    pub fn auto_sequential(self, samples: u32) -> Option<super::Sequential> {
+    pub fn auto_sequential(self, samples: u32) -> Option<super::sequential::Sequential> {
         match self {
             Lane::Kvm => Some(super::sequential::kvm_auto(samples)),
             Lane::Icount | Lane::Counting | Lane::Cost => super::sequential::auto(samples),

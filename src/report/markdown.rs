@@ -58,6 +58,9 @@ fn accelerator(out: &mut String, results: &Results) {
     if let Some(line) = super::format::cputime_line(results) {
         let _ = writeln!(out, "> {line}\n");
     }
+    if let Some(facts) = &results.host.host_facts {
+        let _ = writeln!(out, "> {}\n", facts.line());
+    }
     for line in results.reach.iter().flat_map(|r| r.lines()) {
         let _ = writeln!(out, "> **{line}**\n");
     }

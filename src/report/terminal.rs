@@ -34,6 +34,9 @@ pub fn terminal(results: &Results) -> String {
     if let Some(line) = super::format::cputime_line(results) {
         out.push_str(&format!("{line}\n"));
     }
+    if let Some(facts) = &results.host.host_facts {
+        out.push_str(&format!("{}\n", facts.line()));
+    }
     for line in results.reach.iter().flat_map(|r| r.lines()) {
         out.push_str(&format!("{line}\n"));
     }

@@ -16,6 +16,7 @@ pub mod compares;
 pub mod comparison;
 mod document;
 pub mod history;
+pub mod hostfacts;
 pub mod hunt;
 pub mod judgement;
 pub mod merge;
@@ -25,6 +26,7 @@ mod v2;
 pub use compares::{Compares, DIAGNOSTIC_PREFIX, Turned, What};
 pub use comparison::{ComparisonRecord, ToDecideRecord, VerdictRecord};
 pub use document::{Results, SCHEMA_VERSION, cpu_model};
+pub use hostfacts::HostFactsRecord;
 pub use judgement::{HeadlineRecord, JudgementRecord, SelfCheckRecord, UncomparedRecord};
 pub use record::*;
 

@@ -42,6 +42,10 @@ pub struct Host {
     /// before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<HostNoise>,
+    /// The host's clocksource, QEMU, kernel, THP, KSM and governor;
+    /// absent in documents from before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_facts: Option<crate::results::hostfacts::HostFactsRecord>,
 }
 
 /// [`Host`] as any schema stored it: schema 5's `lane`, or schema 4's
@@ -68,6 +72,8 @@ struct HostAsStored {
     parallel_boots: Option<u32>,
     #[serde(default)]
     noise: Option<HostNoise>,
+    #[serde(default)]
+    host_facts: Option<super::hostfacts::HostFactsRecord>,
 }
 
 impl TryFrom<HostAsStored> for Host {
@@ -94,6 +100,7 @@ impl TryFrom<HostAsStored> for Host {
             cost_model: h.cost_model.filter(|_| lane == Lane::Cost),
             parallel_boots: h.parallel_boots,
             noise: h.noise,
+            host_facts: h.host_facts,
         })
     }
 }
@@ -474,6 +481,21 @@ pub struct Boot {
     /// Absent for a boot that ran in this run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replayed: bool,
+    /// Under KVM, the host CPUs the boot's threads were pinned to: each
+    /// online vCPU's own (in vCPU order), and QEMU's other threads'.
+    /// Absent in the TCG lanes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<PinnedRecord>,
+}
+
+/// Where a KVM boot's threads ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinnedRecord {
+    /// The host CPU of each online vCPU, in vCPU order.
+    pub vcpus: Vec<usize>,
+    /// The host CPUs of QEMU's main loop, its other threads and patchbench.
+    pub rest: Vec<usize>,
 }
 
 /// A guest failure that stopped a boot (`Boot::failure`). Both fields are
@@ -520,6 +542,10 @@ pub struct Facts {
     /// absent in documents from before it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cputime: Option<Cputime>,
+    /// The guest's clocksource (`tsc`, `kvm-clock`); absent when the
+    /// kernel did not say, and in documents from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clocksource: Option<String>,
 }
 
 /// How a boot's kernel split CPU time between user and system mode.
@@ -536,6 +562,11 @@ pub struct Cputime {
     /// What precise accounting needs that the kernel lacks (`CONFIG_X=y`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// Steal time kept out of task CPU time under KVM
+    /// (`CONFIG_PARAVIRT_TIME_ACCOUNTING`); absent when unknown, and in
+    /// documents from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paravirt_steal: Option<bool>,
 }
 
 /// [`Cputime::accounting`].

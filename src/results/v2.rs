@@ -233,6 +233,7 @@ impl From<ResultsV2> for Results {
                     total_seconds: b.total_seconds,
                     failure: None,
                     replayed: false,
+                    pinned: None,
                     complete: b.complete,
                 })
                 .collect(),

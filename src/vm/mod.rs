@@ -11,6 +11,7 @@ pub mod args;
 pub mod conlog;
 pub mod console;
 pub mod cost_args;
+pub mod pin;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -191,6 +192,9 @@ pub struct BootOutcome {
     pub hello_after: Duration,
     /// From QEMU's start to its exit.
     pub total: Duration,
+    /// Under KVM, the host CPUs its vCPUs and QEMU's other threads were
+    /// pinned to (`pin`); `None` in the TCG lanes.
+    pub pinned: Option<pin::Pinned>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -233,6 +237,14 @@ pub enum VmError {
         label: String,
         #[source]
         source: conlog::LogError,
+    },
+    /// Under KVM, QEMU's threads could not be pinned (`pin`): the host
+    /// is not what the measurement needs.
+    #[error("boot {label}: cannot pin QEMU's threads")]
+    Pin {
+        label: String,
+        #[source]
+        source: pin::PinError,
     },
     /// The caller's handler refused a message (it could not write the
     /// results, say); the boot was stopped.
@@ -294,7 +306,7 @@ pub async fn boot(
     })?;
     let result = converse(spec, &listener, &mut qemu, started, &mut on_message).await;
     match result {
-        Ok((facts, hello_after)) => {
+        Ok((facts, hello_after, pinned)) => {
             let exited = tokio::time::timeout(exit_grace(spec, lane.is_some()), qemu.wait()).await;
             let total = started.elapsed();
             if exited.is_err() {
@@ -326,6 +338,7 @@ pub async fn boot(
                 facts,
                 hello_after,
                 total,
+                pinned,
             })
         }
         Err(stop) => {
@@ -438,7 +451,7 @@ async fn converse(
     qemu: &mut Daemon,
     started: Instant,
     on_message: &mut impl FnMut(&Message) -> anyhow::Result<()>,
-) -> Result<(Option<GuestFacts>, Duration), Stop> {
+) -> Result<(Option<GuestFacts>, Duration, Option<pin::Pinned>), Stop> {
     let boot_deadline = tokio::time::Instant::from_std(started + spec.boot_timeout);
     // Biased, the connection first: a guest that connected, wrote its
     // lines and powered off at once has both ready, and its lines are in
@@ -466,6 +479,7 @@ async fn converse(
     let mut hello_after = None;
     let mut run_deadline = boot_deadline;
     let mut facts = None;
+    let mut pinned = None;
     let mut watchdog = tokio::time::interval(Duration::from_secs(1));
     loop {
         let line = tokio::select! {
@@ -518,6 +532,14 @@ async fn converse(
                     )));
                 }
                 hello_after = Some(started.elapsed());
+                // Before the first sample: the agent samples only after
+                // its facts, which follow the hello.
+                if spec.clock == Clock::Kvm {
+                    let Some(pid) = qemu.pid() else {
+                        return Err(Stop::Guest("QEMU exited at the agent's hello".into()));
+                    };
+                    pinned = Some(pin_vcpus(spec, pid).await?);
+                }
                 run_deadline = tokio::time::Instant::now() + spec.run_timeout;
             }
             Message::Facts(f) => facts = Some(GuestFacts::clone(f)),
@@ -531,9 +553,26 @@ async fn converse(
             source: e.into(),
         })?;
         if message == Message::Done {
-            return Ok((facts, hello_after.unwrap_or_default()));
+            return Ok((facts, hello_after.unwrap_or_default(), pinned));
         }
     }
+}
+
+/// Pins a KVM boot's QEMU (`pin`): each of the guest's online vCPUs on a
+/// physical core of its own, QEMU's other threads on the cores left.
+async fn pin_vcpus(spec: &BootSpec, pid: u32) -> Result<pin::Pinned, VmError> {
+    let pin_error = |source| VmError::Pin {
+        label: spec.label.clone(),
+        source,
+    };
+    let online = spec.cpus.online as usize;
+    crate::blocking::unblock(move || {
+        let topology = pin::Topology::read(Path::new(pin::SYSFS_CPU))?;
+        let plan = pin::check_fits(&topology, online)?;
+        pin::pin_qemu(Path::new("/proc"), pid, &plan)
+    })
+    .await
+    .map_err(pin_error)
 }
 
 fn describe(status: std::io::Result<std::process::ExitStatus>) -> String {
@@ -699,5 +738,71 @@ mod tests {
              -chardev socket,id=agent,path=/tmp/s/agent.sock \
              -device virtserialport,bus=vser0.0,chardev=agent,name=org.patchbench.agent"
         );
+    }
+
+    /// The pinning a KVM boot's command line leads to: `-smp 20` makes 20
+    /// vCPU threads, named for `debug-threads=on`; the guest brings up 2
+    /// (`maxcpus=2`), which get a physical core each, and the 18 it never
+    /// brings up go with QEMU's main loop to the core kept for it and the
+    /// cores left.
+    #[test]
+    fn a_kvm_boots_online_vcpus_are_pinned_by_the_names_its_command_line_gives() {
+        let spec = BootSpec {
+            label: "A".into(),
+            kernel: "/k/bzImage".into(),
+            initrd: "/b/initramfs.cpio".into(),
+            dir: "/b".into(),
+            clock: Clock::Kvm,
+            memory_mib: 2048,
+            cpus: CpuShape {
+                possible: 20,
+                online: 2,
+            },
+            swap_bytes: 0,
+            boot_timeout: Duration::from_secs(60),
+            run_timeout: Duration::from_secs(600),
+            host_root: false,
+            extra_cmdline: Vec::new(),
+        };
+        let cmd = qemu_command(&spec, Path::new("/tmp/s")).to_string();
+        assert!(
+            cmd.contains("-name patchbench,debug-threads=on")
+                && cmd.contains("-smp 20")
+                && cmd.contains("maxcpus=2"),
+            "{cmd}"
+        );
+        // QEMU's threads as /proc shows them: the main loop, an RCU
+        // thread, one per possible vCPU.
+        let proc = tempfile::tempdir().unwrap();
+        let pid = 4000;
+        let mut threads = vec![
+            (pid, "qemu-system-x86".to_string()),
+            (pid + 1, "qemu-system-x86".into()),
+        ];
+        threads.extend((0..spec.cpus.possible).map(|i| (pid + 2 + i, format!("CPU {i}/KVM"))));
+        for (tid, comm) in &threads {
+            let task = proc.path().join(format!("{pid}/task/{tid}"));
+            std::fs::create_dir_all(&task).unwrap();
+            std::fs::write(task.join("comm"), format!("{comm}\n")).unwrap();
+        }
+        // Four cores with SMT siblings 0,4 1,5 2,6 3,7.
+        let topology =
+            pin::Topology::parse("0-7", |cpu| Ok(("0".into(), (cpu % 4).to_string()))).unwrap();
+        let plan = pin::check_fits(&topology, spec.cpus.online as usize).unwrap();
+        let mut pinned = std::collections::BTreeMap::new();
+        pin::pin_with(proc.path(), pid, &plan, |tid, cpus| {
+            pinned.insert(tid, cpus.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        let rest = vec![0, 3, 4, 7];
+        assert_eq!(pinned.len(), 22);
+        assert_eq!(pinned[&pid], rest);
+        assert_eq!(pinned[&(pid + 1)], rest);
+        assert_eq!(pinned[&(pid + 2)], [1]);
+        assert_eq!(pinned[&(pid + 3)], [2]);
+        for i in 2..spec.cpus.possible {
+            assert_eq!(pinned[&(pid + 2 + i)], rest, "CPU {i}/KVM");
+        }
     }
 }

@@ -21,6 +21,7 @@ pub use crate::model::{Direction, Unit};
 use crate::model::{GuestShape, Limit};
 
 mod spec;
+pub mod steal;
 pub use spec::{
     Counted, MetricLane, MetricSpec, ParamSpec, Scope, TasksSpec, WorkloadSpec, spec_for_kind,
 };

@@ -28,6 +28,10 @@ pub struct WorkloadSpec {
     /// under icount its times are then not the lane's own. Absent: none.
     #[serde(default)]
     pub host_io: Option<HostIoSpec>,
+    /// The metric that is a sample's wall-clock time (`real_ns`): the
+    /// share of it the host stole flags a sample
+    /// (`campaign::steal`, docs/statistics.md "Steal time under KVM").
+    pub wall: String,
     pub params: Vec<ParamSpec>,
     pub metrics: Vec<MetricSpec>,
 }

@@ -24,7 +24,8 @@
 //!   (its digest and effects), the boot's label, the condition and the
 //!   sample's index: deterministic, with a small noise. Started with
 //!   `-bios`, it is the KVM trial patchbench runs before its first build
-//!   ([`kvm`]).
+//!   ([`kvm`]); with `--version` alone it names a fake QEMU 7.2.0, which
+//!   the campaign records among the host's facts.
 //! - `gcc --version` names a fake compiler (the build's cache key); `flex`,
 //!   `bison`, `bc`, `perl` and `ld` only exist for the build's preflight,
 //!   and fail if run.
@@ -95,6 +96,10 @@ pub const ERROR_MARKER: &str = "patchbench-fake-error";
 /// What `gcc --version` says.
 pub const FAKE_COMPILER: &str = "gcc (patchbench fake) 12.2.0";
 
+/// What the fake QEMU's `--version` prints (the campaign records the
+/// host's QEMU version, `hostfacts`).
+pub const FAKE_QEMU_VERSION: &str = "QEMU emulator version 7.2.0 (patchbench fake)";
+
 /// A fake's failure: what it did not understand or could not do.
 #[derive(Debug)]
 pub struct Refused(pub String);
@@ -124,6 +129,10 @@ pub fn dispatch() -> Option<i32> {
     let outcome = match name.as_str() {
         "make" => make::main(&args),
         "qemu-system-x86_64" if kvm::is_trial(&args) => kvm::main(&args),
+        "qemu-system-x86_64" if args == ["--version"] => {
+            println!("{FAKE_QEMU_VERSION}");
+            Ok(())
+        }
         "qemu-system-x86_64" => qemu::main(&args),
         "gcc" if args == ["--version"] => {
             println!("{FAKE_COMPILER}");

@@ -228,6 +228,23 @@ fn read_initramfs(path: &Path) -> Result<Job, Refused> {
     })
 }
 
+/// Under KVM, QEMU's vCPU threads as `-name ...,debug-threads=on` names
+/// them (`CPU 0/KVM`, ...), one per `-smp` CPU, parked until the fake
+/// exits: patchbench finds them in `/proc/<pid>/task/*/comm` and pins each
+/// to a core of its own, as it would a real QEMU's.
+fn vcpu_threads(cpus: u32) -> Result<(), Refused> {
+    for i in 0..cpus {
+        std::thread::Builder::new()
+            .name(format!("CPU {i}/KVM"))
+            .spawn(|| {
+                loop {
+                    std::thread::park();
+                }
+            })?;
+    }
+    Ok(())
+}
+
 pub fn main(args: &[String]) -> Result<(), Refused> {
     let boot = parse(args)?;
     let kernel_text = std::fs::read_to_string(&boot.kernel)
@@ -247,6 +264,9 @@ pub fn main(args: &[String]) -> Result<(), Refused> {
         &kernel.digest[..12]
     ))?;
     let kill = kill_after(&job.boot_label)?;
+    if boot.kvm {
+        vcpu_threads(boot.cpus)?;
+    }
     let mut console = std::fs::OpenOptions::new()
         .write(true)
         .open(&boot.console)
@@ -415,6 +435,7 @@ fn facts(boot: &Boot, job: &Job, kernel: &FakeKernel) -> Result<GuestFacts, Refu
             .map(|s| (s.path.clone(), s.value.clone()))
             .collect(),
         cputime: Some(patchbench_agent::cputime::from_kconfig(&kernel.config)),
+        clocksource: Some("tsc".into()),
     })
 }
 
@@ -477,6 +498,8 @@ fn metrics(
         ("guest_sys_ns", p * 44_500.0, true),
         ("guest_irq_ns", 3_000_000.0, false),
         ("guest_softirq_ns", 1_000_000.0, false),
+        // No host steals from the fake's guest.
+        ("guest_steal_ns", 0.0, false),
         ("kswapd_ns", 0.0, false),
         ("kcompactd_ns", 0.0, false),
         ("kworker_ns", 200_000.0, false),

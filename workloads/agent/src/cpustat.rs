@@ -12,6 +12,11 @@
 //!   interrupts), in µs. A non-root cgroup's `cpu.stat` is never read: it
 //!   flushes the subtree's rstat, memcg's stats included, which is what
 //!   seeds 000 and 002 measure;
+//! - steal: `/proc/stat`, in `USER_HZ` ticks, summed over the vCPUs:
+//!   the time the host ran something else while a vCPU wanted to run
+//!   (KVM's steal-time MSR; always 0 under TCG). The host flags a sample
+//!   whose steal is a noticeable share of its wall-clock time
+//!   (docs/statistics.md, "Steal time under KVM");
 //! - interrupts: `/proc/stat`, in `USER_HZ` ticks (10 ms). Not idle: the
 //!   generic accounting charges an idle CPU's time only when it leaves
 //!   idle (`vtime_task_switch_generic()`), so a CPU idle through a whole
@@ -214,6 +219,10 @@ pub fn metrics(before: &Snapshot, after: &Snapshot) -> std::result::Result<Field
             "guest_softirq_ns".to_string(),
             delta("/proc/stat softirq", b.softirq, a.softirq)? * tick_ns,
         ),
+        (
+            "guest_steal_ns".to_string(),
+            delta("/proc/stat steal", b.steal, a.steal)? * tick_ns,
+        ),
     ]);
     for daemon in [Daemon::Kswapd, Daemon::Kcompactd, Daemon::Kworker] {
         fields.insert(daemon.metric().to_string(), 0);
@@ -304,6 +313,7 @@ mod tests {
             stat: ProcStatCpu {
                 irq,
                 idle: 10 * irq,
+                steal: 5 * irq,
                 ..ProcStatCpu::default()
             },
             user_hz: 100,
@@ -344,8 +354,10 @@ mod tests {
         // Two USER_HZ ticks of 10 ms.
         assert_eq!(m["guest_irq_ns"], 20_000_000);
         assert_eq!(m["guest_softirq_ns"], 0);
+        // Ten ticks stolen by the host.
+        assert_eq!(m["guest_steal_ns"], 100_000_000);
         assert_eq!(m["kswapd_ns"], 0);
-        assert_eq!(m.len(), 9);
+        assert_eq!(m.len(), 10);
     }
 
     #[test]

@@ -20,6 +20,10 @@
 //! `IRQ_TIME_ACCOUNTING` keeps interrupt time apart from the task it
 //! interrupted (the `irq` and `softirq` columns of `/proc/stat`).
 //!
+//! `PARAVIRT_TIME_ACCOUNTING` keeps the time the host stole from a vCPU
+//! (KVM's steal-time MSR) out of the task that was running: without it,
+//! under KVM, a task's CPU time includes the host's other work.
+//!
 //! The classification is pure, so that the host can apply it to a built
 //! `.config` and the agent to the booted kernel's own.
 
@@ -68,6 +72,11 @@ pub struct CputimeFacts {
     /// `CONFIG_IKCONFIG_PROC=y`, which would have told.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// `CONFIG_PARAVIRT_TIME_ACCOUNTING`: under KVM, time the host stole
+    /// from a vCPU is not charged to the task it interrupted. Absent when
+    /// unknown, and from agents before protocol 6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paravirt_steal: Option<bool>,
 }
 
 /// The options precise accounting needs, all `=y`.
@@ -104,6 +113,7 @@ pub fn from_kconfig(text: &str) -> CputimeFacts {
         hz: value("CONFIG_HZ").and_then(|v| v.parse().ok()),
         irq_time: on("CONFIG_IRQ_TIME_ACCOUNTING"),
         missing,
+        paravirt_steal: Some(on("CONFIG_PARAVIRT_TIME_ACCOUNTING")),
     }
 }
 
@@ -114,6 +124,7 @@ pub fn unknown() -> CputimeFacts {
         hz: None,
         irq_time: false,
         missing: vec!["CONFIG_IKCONFIG_PROC=y".to_string()],
+        paravirt_steal: None,
     }
 }
 
@@ -134,7 +145,8 @@ mod tests {
         # CONFIG_VIRT_CPU_ACCOUNTING_GEN is not set\n# CONFIG_IRQ_TIME_ACCOUNTING is not set\n";
     const PRECISE: &str = "CONFIG_HZ_1000=y\nCONFIG_HZ=1000\nCONFIG_CONTEXT_TRACKING_USER=y\n\
         CONFIG_CONTEXT_TRACKING_USER_FORCE=y\nCONFIG_VIRT_CPU_ACCOUNTING=y\n\
-        CONFIG_VIRT_CPU_ACCOUNTING_GEN=y\nCONFIG_IRQ_TIME_ACCOUNTING=y\n";
+        CONFIG_VIRT_CPU_ACCOUNTING_GEN=y\nCONFIG_IRQ_TIME_ACCOUNTING=y\n\
+        CONFIG_PARAVIRT_TIME_ACCOUNTING=y\n";
 
     #[test]
     fn a_tick_kernel_is_tick_and_names_what_precise_needs() {
@@ -177,6 +189,17 @@ mod tests {
         assert_eq!(facts.accounting, Accounting::Precise);
         assert!(!facts.is_precise());
         assert_eq!(facts.missing, ["CONFIG_IRQ_TIME_ACCOUNTING=y"]);
+    }
+
+    #[test]
+    fn paravirt_steal_accounting_is_read_when_the_config_is() {
+        assert_eq!(from_kconfig(PRECISE).paravirt_steal, Some(true));
+        assert_eq!(from_kconfig(TICK).paravirt_steal, Some(false));
+        assert_eq!(unknown().paravirt_steal, None);
+        // An older agent's facts say nothing of it.
+        let old = r#"{"accounting":"tick","irq_time":false}"#;
+        let facts: CputimeFacts = serde_json::from_str(old).unwrap();
+        assert_eq!(facts.paravirt_steal, None);
     }
 
     #[test]

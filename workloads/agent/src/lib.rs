@@ -34,7 +34,10 @@ pub mod marker;
 /// [`GuestFacts::settings`]).
 /// 5: [`GuestFacts::cputime`] (how the kernel splits CPU time), and every
 /// workload's samples carry the whole guest's CPU time by mode.
-pub const PROTOCOL_VERSION: u32 = 5;
+/// 6: [`GuestFacts::clocksource`], [`cputime::CputimeFacts::paravirt_steal`],
+/// and every workload's samples carry the whole guest's steal time
+/// (`guest_steal_ns`).
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Where the host places the job description inside the initramfs.
 pub const JOB_PATH: &str = "/patchbench/job.json";
@@ -641,6 +644,12 @@ pub struct GuestFacts {
     /// its own `/proc/config.gz` ([`cputime`]). Absent before protocol 5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cputime: Option<cputime::CputimeFacts>,
+    /// The guest's clocksource
+    /// (`/sys/devices/system/clocksource/clocksource0/current_clocksource`:
+    /// `tsc`, `kvm-clock`, `hpet`); absent when the kernel does not say,
+    /// and before protocol 6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clocksource: Option<String>,
 }
 
 /// One sample of a workload.

@@ -105,6 +105,9 @@ pub struct ProcStatCpu {
     pub iowait: u64,
     pub irq: u64,
     pub softirq: u64,
+    /// Time the hypervisor ran something else while a vCPU wanted to run
+    /// (KVM's steal-time MSR; 0 under TCG).
+    pub steal: u64,
 }
 
 /// Parses `/proc/stat`'s aggregate `cpu` line.
@@ -121,8 +124,9 @@ pub fn proc_stat_cpu(text: &str) -> Result<ProcStatCpu, String> {
                 .map_err(|_| format!("non-numeric value {v:?} in /proc/stat line {line:?}"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let [user, nice, system, idle, iowait, irq, softirq, ..] = values[..] else {
-        return Err(format!("/proc/stat line {line:?} has fewer than 7 values"));
+    // steal is the 8th value since Linux 2.6.11.
+    let [user, nice, system, idle, iowait, irq, softirq, steal, ..] = values[..] else {
+        return Err(format!("/proc/stat line {line:?} has fewer than 8 values"));
     };
     Ok(ProcStatCpu {
         user,
@@ -132,6 +136,7 @@ pub fn proc_stat_cpu(text: &str) -> Result<ProcStatCpu, String> {
         iowait,
         irq,
         softirq,
+        steal,
     })
 }
 
@@ -198,7 +203,7 @@ mod tests {
 
     #[test]
     fn proc_stat_cpu_reads_the_aggregate_line() {
-        let text = "cpu  12 3 456 7890 11 22 33 0 0 0\ncpu0 6 1 228 3945 5 11 16 0 0 0\n\
+        let text = "cpu  12 3 456 7890 11 22 33 44 0 0\ncpu0 6 1 228 3945 5 11 16 22 0 0\n\
                     intr 1234 0\nctxt 99\n";
         let cpu = proc_stat_cpu(text).unwrap();
         assert_eq!(
@@ -210,7 +215,8 @@ mod tests {
                 idle: 7890,
                 iowait: 11,
                 irq: 22,
-                softirq: 33
+                softirq: 33,
+                steal: 44
             }
         );
         assert!(
@@ -219,12 +225,12 @@ mod tests {
                 .contains("no `cpu`")
         );
         assert!(
-            proc_stat_cpu("cpu 1 2 3\n")
+            proc_stat_cpu("cpu 1 2 3 4 5 6 7\n")
                 .unwrap_err()
-                .contains("fewer than 7")
+                .contains("fewer than 8")
         );
         assert!(
-            proc_stat_cpu("cpu 1 x 3 4 5 6 7\n")
+            proc_stat_cpu("cpu 1 x 3 4 5 6 7 8\n")
                 .unwrap_err()
                 .contains("non-numeric")
         );

@@ -17,6 +17,7 @@ const BUSYBOX: &str = "/bin/busybox";
 const ZSWAP_PARAMS: &str = "/sys/module/zswap/parameters";
 const THP_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
 const CPU_DIR: &str = "/sys/devices/system/cpu";
+const CLOCKSOURCE: &str = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
 
 const SAFE: libc::c_ulong = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
 
@@ -252,6 +253,12 @@ pub fn facts() -> Result<GuestFacts> {
         profiled_symbol: None,
         cputime: None,
         settings: BTreeMap::new(),
+        // A kernel without a clocksource device in sysfs has no such file:
+        // the fact is absent, not an error.
+        clocksource: std::fs::read_to_string(CLOCKSOURCE)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty()),
     })
 }
 
