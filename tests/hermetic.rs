@@ -1286,7 +1286,7 @@ fn the_fake_agent_reports_what_the_spec_lists() {
         .map(|m| m.name.clone())
         .collect();
     listed.sort();
-    let workload = patchbench_agent::Workload::ZswapPageout {
+    let workload = patchbench_agent::Workload::ZswapPageout(patchbench_agent::ZswapPageout {
         workers: 1,
         mib_per_worker: 32,
         random_percent: 0,
@@ -1297,7 +1297,7 @@ fn the_fake_agent_reports_what_the_spec_lists() {
         swap: patchbench_agent::SwapBackend::Disk,
         compact: false,
         settle: false,
-    };
+    });
     let reported = patchbench_fakes::qemu::metric_names(&workload).unwrap();
     assert_eq!(reported, listed);
 }

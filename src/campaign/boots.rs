@@ -111,12 +111,13 @@ pub fn prepare_boot(
     } else {
         Vec::new()
     };
-    // A kernel build's staged root rides in the initramfs, so that the
-    // guest reads no file of the build from the host (src/kbuild/stage.rs).
+    // What a kind needs in the initramfs, such as a kernel build's staged
+    // root, so that the guest reads no file of the build from the host
+    // (src/kbuild/stage.rs).
     let mut staged: Vec<PathBuf> = Vec::new();
     for (_, workload) in wire.conditions() {
-        if let patchbench_agent::Workload::KernelBuild { build, .. } = workload {
-            let archive = PathBuf::from(patchbench_agent::kbuild_stage_archive(build));
+        for archive in workload.initramfs_archives() {
+            let archive = PathBuf::from(archive);
             if !staged.contains(&archive) {
                 staged.push(archive);
             }
@@ -740,9 +741,9 @@ mod tests {
             layout,
             ..boot_job(
                 dir.path(),
-                patchbench_agent::Workload::Exec {
+                patchbench_agent::Workload::Exec(patchbench_agent::Exec {
                     argv: vec!["true".into()],
-                },
+                }),
             )
         };
         let read_job = || {
@@ -770,24 +771,18 @@ mod tests {
 
     #[test]
     fn a_workload_on_a_ram_disk_boots_with_brd_and_no_swap_disk() {
-        use patchbench_agent::{Limit, Workload};
+        use patchbench_agent::Workload;
         let plan = smoke_plan();
         let dir = tempfile::tempdir().unwrap();
         let job = |swap| {
             boot_job(
                 dir.path(),
-                Workload::ZswapPageout {
-                    workers: 1,
-                    mib_per_worker: 32,
-                    random_percent: 0,
-                    zswap_max: Limit::Max,
-                    memory_max: Limit::Max,
-                    swap_max: Limit::Max,
-                    count_flushes: false,
-                    swap,
-                    compact: false,
-                    settle: false,
-                },
+                serde_json::from_value::<Workload>(serde_json::json!({
+                    "kind": "zswap-pageout", "workers": 1, "mib_per_worker": 32,
+                    "zswap_max": "max", "memory_max": "max", "swap_max": "max",
+                    "swap": swap,
+                }))
+                .unwrap(),
             )
         };
         let entries = image::Entries::new();

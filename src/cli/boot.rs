@@ -173,7 +173,9 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
             kernel: &args.kernel,
             dir: &dir,
             clock: clock.clone(),
-            workload: patchbench_agent::Workload::Exec { argv: argv.clone() },
+            workload: patchbench_agent::Workload::Exec(patchbench_agent::Exec {
+                argv: argv.clone(),
+            }),
             controls: Vec::new(),
             host_root: args.host_root,
             settings: Vec::new(),

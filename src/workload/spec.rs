@@ -7,11 +7,6 @@ use serde::Deserialize;
 
 use crate::model::{Direction, Unit};
 
-pub(super) const ZSWAP_PAGEOUT: &str = include_str!("../../workloads/zswap-pageout.yaml");
-pub(super) const RSTAT_FLUSH: &str = include_str!("../../workloads/rstat-flush.yaml");
-pub(super) const RECLAIM_REFAULT: &str = include_str!("../../workloads/reclaim-refault.yaml");
-pub(super) const KERNEL_BUILD: &str = include_str!("../../workloads/kernel-build.yaml");
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
@@ -196,15 +191,10 @@ pub enum MetricLane {
     Plugin,
 }
 
-/// The spec of a workload kind (`zswap-pageout`...); `None` for a kind
-/// that measures nothing.
+/// The spec of a workload kind (`zswap-pageout`...), from
+/// `workloads/<kind>.yaml`; `None` for a kind that measures nothing, or
+/// none listed.
 pub fn spec_for_kind(kind: &str) -> Option<WorkloadSpec> {
-    let text = match kind {
-        "zswap-pageout" => ZSWAP_PAGEOUT,
-        "rstat-flush" => RSTAT_FLUSH,
-        "reclaim-refault" => RECLAIM_REFAULT,
-        "kernel-build" => KERNEL_BUILD,
-        _ => return None,
-    };
-    Some(yaml_serde::from_str(text).expect("workloads/*.yaml are valid (tested)"))
+    let (_, text) = super::kinds::SPECS.iter().find(|(name, _)| *name == kind)?;
+    Some(yaml_serde::from_str((*text)?).expect("workloads/*.yaml are valid (tested)"))
 }

@@ -3,13 +3,30 @@
 use super::*;
 use crate::config::{Campaign, DEFAULT_CAMPAIGN, Overrides, default_campaign_dir};
 use crate::model::CpuShape;
+use std::time::Duration;
+
+use patchbench_agent::{
+    BuildDriver, KernelBuild, ReclaimRefault, RefaultMemory, RefaultOrder, RstatFlush, SwapBackend,
+    Workload, ZswapPageout,
+};
+
+use crate::model::GuestShape;
 use std::path::Path;
+
+/// A listed kind's spec text.
+fn spec_text(kind: &str) -> &'static str {
+    kinds::SPECS
+        .iter()
+        .find(|(name, _)| *name == kind)
+        .and_then(|(_, text)| *text)
+        .unwrap()
+}
 
 #[test]
 fn every_spec_parses_and_names_the_agents_metrics() {
     let cases: [(&str, &str, &[&str]); 4] = [
         (
-            ZSWAP_PAGEOUT,
+            spec_text("zswap-pageout"),
             "zswap-pageout",
             &[
                 "pageout_cpu_ns",
@@ -32,7 +49,7 @@ fn every_spec_parses_and_names_the_agents_metrics() {
             ],
         ),
         (
-            RSTAT_FLUSH,
+            spec_text("rstat-flush"),
             "rstat-flush",
             &[
                 "flush_calls",
@@ -54,7 +71,7 @@ fn every_spec_parses_and_names_the_agents_metrics() {
             ],
         ),
         (
-            RECLAIM_REFAULT,
+            spec_text("reclaim-refault"),
             "reclaim-refault",
             &[
                 "real_ns",
@@ -84,7 +101,7 @@ fn every_spec_parses_and_names_the_agents_metrics() {
             ],
         ),
         (
-            KERNEL_BUILD,
+            spec_text("kernel-build"),
             "kernel-build",
             &[
                 "real_ns",
@@ -139,13 +156,21 @@ fn every_spec_parses_and_names_the_agents_metrics() {
 fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
     let cases: [(&str, &[&str], &str); 4] = [
         (
-            ZSWAP_PAGEOUT,
+            spec_text("zswap-pageout"),
             &["total", "pageout", "verify"],
             "kind: zswap-pageout\nmib_per_worker: 32\nzswap_max: 64 MiB",
         ),
-        (RSTAT_FLUSH, &["read_loop"], "kind: rstat-flush"),
-        (RECLAIM_REFAULT, &["run"], "kind: reclaim-refault"),
-        (KERNEL_BUILD, &["build"], "kind: kernel-build"),
+        (
+            spec_text("rstat-flush"),
+            &["read_loop"],
+            "kind: rstat-flush",
+        ),
+        (
+            spec_text("reclaim-refault"),
+            &["run"],
+            "kind: reclaim-refault",
+        ),
+        (spec_text("kernel-build"), &["build"], "kind: kernel-build"),
     ];
     for (text, phases, kind) in cases {
         let spec: WorkloadSpec = yaml_serde::from_str(text).unwrap();
@@ -232,6 +257,45 @@ fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
             );
         }
     }
+}
+
+/// A kind is registered once, in the agent's list
+/// (`patchbench_agent::with_kinds!`), from which the wire, the agent's run
+/// dispatch and the host's campaign section are generated: every spec file
+/// must be a listed kind's, as the host reads it, and every listed kind the
+/// agent's too.
+#[test]
+fn every_spec_file_is_a_registered_kind_on_both_sides() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            files.push(path);
+        }
+    }
+    assert!(!files.is_empty(), "no specs in {}", dir.display());
+    for path in &files {
+        let kind = path.file_stem().unwrap().to_str().unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        let listed = kinds::SPECS.iter().find(|(name, _)| *name == kind);
+        assert_eq!(
+            listed.and_then(|(_, t)| *t),
+            Some(text.as_str()),
+            "{}: not a kind with a spec in patchbench_agent::with_kinds!",
+            path.display()
+        );
+        assert!(
+            Workload::KINDS.contains(&kind),
+            "{kind}: the agent has no such kind"
+        );
+        assert_eq!(spec_for_kind(kind).unwrap().name, kind);
+    }
+    let specified = kinds::SPECS.iter().filter(|(_, t)| t.is_some()).count();
+    assert_eq!(specified, files.len(), "a listed spec without its file");
+    // The host lists exactly the agent's kinds, `exec` aside.
+    let host: Vec<&str> = kinds::SPECS.iter().map(|(name, _)| *name).collect();
+    assert_eq!(host, Workload::KINDS[..Workload::KINDS.len() - 1]);
 }
 
 #[test]
@@ -394,14 +458,14 @@ fn reclaim_refault_takes_anonymous_memory_at_the_edge_of_its_limit() {
     .into_workload(&vm("1 GiB", 2));
     assert_eq!(
         workload.map(|w| wire(&w)),
-        Ok(Workload::ReclaimRefault {
+        Ok(Workload::ReclaimRefault(ReclaimRefault {
             cgroups: 2,
             file_mib: 32,
             swap: SwapBackend::Zram,
             memory: RefaultMemory::Anon,
             limit_percent: 90,
             reread: RefaultOrder::Sequential,
-        })
+        }))
     );
     let random = parse(
         "kind: reclaim-refault\ncgroups: 2\nfile_size: 32 MiB\nmemory: anon\nlimit_percent: 90\nreread: random",
@@ -411,10 +475,10 @@ fn reclaim_refault_takes_anonymous_memory_at_the_edge_of_its_limit() {
     .unwrap();
     assert!(matches!(
         wire(&random),
-        Workload::ReclaimRefault {
+        Workload::ReclaimRefault(ReclaimRefault {
             reread: RefaultOrder::Random,
             ..
-        }
+        })
     ));
     let Planned::Ready(prepared) = &random else {
         panic!("not ready: {random:?}")
@@ -435,28 +499,28 @@ fn defaults_scale_with_the_online_cpus() {
         .into_workload(&vm("4 GiB", 4));
     assert_eq!(
         workload.map(|w| wire(&w)),
-        Ok(Workload::ReclaimRefault {
+        Ok(Workload::ReclaimRefault(ReclaimRefault {
             cgroups: 8,
             file_mib: 50,
             swap: SwapBackend::Zram,
             memory: RefaultMemory::Tmpfs,
             limit_percent: 25,
             reread: RefaultOrder::Sequential,
-        })
+        }))
     );
     let workload = parse("kind: rstat-flush\ncgroups: 3\ndirty_pause: 0s")
         .unwrap()
         .into_workload(&vm("1 GiB", 2));
     assert_eq!(
         workload.map(|w| wire(&w)),
-        Ok(Workload::RstatFlush {
+        Ok(Workload::RstatFlush(RstatFlush {
             cgroups: 3,
             dirty_kib: 256,
             dirty_pause: Duration::ZERO,
             reads: 1000,
             swap: SwapBackend::Disk,
             lockstep: false,
-        })
+        }))
     );
     assert_eq!(CgroupCount::parse("2 per cpu"), Ok(CgroupCount::PerCpu(2)));
     assert!(CgroupCount::parse("2 per core").is_err());
@@ -473,7 +537,7 @@ fn zswap_pageout_counts_flushes_unless_told_not_to() {
     .map(|w| wire(&w))
     .unwrap()
     {
-        Workload::ZswapPageout { count_flushes, .. } => count_flushes,
+        Workload::ZswapPageout(ZswapPageout { count_flushes, .. }) => count_flushes,
         other => panic!("{other:?}"),
     };
     assert!(get(""));
@@ -494,9 +558,9 @@ fn zswap_pageout_compacts_and_settles_only_when_told_to() {
         Planned::KernelBuild(plan) => panic!("{plan:?}"),
     };
     let flags = |p: &Prepared| match p.wire() {
-        Workload::ZswapPageout {
+        Workload::ZswapPageout(ZswapPageout {
             compact, settle, ..
-        } => (*compact, *settle),
+        }) => (*compact, *settle),
         other => panic!("{other:?}"),
     };
     let off = prepared("");
@@ -611,7 +675,7 @@ fn kernel_build_defaults_build_vmlinux_with_kbuild() {
         plan.prepared(Path::new("/src"), Path::new("/build"))
             .wire()
             .clone(),
-        Workload::KernelBuild {
+        Workload::KernelBuild(KernelBuild {
             config: "defconfig".into(),
             driver: BuildDriver::Kbuild,
             src: "/src".into(),
@@ -621,7 +685,7 @@ fn kernel_build_defaults_build_vmlinux_with_kbuild() {
             memory_max: patchbench_agent::Limit::Bytes(256 << 20),
             zswap_max: patchbench_agent::Limit::Max,
             swap: SwapBackend::Disk,
-        }
+        })
     );
 }
 

@@ -467,12 +467,12 @@ fn metrics(
     index: u32,
     boot_factor: f64,
 ) -> Result<BTreeMap<String, u64>, Refused> {
-    let Workload::ZswapPageout {
+    let Workload::ZswapPageout(patchbench_agent::ZswapPageout {
         workers,
         mib_per_worker,
         count_flushes,
         ..
-    } = workload
+    }) = workload
     else {
         refuse!("the fake agent runs only zswap-pageout, not {workload:?}");
     };

@@ -52,3 +52,9 @@ fn initramfs_command(program: &str) -> std::process::Command {
     cmd.env("PATH", PATH);
     cmd
 }
+
+impl crate::run::Run for patchbench_agent::Exec {
+    fn run(&self, boot: crate::run::Boot<'_>) -> Result<()> {
+        run(&self.argv, boot.host_root)
+    }
+}

@@ -35,3 +35,9 @@ pub fn run(fault: Fault) -> Result<()> {
         }
     }
 }
+
+impl crate::run::Run for patchbench_agent::GuestFault {
+    fn run(&self, _boot: crate::run::Boot<'_>) -> Result<()> {
+        run(self.fault)
+    }
+}

@@ -297,6 +297,22 @@ pub fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+impl crate::run::Run for patchbench_agent::KernelBuild {
+    fn run(&self, boot: crate::run::Boot<'_>) -> Result<()> {
+        let params = Params {
+            swap: self.swap,
+            driver: self.driver,
+            src: self.src.clone(),
+            build: self.build.clone(),
+            targets: self.targets.clone(),
+            jobs: self.jobs,
+            memory_max: self.memory_max,
+            zswap_max: self.zswap_max,
+        };
+        run(&params, boot.warmups, boot.samples, boot.port).context("kernel-build")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

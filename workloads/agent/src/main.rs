@@ -34,6 +34,7 @@ mod profiler;
 mod refault;
 mod report;
 mod rstat;
+mod run;
 mod setup;
 mod spawn;
 mod stage;
@@ -46,12 +47,13 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use patchbench_agent::{
-    Fault, JOB_PATH, Job, Limit, Message, PORT_NAME, PROTOCOL_VERSION, SwapBackend, Workload,
+    JOB_PATH, Job, Message, PORT_NAME, PROTOCOL_VERSION, SwapBackend, Workload,
 };
 
 use crate::error::{Context, Result, bail};
 use crate::port::Port;
 use crate::profiler::Profiler;
+use crate::run::{Boot, Run};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -113,7 +115,7 @@ fn run(port: &mut Port) -> Result<()> {
         job.boot_label,
         job.warmups,
         job.samples,
-        describe(&job.workload)
+        job.workload.describe()
     ));
     let conditions = job.conditions();
     match job.workload.swap_backend() {
@@ -122,7 +124,7 @@ fn run(port: &mut Port) -> Result<()> {
         SwapBackend::Zram => setup::zram(
             conditions
                 .iter()
-                .map(|c| zram_bytes(c.1))
+                .map(|c| c.1.zram_bytes())
                 .max()
                 .unwrap_or(0),
         ),
@@ -156,19 +158,21 @@ fn run(port: &mut Port) -> Result<()> {
     // kind, so the profiler set up above serves them all.
     for (condition, workload) in conditions {
         if let Some(name) = condition {
-            console::say(format!("control {name}: {}", describe(workload)));
+            console::say(format!("control {name}: {}", workload.describe()));
         }
         port.set_condition(condition);
         let profiler = profiler
             .as_ref()
             .filter(|_| !workload.profile_candidates().is_empty());
         let outcome = run_workload(
-            workload.clone(),
-            job.warmups,
-            job.samples,
-            job.host_root,
-            profiler,
-            port,
+            workload,
+            Boot {
+                warmups: job.warmups,
+                samples: job.samples,
+                host_root: job.host_root,
+                profiler,
+                port,
+            },
         );
         match condition {
             Some(name) => outcome.with_context(|| format!("control {name}"))?,
@@ -178,132 +182,20 @@ fn run(port: &mut Port) -> Result<()> {
     Ok(())
 }
 
-/// One condition's warm-ups and samples.
-fn run_workload(
-    workload: Workload,
-    warmups: u32,
-    samples: u32,
-    host_root: bool,
-    profiler: Option<&Profiler>,
-    port: &mut Port,
-) -> Result<()> {
-    match workload {
-        Workload::ZswapPageout {
-            workers,
-            mib_per_worker,
-            random_percent,
-            zswap_max,
-            memory_max,
-            swap_max,
-            count_flushes: _,
-            swap: _,
-            compact,
-            settle,
-        } => {
-            let params = pageout::Params {
-                workers,
-                mib_per_worker,
-                random_percent,
-                zswap_max,
-                memory_max,
-                swap_max,
-                compact,
-                settle,
-            };
-            pageout::run(&params, warmups, samples, profiler, port).context("zswap-pageout")
+/// Generates [`run_workload`] from the one list of kinds.
+macro_rules! run_dispatch {
+    ($($variant:ident($name:literal, $module:ident::$ty:ident, $spec:ident)),* $(,)?) => {
+        /// One condition's warm-ups and samples.
+        fn run_workload(workload: &Workload, boot: Boot<'_>) -> Result<()> {
+            match workload {
+                $(Workload::$variant(kind) => kind.run(boot),)*
+                Workload::Exec(exec) => exec.run(boot),
+            }
         }
-        Workload::RstatFlush {
-            cgroups,
-            dirty_kib,
-            dirty_pause,
-            reads,
-            swap: _,
-            lockstep,
-        } => {
-            let params = rstat::Params {
-                cgroups,
-                dirty_kib,
-                dirty_pause,
-                reads,
-                lockstep,
-            };
-            let profiler = profiler.expect("rstat-flush always profiles");
-            rstat::run(&params, warmups, samples, profiler, port).context("rstat-flush")
-        }
-        Workload::ReclaimRefault {
-            cgroups,
-            file_mib,
-            memory,
-            limit_percent,
-            reread,
-            ..
-        } => {
-            let params = refault::Params {
-                cgroups,
-                file_mib,
-                memory,
-                limit_percent,
-                reread,
-            };
-            refault::run(&params, warmups, samples, port).context("reclaim-refault")
-        }
-        Workload::GuestFault { fault } => fault::run(fault),
-        Workload::Exec { argv } => exec::run(&argv, host_root),
-        Workload::KernelBuild {
-            driver,
-            src,
-            build,
-            targets,
-            jobs,
-            memory_max,
-            zswap_max,
-            swap,
-            ..
-        } => {
-            let params = kbuild::Params {
-                swap,
-                driver,
-                src,
-                build,
-                targets,
-                jobs,
-                memory_max,
-                zswap_max,
-            };
-            kbuild::run(&params, warmups, samples, port).context("kernel-build")
-        }
-    }
+    };
 }
 
-/// The size of `/dev/zram0`: the workload's whole data set, as seed 003's
-/// script sizes it.
-fn zram_bytes(workload: &Workload) -> u64 {
-    match workload {
-        Workload::ReclaimRefault {
-            cgroups, file_mib, ..
-        } => (u64::from(*cgroups) * file_mib) << 20,
-        // Room for twice the build's limit: what is over the limit at any
-        // time is at most the build's peak, which a sensible limit sits just
-        // under.
-        Workload::KernelBuild {
-            memory_max: Limit::Bytes(b),
-            ..
-        } => 2 * b,
-        // Room for every worker's memory, should zswap refuse or write
-        // back all of it.
-        Workload::ZswapPageout {
-            workers,
-            mib_per_worker,
-            ..
-        } => (u64::from(*workers) * mib_per_worker) << 20,
-        // Room for what every dirtier holds at once: its anonymous region
-        // and its tmpfs file.
-        Workload::RstatFlush {
-            cgroups, dirty_kib, ..
-        } => (2 * u64::from(*cgroups) * dirty_kib) << 10,
-        _ => 0,
-    }
-}
+patchbench_agent::with_kinds!(run_dispatch);
 
 fn read_job() -> Result<Job> {
     let text = files::read(JOB_PATH)?;
@@ -316,74 +208,6 @@ fn read_job() -> Result<Job> {
         );
     }
     Ok(job)
-}
-
-/// The workload and its parameters on one console line.
-fn describe(workload: &Workload) -> String {
-    match workload {
-        Workload::ZswapPageout {
-            workers,
-            mib_per_worker,
-            random_percent,
-            zswap_max,
-            memory_max,
-            swap_max,
-            count_flushes,
-            swap,
-            compact,
-            settle,
-        } => format!(
-            "zswap-pageout workers={workers} mib_per_worker={mib_per_worker} random_percent={random_percent} zswap_max={} memory_max={} swap_max={} count_flushes={count_flushes} swap={swap:?} compact={compact} settle={settle}",
-            zswap_max.cgroup_value(),
-            memory_max.cgroup_value(),
-            swap_max.cgroup_value()
-        ),
-        Workload::Exec { argv } => format!("exec {argv:?}"),
-        Workload::RstatFlush {
-            cgroups,
-            dirty_kib,
-            dirty_pause,
-            reads,
-            swap,
-            lockstep,
-        } => format!(
-            "rstat-flush cgroups={cgroups} dirty_kib={dirty_kib} dirty_pause={dirty_pause:?} reads={reads} swap={swap:?} lockstep={lockstep}"
-        ),
-        Workload::ReclaimRefault {
-            cgroups,
-            file_mib,
-            swap,
-            memory,
-            limit_percent,
-            reread,
-        } => format!(
-            "reclaim-refault cgroups={cgroups} file_mib={file_mib} swap={swap:?} memory={memory:?} limit_percent={limit_percent} reread={reread:?}"
-        ),
-        Workload::KernelBuild {
-            config,
-            driver,
-            src,
-            build,
-            targets,
-            jobs,
-            memory_max,
-            zswap_max,
-            swap,
-        } => format!(
-            "kernel-build config={config} driver={driver:?} src={src} build={build} targets={targets:?} jobs={jobs} memory_max={} zswap_max={} swap={swap:?}",
-            memory_max.cgroup_value(),
-            zswap_max.cgroup_value()
-        ),
-        Workload::GuestFault { fault } => format!(
-            "guest-fault {}",
-            match fault {
-                Fault::ExitInit => "exit-init",
-                Fault::Hang => "hang",
-                Fault::Fail => "fail",
-                Fault::HostIo => "host-io",
-            }
-        ),
-    }
 }
 
 fn panic_text(payload: &(dyn Any + Send)) -> &str {

@@ -409,6 +409,29 @@ pub fn render(metrics: &BTreeMap<String, u64>) -> String {
         .join(" ")
 }
 
+impl crate::run::Run for patchbench_agent::ZswapPageout {
+    fn run(&self, boot: crate::run::Boot<'_>) -> Result<()> {
+        let params = Params {
+            workers: self.workers,
+            mib_per_worker: self.mib_per_worker,
+            random_percent: self.random_percent,
+            zswap_max: self.zswap_max,
+            memory_max: self.memory_max,
+            swap_max: self.swap_max,
+            compact: self.compact,
+            settle: self.settle,
+        };
+        run(
+            &params,
+            boot.warmups,
+            boot.samples,
+            boot.profiler,
+            boot.port,
+        )
+        .context("zswap-pageout")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

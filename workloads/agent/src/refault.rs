@@ -340,6 +340,19 @@ pub fn sample_metrics(
     Ok(metrics)
 }
 
+impl crate::run::Run for patchbench_agent::ReclaimRefault {
+    fn run(&self, boot: crate::run::Boot<'_>) -> Result<()> {
+        let params = Params {
+            cgroups: self.cgroups,
+            file_mib: self.file_mib,
+            memory: self.memory,
+            limit_percent: self.limit_percent,
+            reread: self.reread,
+        };
+        run(&params, boot.warmups, boot.samples, boot.port).context("reclaim-refault")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -359,6 +359,20 @@ fn dirty_forever(index: usize, params: &Params, mut pace: Pace) -> Result<()> {
     }
 }
 
+impl crate::run::Run for patchbench_agent::RstatFlush {
+    fn run(&self, boot: crate::run::Boot<'_>) -> Result<()> {
+        let params = Params {
+            cgroups: self.cgroups,
+            dirty_kib: self.dirty_kib,
+            dirty_pause: self.dirty_pause,
+            reads: self.reads,
+            lockstep: self.lockstep,
+        };
+        let profiler = boot.profiler.expect("rstat-flush always profiles");
+        run(&params, boot.warmups, boot.samples, profiler, boot.port).context("rstat-flush")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
