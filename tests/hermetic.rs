@@ -1275,31 +1275,83 @@ fn a_failed_build_is_infrastructure_naming_the_error() {
     assert!(boots_in(&world.take_log()).is_empty(), "nothing boots");
 }
 
-/// The fake agent reports exactly the metrics zswap-pageout's spec lists
-/// for a lane without the plugin: the fakes cannot drift from the spec.
+/// For every kind with a spec, the fake agent reports exactly the metrics
+/// the spec lists for a lane without the plugin, for the workload of every
+/// committed campaign of that kind (a kind no campaign runs yet: its
+/// defaults alone, in the smoke campaign): the fakes cannot drift from the
+/// specs, and a kind whose spec the fake cannot read fails here.
 fn the_fake_agent_reports_what_the_spec_lists() {
-    let spec = patchbench::workload::spec_for_kind("zswap-pageout").unwrap();
-    let mut listed: Vec<String> = spec
-        .metrics
+    use patchbench::config::{Campaign, Overrides};
+    use patchbench::workload::{Planned, kinds::SPECS, spec_for_kind};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The workload's kind, once its metrics are checked; `None` for a
+    // kind without a spec.
+    let check = |plan: &patchbench::config::Plan, at: &str| -> Option<&'static str> {
+        let prepared = match &plan.workload {
+            Planned::Ready(p) => p.clone(),
+            Planned::KernelBuild(k) => k.prepared(Path::new("/src"), Path::new("/build")),
+        };
+        let spec = spec_for_kind(prepared.kind())?;
+        let mut listed: Vec<String> = spec
+            .metrics
+            .iter()
+            .filter(|m| m.lane.is_none())
+            .map(|m| m.name.clone())
+            .collect();
+        listed.sort();
+        let reported = patchbench_fakes::qemu::metric_names(prepared.wire())
+            .unwrap_or_else(|e| panic!("{at}: {}", e.0));
+        // zswap-pageout counts its flushes only with count_flushes.
+        if prepared.wire().profile_candidates().is_empty() {
+            listed.retain(|m| m != "pageout_flushes");
+        }
+        assert_eq!(reported, listed, "{at}");
+        Some(prepared.kind())
+    };
+    let mut seen: std::collections::BTreeMap<&str, usize> = SPECS
         .iter()
-        .filter(|m| m.lane.is_none())
-        .map(|m| m.name.clone())
+        .filter(|(_, spec)| spec.is_some())
+        .map(|(kind, _)| (*kind, 0))
         .collect();
-    listed.sort();
-    let workload = patchbench_agent::Workload::ZswapPageout(patchbench_agent::ZswapPageout {
-        workers: 1,
-        mib_per_worker: 32,
-        random_percent: 0,
-        zswap_max: patchbench_agent::Limit::Max,
-        memory_max: patchbench_agent::Limit::Max,
-        swap_max: patchbench_agent::Limit::Max,
-        count_flushes: true,
-        swap: patchbench_agent::SwapBackend::Disk,
-        compact: false,
-        settle: false,
-    });
-    let reported = patchbench_fakes::qemu::metric_names(&workload).unwrap();
-    assert_eq!(reported, listed);
+    for dir in ["ci/seeds", "ci/workloads"] {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension() == Some(OsStr::new("yaml")))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let at = path.display();
+            let campaign = Campaign::load(&path).unwrap_or_else(|e| panic!("{at}: {e}"));
+            let plan = campaign
+                .into_plan(&path, path.parent().unwrap(), Overrides::default())
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            if let Some(kind) = check(&plan, &at.to_string()) {
+                *seen.get_mut(kind).unwrap() += 1;
+            }
+        }
+    }
+    for (kind, campaigns) in seen {
+        if campaigns > 0 {
+            continue;
+        }
+        let mut smoke: yaml_serde::Value =
+            yaml_serde::from_str(patchbench::config::DEFAULT_CAMPAIGN).unwrap();
+        smoke["workload"] = yaml_serde::from_str(&format!("kind: {kind}")).unwrap();
+        let origin = root.join("ci/smoke.yaml");
+        let plan = Campaign::parse(&yaml_serde::to_string(&smoke).unwrap(), &origin)
+            .and_then(|c| {
+                c.into_plan(
+                    &origin,
+                    &patchbench::config::default_campaign_dir(),
+                    Overrides::default(),
+                )
+            })
+            .unwrap_or_else(|e| {
+                panic!("no committed campaign runs {kind}, and its defaults do not plan: {e}")
+            });
+        check(&plan, &format!("{kind} with its defaults"));
+    }
 }
 
 /// A fake given what it does not understand exits 2 and says what.

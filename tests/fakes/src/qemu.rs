@@ -453,12 +453,100 @@ fn seed(words: &[&str]) -> u64 {
     })
 }
 
-/// Every figure of one sample of `workload` (zswap-pageout only): a base
-/// from the workload's size, times the kernel's effect, times a noise of
-/// up to [`crate::ENV_NOISE`] percent drawn from the kernel, the boot's
-/// label, the condition, the index and the metric, times the boot's
-/// `boot_factor` ([`boot_factor`]). Counts carry no noise,
-/// and the figures a spec calls negligible stay inside their level.
+/// How the fake makes one metric's base figure, from the workload's size
+/// in pages (`pages`: its data set, [`Workload::zram_bytes`] in 4 KiB
+/// pages).
+#[derive(Debug, Clone, Copy)]
+enum Figure {
+    /// A time that grows with the work: ns per page, noisy.
+    PerPage(f64),
+    /// A count of pages: one per page, no noise.
+    Pages,
+    /// A figure that does not grow with the work, and carries no noise.
+    Fixed(f64),
+    /// One per page, made only when the workload profiles (its
+    /// [`Workload::profile_candidates`] is not empty): zswap-pageout's
+    /// flushes without `count_flushes` are not counted.
+    Profiled,
+}
+
+/// The figures the fake makes by name: zswap-pageout's (the hermetic
+/// tests hold its numbers) and the whole guest's, which every kind
+/// reports. A metric not named here takes [`default_figure`], by its
+/// spec's unit. Names, not kinds: a new kind's metrics need no line here.
+const FIGURES: &[(&str, Figure)] = &[
+    ("pageout_cpu_ns", Figure::PerPage(22_000.0)),
+    ("verify_cpu_ns", Figure::PerPage(18_000.0)),
+    ("total_cpu_ns", Figure::PerPage(57_000.0)),
+    ("elapsed_ns", Figure::PerPage(57_500.0)),
+    ("zswpout_pages", Figure::Pages),
+    ("zswpin_pages", Figure::Pages),
+    ("pageout_flushes", Figure::Profiled),
+    ("user_ns", Figure::PerPage(13_000.0)),
+    ("sys_ns", Figure::PerPage(44_000.0)),
+    ("guest_user_ns", Figure::PerPage(13_100.0)),
+    ("guest_sys_ns", Figure::PerPage(44_500.0)),
+    ("guest_irq_ns", Figure::Fixed(3_000_000.0)),
+    ("guest_softirq_ns", Figure::Fixed(1_000_000.0)),
+    // No host steals from the fake's guest.
+    ("guest_steal_ns", Figure::Fixed(0.0)),
+    ("kswapd_ns", Figure::Fixed(0.0)),
+    ("kcompactd_ns", Figure::Fixed(0.0)),
+    ("kworker_ns", Figure::Fixed(200_000.0)),
+];
+
+/// A metric's figure by its spec's unit (`ns`, `pages`, `count`,
+/// `bytes`, `per-second`) and negligible level: a figure the spec calls
+/// negligible stays a tenth of the way inside its level.
+fn default_figure(unit: &str, negligible: Option<f64>) -> Figure {
+    match (unit, negligible) {
+        (_, Some(level)) => Figure::Fixed(level / 10.0),
+        ("ns", None) => Figure::PerPage(10_000.0),
+        ("bytes", None) => Figure::PerPage(4096.0),
+        ("per-second", None) => Figure::Fixed(100_000.0),
+        _ => Figure::Pages,
+    }
+}
+
+/// The metrics the agent makes for `kind`, from its spec
+/// (`workloads/<kind>.yaml`): each metric of no `lane` (the plugin's lanes
+/// make those on the host), with its unit and negligible level.
+fn spec_metrics(kind: &str) -> Result<Vec<(String, String, Option<f64>)>, Refused> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../workloads")
+        .join(format!("{kind}.yaml"));
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) => refuse!(
+            "the fake agent runs a kind from its spec; {}: {e}",
+            path.display()
+        ),
+    };
+    let spec: yaml_serde::Value =
+        yaml_serde::from_str(&text).map_err(|e| Refused(format!("{}: {e}", path.display())))?;
+    let Some(metrics) = spec.get("metrics").and_then(|m| m.as_sequence()) else {
+        refuse!("{}: no metrics", path.display());
+    };
+    let text =
+        |m: &yaml_serde::Value, key: &str| m.get(key).and_then(|v| v.as_str()).map(str::to_string);
+    Ok(metrics
+        .iter()
+        .filter(|m| m.get("lane").is_none())
+        .filter_map(|m| {
+            let name = text(m, "name")?;
+            let unit = text(m, "unit")?;
+            Some((name, unit, m.get("negligible").and_then(|v| v.as_f64())))
+        })
+        .collect())
+}
+
+/// Every figure of one sample of `workload`, one for each metric its spec
+/// lists for the agent: a base from the workload's size ([`Figure`]),
+/// times the kernel's effect, times a noise of up to [`crate::ENV_NOISE`]
+/// percent drawn from the kernel, the boot's label, the condition, the
+/// index and the metric, times the boot's `boot_factor` ([`boot_factor`]).
+/// Counts carry no noise, and the figures a spec calls negligible stay
+/// inside their level.
 fn metrics(
     workload: &Workload,
     kernel: &FakeKernel,
@@ -467,45 +555,30 @@ fn metrics(
     index: u32,
     boot_factor: f64,
 ) -> Result<BTreeMap<String, u64>, Refused> {
-    let Workload::ZswapPageout(patchbench_agent::ZswapPageout {
-        workers,
-        mib_per_worker,
-        count_flushes,
-        ..
-    }) = workload
-    else {
-        refuse!("the fake agent runs only zswap-pageout, not {workload:?}");
-    };
     let noise_pct: f64 = match std::env::var(crate::ENV_NOISE) {
         Ok(v) => v
             .parse()
             .map_err(|_| Refused(format!("{}={v}: a percent expected", crate::ENV_NOISE)))?,
         Err(_) => 0.2,
     };
-    let pages = u64::from(*workers) * mib_per_worker * 256;
+    let pages = (workload.zram_bytes() >> 12).max(1);
     let p = pages as f64;
-    // (metric, base, noisy): times in ns per page stored.
-    let mut figures: Vec<(&str, f64, bool)> = vec![
-        ("pageout_cpu_ns", p * 22_000.0, true),
-        ("verify_cpu_ns", p * 18_000.0, true),
-        ("total_cpu_ns", p * 57_000.0, true),
-        ("elapsed_ns", p * 57_500.0, true),
-        ("zswpout_pages", p, false),
-        ("zswpin_pages", p, false),
-        ("user_ns", p * 13_000.0, true),
-        ("sys_ns", p * 44_000.0, true),
-        ("guest_user_ns", p * 13_100.0, true),
-        ("guest_sys_ns", p * 44_500.0, true),
-        ("guest_irq_ns", 3_000_000.0, false),
-        ("guest_softirq_ns", 1_000_000.0, false),
-        // No host steals from the fake's guest.
-        ("guest_steal_ns", 0.0, false),
-        ("kswapd_ns", 0.0, false),
-        ("kcompactd_ns", 0.0, false),
-        ("kworker_ns", 200_000.0, false),
-    ];
-    if *count_flushes {
-        figures.push(("pageout_flushes", p, false));
+    let profiles = !workload.profile_candidates().is_empty();
+    // (metric, base, noisy)
+    let mut figures: Vec<(String, f64, bool)> = Vec::new();
+    for (metric, unit, negligible) in spec_metrics(workload.kind())? {
+        let figure = FIGURES
+            .iter()
+            .find(|(name, _)| *name == metric)
+            .map_or_else(|| default_figure(&unit, negligible), |(_, f)| *f);
+        let (base, noisy) = match figure {
+            Figure::PerPage(ns) => (p * ns, true),
+            Figure::Pages => (p, false),
+            Figure::Fixed(value) => (value, false),
+            Figure::Profiled if profiles => (p, false),
+            Figure::Profiled => continue,
+        };
+        figures.push((metric, base, noisy));
     }
     let condition = condition.unwrap_or("");
     let index = index.to_string();
@@ -513,14 +586,14 @@ fn metrics(
         .into_iter()
         .map(|(metric, base, noisy)| {
             let (noise, boot) = if noisy {
-                let u = mix(seed(&[&kernel.digest, label, condition, &index, metric])) as f64
+                let u = mix(seed(&[&kernel.digest, label, condition, &index, &metric])) as f64
                     / u64::MAX as f64;
                 ((2.0 * u - 1.0) * noise_pct / 100.0, boot_factor)
             } else {
                 (0.0, 1.0)
             };
-            let value = base * (1.0 + kernel.effect(metric) / 100.0) * (1.0 + noise) * boot;
-            (metric.to_string(), value.max(0.0).round() as u64)
+            let value = base * (1.0 + kernel.effect(&metric) / 100.0) * (1.0 + noise) * boot;
+            (metric, value.max(0.0).round() as u64)
         })
         .collect())
 }
