@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use bytesize::ByteSize;
-use patchbench_agent::{BuildDriver, KernelBuild, SwapBackend, Workload};
+use patchbench_agent::kinds::kernel_build::KernelBuild;
+use patchbench_agent::{BuildDriver, SwapBackend, Workload};
 use serde::Deserialize;
 
 use crate::model::Limit;

@@ -1,7 +1,8 @@
 //! `guest-fault`'s campaign section: the fault, as it is (a kind for
 //! testing the host's failure handling; it measures nothing).
 
-use patchbench_agent::{Fault, GuestFault};
+use patchbench_agent::Fault;
+use patchbench_agent::kinds::guest_fault::GuestFault;
 use serde::Deserialize;
 
 use crate::workload::param::*;

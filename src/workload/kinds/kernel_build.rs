@@ -3,7 +3,8 @@
 //! the results document records them.
 
 use bytesize::ByteSize;
-use patchbench_agent::{BuildDriver, KernelBuild, SwapBackend};
+use patchbench_agent::kinds::kernel_build::KernelBuild;
+use patchbench_agent::{BuildDriver, SwapBackend};
 use serde::Deserialize;
 
 use crate::model::Limit;

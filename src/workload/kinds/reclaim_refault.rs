@@ -2,7 +2,8 @@
 //! the guest, and as the results document records them.
 
 use bytesize::ByteSize;
-use patchbench_agent::{REFAULT_QUARTER, ReclaimRefault, RefaultMemory, RefaultOrder, SwapBackend};
+use patchbench_agent::kinds::reclaim_refault::ReclaimRefault;
+use patchbench_agent::{REFAULT_QUARTER, RefaultMemory, RefaultOrder, SwapBackend};
 use serde::Deserialize;
 
 use crate::model::guest::size_text;

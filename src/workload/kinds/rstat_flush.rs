@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use bytesize::ByteSize;
-use patchbench_agent::{RstatFlush, SwapBackend};
+use patchbench_agent::SwapBackend;
+use patchbench_agent::kinds::rstat_flush::RstatFlush;
 use serde::Deserialize;
 
 use crate::model::guest::size_text;

@@ -2,7 +2,8 @@
 //! the guest, and as the results document records them.
 
 use bytesize::ByteSize;
-use patchbench_agent::{SwapBackend, ZswapPageout};
+use patchbench_agent::SwapBackend;
+use patchbench_agent::kinds::zswap_pageout::ZswapPageout;
 use serde::Deserialize;
 
 use crate::model::Limit;

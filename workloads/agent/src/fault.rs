@@ -36,7 +36,7 @@ pub fn run(fault: Fault) -> Result<()> {
     }
 }
 
-impl crate::run::Run for patchbench_agent::GuestFault {
+impl crate::run::Run for patchbench_agent::kinds::guest_fault::GuestFault {
     fn run(&self, _boot: crate::run::Boot<'_>) -> Result<()> {
         run(self.fault)
     }

@@ -297,7 +297,7 @@ pub fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-impl crate::run::Run for patchbench_agent::KernelBuild {
+impl crate::run::Run for patchbench_agent::kinds::kernel_build::KernelBuild {
     fn run(&self, boot: crate::run::Boot<'_>) -> Result<()> {
         let params = Params {
             swap: self.swap,

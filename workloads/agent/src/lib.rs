@@ -28,16 +28,12 @@ pub mod memory;
 pub use kind::{Kind, PerCallCost};
 pub use kinds::Workload;
 pub use kinds::exec::Exec;
-pub use kinds::guest_fault::{Fault, GuestFault};
+pub use kinds::guest_fault::Fault;
 pub use kinds::kernel_build::{
-    BuildDriver, KBUILD_STAGE_GUEST, KernelBuild, RECORDED_MAKEFILE, kbuild_command, kbuild_stage,
+    BuildDriver, KBUILD_STAGE_GUEST, RECORDED_MAKEFILE, kbuild_command, kbuild_stage,
     kbuild_stage_archive,
 };
-pub use kinds::reclaim_refault::{
-    REFAULT_QUARTER, REREAD_SEED, ReclaimRefault, RefaultMemory, RefaultOrder,
-};
-pub use kinds::rstat_flush::RstatFlush;
-pub use kinds::zswap_pageout::ZswapPageout;
+pub use kinds::reclaim_refault::{REFAULT_QUARTER, REREAD_SEED, RefaultMemory, RefaultOrder};
 pub use memory::{Limit, RAM_SWAP_DEVICE, SwapBackend, ram_swap_cmdline};
 
 /// Bumped on any incompatible change to [`Job`] or [`Message`].

@@ -409,7 +409,7 @@ pub fn render(metrics: &BTreeMap<String, u64>) -> String {
         .join(" ")
 }
 
-impl crate::run::Run for patchbench_agent::ZswapPageout {
+impl crate::run::Run for patchbench_agent::kinds::zswap_pageout::ZswapPageout {
     fn run(&self, boot: crate::run::Boot<'_>) -> Result<()> {
         let params = Params {
             workers: self.workers,

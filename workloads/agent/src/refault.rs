@@ -340,7 +340,7 @@ pub fn sample_metrics(
     Ok(metrics)
 }
 
-impl crate::run::Run for patchbench_agent::ReclaimRefault {
+impl crate::run::Run for patchbench_agent::kinds::reclaim_refault::ReclaimRefault {
     fn run(&self, boot: crate::run::Boot<'_>) -> Result<()> {
         let params = Params {
             cgroups: self.cgroups,

@@ -359,7 +359,7 @@ fn dirty_forever(index: usize, params: &Params, mut pace: Pace) -> Result<()> {
     }
 }
 
-impl crate::run::Run for patchbench_agent::RstatFlush {
+impl crate::run::Run for patchbench_agent::kinds::rstat_flush::RstatFlush {
     fn run(&self, boot: crate::run::Boot<'_>) -> Result<()> {
         let params = Params {
             cgroups: self.cgroups,
