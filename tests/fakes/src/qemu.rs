@@ -232,16 +232,24 @@ fn read_initramfs(path: &Path) -> Result<Job, Refused> {
 /// them (`CPU 0/KVM`, ...), one per `-smp` CPU, parked until the fake
 /// exits: patchbench finds them in `/proc/<pid>/task/*/comm` and pins each
 /// to a core of its own, as it would a real QEMU's.
+///
+/// A thread takes its name only once it runs (std names it from inside),
+/// so each waits at a barrier until all are running: a busy host must
+/// not see them unnamed at the agent's hello.
 fn vcpu_threads(cpus: u32) -> Result<(), Refused> {
+    let named = std::sync::Arc::new(std::sync::Barrier::new(cpus as usize + 1));
     for i in 0..cpus {
+        let named = named.clone();
         std::thread::Builder::new()
             .name(format!("CPU {i}/KVM"))
-            .spawn(|| {
+            .spawn(move || {
+                named.wait();
                 loop {
                     std::thread::park();
                 }
             })?;
     }
+    named.wait();
     Ok(())
 }
 
