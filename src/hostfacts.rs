@@ -77,9 +77,7 @@ pub fn qemu_version(output: &str) -> Option<String> {
 
 /// The selected word of a sysfs choice file (`always [madvise] never`).
 pub fn selected_choice(text: &str) -> Option<String> {
-    let start = text.find('[')?;
-    let rest = &text[start + 1..];
-    Some(rest[..rest.find(']')?].to_string())
+    patchbench_agent::sysfs::selected_choice(text).map(str::to_string)
 }
 
 /// KSM's state from `ksm/run`.

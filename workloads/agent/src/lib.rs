@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod cputime;
 pub mod marker;
+pub mod sysfs;
 
 /// Bumped on any incompatible change to [`Job`] or [`Message`].
 ///
