@@ -1,5 +1,5 @@
 //! What the host was when it measured: the facts a KVM figure depends on
-//! and a reader of the results needs to compare two runs (issue 48). The
+//! and a reader of the results needs to compare two runs. The
 //! host's clocksource (what the guest's kvmclock is built on), QEMU's
 //! version, the host kernel, transparent huge pages and KSM (the host's
 //! own memory management under the guest's RAM), and the CPU frequency
