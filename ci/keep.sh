@@ -31,7 +31,7 @@ json.dump({
     "patchbench_commit": commit,
     "started_at": r["started_at"],
     "kernels": {v["name"]: v["kernel"]["bzimage_sha256"] for v in r["variants"]},
-    "host": {k: r["host"].get(k) for k in ("cpu_model", "cores", "accel", "icount", "cost_model", "parallel_boots")},
+    "host": {k: r["host"].get(k) for k in ("cpu_model", "cores", "lane", "cost_model", "parallel_boots")},
 }, open(path, "w"), indent=2)
 open(path, "a").write("\n")
 PY

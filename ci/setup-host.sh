@@ -36,8 +36,9 @@ test_packages=(
 . /etc/os-release
 case "${ID:-}:${VERSION_ID:-}" in
   debian:12)
-    # /usr/src/linux-source-6.12.tar.xz, the default campaigns' tree.
-    packages+=(linux-source-6.12)
+    # /usr/src/linux-source-6.12.tar.xz, the default campaigns' tree, and
+    # Debian 12's own 6.1 tree (ci/mm-all-6.1.yaml).
+    packages+=(linux-source-6.12 linux-source-6.1)
     test_packages+=(chromium) # tests/screenshot.rs: renders a result page headless
     ;;
   ubuntu:24.04)

@@ -1,5 +1,5 @@
 //! What the host was when it measured: the facts a KVM figure depends on
-//! and a reader of the results needs to compare two runs (issue 48). The
+//! and a reader of the results needs to compare two runs. The
 //! host's clocksource (what the guest's kvmclock is built on), QEMU's
 //! version, the host kernel, transparent huge pages and KSM (the host's
 //! own memory management under the guest's RAM), and the CPU frequency
@@ -77,9 +77,7 @@ pub fn qemu_version(output: &str) -> Option<String> {
 
 /// The selected word of a sysfs choice file (`always [madvise] never`).
 pub fn selected_choice(text: &str) -> Option<String> {
-    let start = text.find('[')?;
-    let rest = &text[start + 1..];
-    Some(rest[..rest.find(']')?].to_string())
+    patchbench_agent::sysfs::selected_choice(text).map(str::to_string)
 }
 
 /// KSM's state from `ksm/run`.

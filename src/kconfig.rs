@@ -1,11 +1,27 @@
 //! Kconfig fragments: parse, merge with `merge_config.sh` semantics, and
 //! verify that every option a fragment asked for survived `olddefconfig`.
 //!
+//! Fragments are shared by trees of several kernel versions. An option
+//! that only some versions define carries a marker comment, which applies
+//! to the next option line of its fragment:
+//!
+//! ```text
+//! # patchbench: since 6.12
+//! CONFIG_ZRAM_BACKEND_LZO=y
+//! ```
+//!
+//! (`before X.Y` for an option a later version removed; both may stand
+//! above one option.) On a tree outside the range the line is neither
+//! merged nor verified, as if the fragment did not have it. Without a
+//! marker, an option the tree does not define fails the verification, as
+//! any dropped option does: a fragment never loses an option silently.
+//!
 //! Pure functions only; the build module runs `make`.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::str::FromStr;
 
 /// Option name (without `CONFIG_`) → value (`y`, `m`, `n`, a number or a
 /// quoted string). `# CONFIG_X is not set` reads as `n`.
@@ -29,31 +45,218 @@ pub fn parse(text: &str) -> Values {
     values
 }
 
+/// A kernel version as far as Kconfig goes: major and minor (`6.12`);
+/// options do not come and go in stable point releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Version {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl FromStr for Version {
+    type Err = ();
+
+    /// `6.12`; nothing else (no point release, no `-rc`).
+    fn from_str(s: &str) -> Result<Self, ()> {
+        let (major, minor) = s.split_once('.').ok_or(())?;
+        let number = |n: &str| match n.bytes().all(|b| b.is_ascii_digit()) {
+            true => n.parse::<u32>().map_err(|_| ()),
+            false => Err(()),
+        };
+        Ok(Version {
+            major: number(major)?,
+            minor: number(minor)?,
+        })
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// A tree's version, from its top Makefile's `VERSION =` and
+/// `PATCHLEVEL =` lines.
+pub fn tree_version(makefile: &str) -> Option<Version> {
+    let field = |name: &str| {
+        makefile.lines().find_map(|l| {
+            let (key, value) = l.split_once('=')?;
+            (key.trim() == name).then(|| value.trim().to_string())
+        })
+    };
+    format!("{}.{}", field("VERSION")?, field("PATCHLEVEL")?)
+        .parse()
+        .ok()
+}
+
+/// The tree versions a fragment line applies to, from its markers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Versions {
+    /// `# patchbench: since X.Y`: this version and later ones.
+    pub since: Option<Version>,
+    /// `# patchbench: before X.Y`: versions older than this one.
+    pub before: Option<Version>,
+}
+
+impl Versions {
+    pub fn contains(&self, tree: Version) -> bool {
+        self.since.is_none_or(|v| tree >= v) && self.before.is_none_or(|v| tree < v)
+    }
+}
+
+impl fmt::Display for Versions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.since, self.before) {
+            (Some(s), Some(b)) => write!(f, "since {s}, before {b}"),
+            (Some(s), None) => write!(f, "since {s}"),
+            (None, Some(b)) => write!(f, "before {b}"),
+            (None, None) => write!(f, "every version"),
+        }
+    }
+}
+
+/// The marker comments' prefix. Other `# patchbench:` lines (each
+/// fragment's title) are plain comments.
+const MARKER: &str = "# patchbench: ";
+
 /// One option a fragment asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     pub option: String,
     pub value: String,
     pub fragment: PathBuf,
+    /// The tree versions its line applies to.
+    pub versions: Versions,
 }
 
-/// The options requested by fragments, in order; a later fragment overrides
-/// an earlier one for the same option, as in `merge_config.sh`.
-pub fn requests(fragments: &[(PathBuf, String)]) -> Vec<Request> {
-    let mut by_option: BTreeMap<String, Request> = BTreeMap::new();
+/// What the fragments ask of one tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requests {
+    /// What to merge and then verify, one request per option.
+    pub wanted: Vec<Request>,
+    /// Lines whose markers leave this tree out, for options no line asks
+    /// of it: neither merged nor verified.
+    pub skipped: Vec<Request>,
+}
+
+/// A fragment whose version markers cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FragmentError {
+    #[error(
+        "{}:{line}: unknown marker `{text}`\n  write `# patchbench: since X.Y` or `# patchbench: before X.Y`",
+        path.display()
+    )]
+    Marker {
+        path: PathBuf,
+        line: usize,
+        text: String,
+    },
+    #[error(
+        "{}:{line}: `{text}` marks no option\n  put it right above the option it is for",
+        path.display()
+    )]
+    Dangling {
+        path: PathBuf,
+        line: usize,
+        text: String,
+    },
+}
+
+/// A marker line's meaning: `Some(Ok(..))` for `since X.Y` or
+/// `before X.Y`, `Some(Err(()))` for a line that looks like a marker and is
+/// not one (`sicne 6.12`, `since 6.12.3`), `None` for any other line, such
+/// as a fragment's `# patchbench: mm.config` title.
+fn marker(line: &str) -> Option<Result<Versions, ()>> {
+    let (word, version) = line.trim().strip_prefix(MARKER)?.trim().split_once(' ')?;
+    let version = version.trim();
+    let looks_like_one =
+        ["since", "before"].contains(&word) || version.starts_with(|c: char| c.is_ascii_digit());
+    if !looks_like_one {
+        return None;
+    }
+    let Ok(version) = version.parse::<Version>() else {
+        return Some(Err(()));
+    };
+    Some(match word {
+        "since" => Ok(Versions {
+            since: Some(version),
+            before: None,
+        }),
+        "before" => Ok(Versions {
+            since: None,
+            before: Some(version),
+        }),
+        _ => Err(()),
+    })
+}
+
+/// The options the fragments ask of a tree of version `tree`, in order; a
+/// later fragment overrides an earlier one for the same option, as in
+/// `merge_config.sh`. A line whose markers leave the tree out overrides
+/// nothing.
+pub fn requests(fragments: &[(PathBuf, String)], tree: Version) -> Result<Requests, FragmentError> {
+    let mut wanted: BTreeMap<String, Request> = BTreeMap::new();
+    let mut skipped: BTreeMap<String, Request> = BTreeMap::new();
     for (path, text) in fragments {
-        for (option, value) in parse(text) {
-            by_option.insert(
-                option.clone(),
-                Request {
-                    option,
-                    value,
-                    fragment: path.clone(),
-                },
-            );
+        let mut pending: Option<(usize, String, Versions)> = None;
+        for (n, line) in text.lines().enumerate() {
+            if let Some(found) = marker(line) {
+                let found = found.map_err(|()| FragmentError::Marker {
+                    path: path.clone(),
+                    line: n + 1,
+                    text: line.trim().to_string(),
+                })?;
+                let mut versions = pending.take().map_or_else(Versions::default, |p| p.2);
+                versions.since = found.since.or(versions.since);
+                versions.before = found.before.or(versions.before);
+                pending = Some((n + 1, line.trim().to_string(), versions));
+                continue;
+            }
+            let Some((option, value)) = parse(line).pop_first() else {
+                continue;
+            };
+            let versions = pending.take().map_or_else(Versions::default, |p| p.2);
+            let request = Request {
+                option: option.clone(),
+                value,
+                fragment: path.clone(),
+                versions,
+            };
+            if versions.contains(tree) {
+                skipped.remove(&option);
+                wanted.insert(option, request);
+            } else if !wanted.contains_key(&option) {
+                skipped.insert(option, request);
+            }
+        }
+        if let Some((line, text, _)) = pending {
+            return Err(FragmentError::Dangling {
+                path: path.clone(),
+                line,
+                text,
+            });
         }
     }
-    by_option.into_values().collect()
+    Ok(Requests {
+        wanted: wanted.into_values().collect(),
+        skipped: skipped.into_values().collect(),
+    })
+}
+
+/// One line per skipped request, saying why the tree does not get it.
+pub fn left_out(skipped: &[Request], tree: Version) -> String {
+    skipped
+        .iter()
+        .map(|r| {
+            format!(
+                "patchbench: CONFIG_{} of {} left out: it is marked `{}` and the tree is {tree}\n",
+                r.option,
+                r.fragment.display(),
+                r.versions,
+            )
+        })
+        .collect()
 }
 
 /// The base `.config` with every requested option replaced by its request,
@@ -90,7 +293,19 @@ pub struct Mismatch {
     pub got: String,
     /// Where the option is defined and what it depends on, read from the
     /// tree's Kconfig files: the usual reason a value does not stick.
-    pub defined: Option<Definition>,
+    pub defined: Defined,
+}
+
+/// What the tree's Kconfig files say of a mismatched option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Defined {
+    /// Not looked up yet.
+    Unsearched,
+    /// No Kconfig file of the tree defines it: the option is newer or
+    /// older than the tree, or misspelt.
+    Nowhere,
+    /// Its definition.
+    In(Definition),
 }
 
 /// An option's definition in a Kconfig file.
@@ -113,14 +328,19 @@ impl fmt::Display for Mismatch {
             self.got
         )?;
         match &self.defined {
-            Some(d) if !d.depends.is_empty() => write!(
+            Defined::In(d) if !d.depends.is_empty() => write!(
                 f,
                 " ({} in {}; enable those in a fragment too)",
                 d.depends.join(", "),
                 d.file.display()
             ),
-            Some(d) => write!(f, " (defined in {})", d.file.display()),
-            None => Ok(()),
+            Defined::In(d) => write!(f, " (defined in {})", d.file.display()),
+            Defined::Nowhere => write!(
+                f,
+                " (no Kconfig file of this tree defines it; if the option is newer or older than \
+                 the tree, mark it `# patchbench: since X.Y` or `before X.Y`)"
+            ),
+            Defined::Unsearched => Ok(()),
         }
     }
 }
@@ -177,7 +397,7 @@ pub fn verify(final_config: &Values, requests: &[Request]) -> Vec<Mismatch> {
             (got != r.value).then(|| Mismatch {
                 request: r.clone(),
                 got,
-                defined: None,
+                defined: Defined::Unsearched,
             })
         })
         .collect()
@@ -235,7 +455,7 @@ mod tests {
                 "# CONFIG_ZSWAP is not set\n".to_string(),
             ),
         ];
-        let reqs = requests(&frags);
+        let reqs = requests(&frags, V6_12).unwrap().wanted;
         assert_eq!(reqs.len(), 2);
         let zswap = reqs.iter().find(|r| r.option == "ZSWAP").unwrap();
         assert_eq!(
@@ -252,10 +472,15 @@ mod tests {
     #[test]
     fn a_dropped_option_is_reported_with_its_fragment() {
         // tinyconfig + SWAP without BLOCK: olddefconfig drops SWAP.
-        let reqs = requests(&[(
-            PathBuf::from("kconfigs/mm.config"),
-            "CONFIG_SWAP=y\n".into(),
-        )]);
+        let reqs = requests(
+            &[(
+                PathBuf::from("kconfigs/mm.config"),
+                "CONFIG_SWAP=y\n".into(),
+            )],
+            V6_12,
+        )
+        .unwrap()
+        .wanted;
         let final_config = parse("# CONFIG_BLOCK is not set\n");
         let bad = verify(&final_config, &reqs);
         assert_eq!(bad.len(), 1);
@@ -266,8 +491,133 @@ mod tests {
         assert!(verify(&parse("CONFIG_SWAP=y\n"), &reqs).is_empty());
     }
 
+    const V6_1: Version = Version { major: 6, minor: 1 };
+    const V6_12: Version = Version {
+        major: 6,
+        minor: 12,
+    };
+
+    #[test]
+    fn versions_read_from_markers_and_makefiles() {
+        assert_eq!("6.12".parse(), Ok(V6_12));
+        assert!(V6_1 < V6_12, "6.12 is newer than 6.1, not a decimal");
+        for bad in ["6", "6.12.3", "6.x", "v6.1", "6.1-rc1", ".1", "6."] {
+            assert_eq!(bad.parse::<Version>(), Err(()), "{bad}");
+        }
+        let makefile = "# SPDX-License-Identifier: GPL-2.0\nVERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 192\nEXTRAVERSION =\nNAME = Curry Ramen\n";
+        assert_eq!(tree_version(makefile), Some(V6_1));
+        assert_eq!(tree_version("VERSION = 6\n"), None);
+        let range = Versions {
+            since: Some(V6_1),
+            before: Some(V6_12),
+        };
+        assert!(range.contains(V6_1) && !range.contains(V6_12));
+        assert!(range.contains(Version { major: 6, minor: 4 }));
+        assert_eq!(range.to_string(), "since 6.1, before 6.12");
+        assert!(Versions::default().contains(V6_1));
+    }
+
+    /// mm.config's zram backend (6.12) on a 6.1 tree, and a 6.1-only
+    /// option on 6.12: each line counts only where its markers say.
+    #[test]
+    fn a_marked_option_is_neither_merged_nor_verified_outside_its_versions() {
+        let mm = "# patchbench: mm.config\n\n# zram's lzo backend.\n# patchbench: since 6.12\nCONFIG_ZRAM_BACKEND_LZO=y\n\n# zram.\nCONFIG_ZRAM=y\n";
+        let old = "# SLOB, gone in 6.4.\n# patchbench: before 6.4\n# CONFIG_SLOB is not set\n# patchbench: since 6.1\n# patchbench: before 6.4\nCONFIG_SLUB=y\n";
+        let frags = [
+            (PathBuf::from("mm.config"), mm.to_string()),
+            (PathBuf::from("old.config"), old.to_string()),
+        ];
+        let options = |rs: &[Request]| rs.iter().map(|r| r.option.clone()).collect::<Vec<_>>();
+        let on_6_1 = requests(&frags, V6_1).unwrap();
+        assert_eq!(options(&on_6_1.wanted), ["SLOB", "SLUB", "ZRAM"]);
+        assert_eq!(options(&on_6_1.skipped), ["ZRAM_BACKEND_LZO"]);
+        assert_eq!(
+            left_out(&on_6_1.skipped, V6_1),
+            "patchbench: CONFIG_ZRAM_BACKEND_LZO of mm.config left out: it is marked `since 6.12` and the tree is 6.1\n"
+        );
+        assert!(!merge("", &on_6_1.wanted).contains("ZRAM_BACKEND_LZO"));
+        let on_6_12 = requests(&frags, V6_12).unwrap();
+        assert_eq!(options(&on_6_12.wanted), ["ZRAM", "ZRAM_BACKEND_LZO"]);
+        assert_eq!(options(&on_6_12.skipped), ["SLOB", "SLUB"]);
+        let slub = &on_6_12.skipped[1].versions;
+        assert_eq!(slub.to_string(), "since 6.1, before 6.4");
+        // The title line is a comment; a marker applies to one line only.
+        assert_eq!(on_6_12.wanted[0].versions, Versions::default());
+    }
+
+    #[test]
+    fn a_skipped_line_overrides_nothing_and_an_applicable_one_unskips() {
+        let frags = [
+            (PathBuf::from("a.config"), "# why\nCONFIG_X=y\n".to_string()),
+            (
+                PathBuf::from("b.config"),
+                "# patchbench: since 6.12\n# CONFIG_X is not set\n# patchbench: before 6.12\nCONFIG_Y=m\n".to_string(),
+            ),
+            (PathBuf::from("c.config"), "CONFIG_Y=y\n".to_string()),
+        ];
+        let got = requests(&frags, V6_1).unwrap();
+        let x = &got.wanted[0];
+        assert_eq!((x.option.as_str(), x.value.as_str()), ("X", "y"));
+        assert_eq!(got.wanted[1].value, "y", "c.config comes later");
+        assert!(got.skipped.is_empty(), "X is wanted from a.config");
+        let got = requests(&frags, V6_12).unwrap();
+        assert_eq!(got.wanted[0].value, "n");
+        assert_eq!(got.wanted[1].value, "y");
+        assert!(
+            got.skipped.is_empty(),
+            "c.config asks for Y on every version"
+        );
+    }
+
+    #[test]
+    fn a_misspelt_or_dangling_marker_is_an_error() {
+        let one = |text: &str| requests(&[(PathBuf::from("f.config"), text.to_string())], V6_12);
+        for bad in [
+            "# patchbench: sicne 6.12\nCONFIG_X=y\n",
+            "# patchbench: since 6.12.3\nCONFIG_X=y\n",
+            "# patchbench: since six\nCONFIG_X=y\n",
+        ] {
+            let err = one(bad).unwrap_err();
+            assert!(
+                matches!(err, FragmentError::Marker { line: 1, .. }),
+                "{bad}: {err}"
+            );
+        }
+        let err = one("CONFIG_X=y\n# patchbench: before 6.4\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "f.config:2: `# patchbench: before 6.4` marks no option\n  put it right above the option it is for"
+        );
+        // Titles and prose that merely start like a marker are comments.
+        for fine in [
+            "# patchbench: mm.config\n",
+            "# patchbench: the mm options\n",
+        ] {
+            assert_eq!(one(fine), Ok(Requests::default()), "{fine}");
+        }
+    }
+
+    #[test]
+    fn an_option_no_kconfig_file_defines_says_how_to_mark_it() {
+        let request = Request {
+            option: "ZRAM_BACKEND_LZO".into(),
+            value: "y".into(),
+            fragment: "kconfigs/mm.config".into(),
+            versions: Versions::default(),
+        };
+        let mismatch = Mismatch {
+            request,
+            got: "n".into(),
+            defined: Defined::Nowhere,
+        };
+        assert_eq!(
+            mismatch.to_string(),
+            "CONFIG_ZRAM_BACKEND_LZO: kconfigs/mm.config asked for y, the final .config has n (no Kconfig file of this tree defines it; if the option is newer or older than the tree, mark it `# patchbench: since X.Y` or `before X.Y`)"
+        );
+    }
+
     /// Every shipped fragment's options each sit under a comment saying why
-    /// (kconfigs/README.md), and the precise-CPU-time fragment sets exactly
+    /// (kconfigs/README.md), its version markers read, and the precise-CPU-time fragment sets exactly
     /// what the guest's check asks of a booted kernel.
     #[test]
     fn shipped_fragments_explain_every_option_and_cputime_sets_what_boots_check() {
@@ -280,6 +630,9 @@ mod tests {
             }
             fragments += 1;
             let text = std::fs::read_to_string(&path).unwrap();
+            if let Err(e) = requests(&[(path.clone(), text.clone())], V6_12) {
+                panic!("{e}");
+            }
             let mut commented = false;
             for line in text.lines() {
                 let option = parse(line);

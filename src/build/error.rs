@@ -11,6 +11,11 @@ use super::toolchain;
 pub enum BuildError {
     #[error("the kernel configuration lost options the fragments asked for:\n  {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  "))]
     ConfigMismatch(Vec<kconfig::Mismatch>),
+    /// A fragment's version markers (`# patchbench: since X.Y`).
+    #[error(transparent)]
+    Fragment(#[from] kconfig::FragmentError),
+    #[error("no kernel version in {} (its VERSION and PATCHLEVEL lines)", makefile.display())]
+    TreeVersion { makefile: PathBuf },
     #[error("`make {target}` failed{}", first_error.as_ref().map(|e| format!(" at {e}")).unwrap_or_default())]
     Make {
         target: String,

@@ -499,7 +499,7 @@ pub async fn build(
 }
 
 /// Find where each mismatched option is defined, and its dependencies,
-/// in the tree's Kconfig files.
+/// in the tree's Kconfig files; or that none defines it.
 fn explain(src: &Path, mismatches: &mut [kconfig::Mismatch]) {
     let kconfigs = walkdir::WalkDir::new(src)
         .into_iter()
@@ -514,14 +514,23 @@ fn explain(src: &Path, mismatches: &mut [kconfig::Mismatch]) {
         let Ok(text) = std::fs::read_to_string(path) else {
             continue;
         };
-        for m in mismatches.iter_mut().filter(|m| m.defined.is_none()) {
+        for m in mismatches
+            .iter_mut()
+            .filter(|m| m.defined == kconfig::Defined::Unsearched)
+        {
             if let Some(depends) = kconfig::depends_in(&text, &m.request.option) {
-                m.defined = Some(kconfig::Definition {
+                m.defined = kconfig::Defined::In(kconfig::Definition {
                     file: path.strip_prefix(src).unwrap_or(path).to_owned(),
                     depends,
                 });
             }
         }
+    }
+    for m in mismatches
+        .iter_mut()
+        .filter(|m| m.defined == kconfig::Defined::Unsearched)
+    {
+        m.defined = kconfig::Defined::Nowhere;
     }
 }
 
@@ -601,7 +610,29 @@ async fn configure(
         (other, None) => unreachable!("{other} has a make target"),
     }
     let base = std::fs::read_to_string(&config_path).map_err(io_err(&config_path))?;
-    let requests = kconfig::requests(fragments);
+    let makefile = spec.src.join("Makefile");
+    let version = std::fs::read_to_string(&makefile)
+        .map_err(io_err(&makefile))
+        .and_then(|text| {
+            kconfig::tree_version(&text).ok_or(BuildError::TreeVersion {
+                makefile: makefile.clone(),
+            })
+        })?;
+    let kconfig::Requests {
+        wanted: requests,
+        skipped,
+    } = kconfig::requests(fragments, version)?;
+    if !skipped.is_empty() {
+        // Noted in build.log (kept in the cache entry), between the output
+        // of the base's make and olddefconfig's.
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .and_then(|mut f| f.write_all(kconfig::left_out(&skipped, version).as_bytes()))
+            .map_err(io_err(log))?;
+    }
     std::fs::write(&config_path, kconfig::merge(&base, &requests)).map_err(io_err(&config_path))?;
     run_make("olddefconfig").await?;
     let merged = std::fs::read_to_string(&config_path).map_err(io_err(&config_path))?;
@@ -639,16 +670,19 @@ mod tests {
                 option: option.into(),
                 value: "y".into(),
                 fragment: "f.config".into(),
+                versions: kconfig::Versions::default(),
             },
             got: "n".into(),
-            defined: None,
+            defined: kconfig::Defined::Unsearched,
         };
         let mut mismatches = [request("SWAP"), request("NOWHERE")];
         explain(dir.path(), &mut mismatches);
-        let found = mismatches[0].defined.as_ref().expect("SWAP is defined");
+        let kconfig::Defined::In(found) = &mismatches[0].defined else {
+            panic!("SWAP is defined: {:?}", mismatches[0].defined);
+        };
         assert_eq!(found.file, Path::new("mm/Kconfig"));
         assert_eq!(found.depends, ["depends on BLOCK"]);
-        assert_eq!(mismatches[1].defined, None);
+        assert_eq!(mismatches[1].defined, kconfig::Defined::Nowhere);
     }
 
     #[test]

@@ -147,7 +147,6 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
         None => None,
     };
     let clock = campaign::lane_clock(lane, plan.vm.tcg_threads, plugin)?;
-    let chosen = clock.accel();
     let argv = if args.command.is_empty() {
         vec!["uname".to_string(), "-a".to_string()]
     } else {
@@ -218,9 +217,9 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
     }
     let secs = |d: Option<Duration>| d.map_or(0.0, |d| d.as_secs_f64());
     sink.emit(Event::Output(format!(
-        "boots: {}  accelerator: {:?}  median QEMU start → agent hello: {:.2} s  median QEMU start → exit: {:.2} s\nhello times (s): {}\n",
+        "boots: {}  lane: {}  median QEMU start → agent hello: {:.2} s  median QEMU start → exit: {:.2} s\nhello times (s): {}\n",
         args.repeat,
-        chosen,
+        lane.label(),
         secs(median(&mut hellos)),
         secs(median(&mut totals)),
         hellos

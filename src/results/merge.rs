@@ -130,16 +130,8 @@ pub fn merge(shards: Vec<(PathBuf, Results)>) -> Result<(Results, Vec<f64>), Mer
         if r.workload != first.workload || r.controls != first.controls {
             return Err(mismatch("workload", None));
         }
-        if (
-            r.host.lane.accel(),
-            r.host.lane.icount(),
-            &r.host.cost_model,
-        ) != (
-            first.host.lane.accel(),
-            first.host.lane.icount(),
-            &first.host.cost_model,
-        ) {
-            return Err(mismatch("lane (accelerator, icount, cost model)", None));
+        if (r.host.lane, &r.host.cost_model) != (first.host.lane, &first.host.cost_model) {
+            return Err(mismatch("lane", None));
         }
         if r.patchbench_version != first.patchbench_version {
             return Err(mismatch(

@@ -64,7 +64,7 @@ pub fn accel_args(accel: Accel, icount: bool, threads: TcgThreads) -> Vec<String
 
 /// Under KVM, where guest time is host time: the host's own memory
 /// management kept out of the measured windows, and the vCPU threads
-/// findable (issue 48; what the field's KVM benchmarks set, as libvirt's
+/// findable (what the field's KVM benchmarks set, as libvirt's
 /// `<memoryBacking>` does).
 pub fn kvm_host_args() -> Vec<String> {
     s(&[

@@ -88,31 +88,13 @@ pub enum PinError {
     },
 }
 
-/// Parses a kernel CPU list such as `0-3,5` (`/sys/devices/system/cpu/online`,
-/// `thread_siblings_list`).
+/// A kernel CPU list such as `0-3,5` (`/sys/devices/system/cpu/online`,
+/// `thread_siblings_list`), as host CPU numbers.
 pub fn cpu_list(text: &str) -> Result<Vec<usize>, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut cpus = Vec::new();
-    for part in text.split(',') {
-        let number = |s: &str| {
-            s.parse::<usize>()
-                .map_err(|_| format!("bad CPU number {s:?} in CPU list {text:?}"))
-        };
-        match part.split_once('-') {
-            Some((lo, hi)) => {
-                let (lo, hi) = (number(lo)?, number(hi)?);
-                if lo > hi {
-                    return Err(format!("descending range {part:?} in CPU list {text:?}"));
-                }
-                cpus.extend(lo..=hi);
-            }
-            None => cpus.push(number(part)?),
-        }
-    }
-    Ok(cpus)
+    Ok(patchbench_agent::sysfs::cpu_list(text)?
+        .into_iter()
+        .map(|c| c as usize)
+        .collect())
 }
 
 impl Topology {

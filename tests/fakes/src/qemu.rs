@@ -230,26 +230,62 @@ fn read_initramfs(path: &Path) -> Result<Job, Refused> {
 
 /// Under KVM, QEMU's vCPU threads as `-name ...,debug-threads=on` names
 /// them (`CPU 0/KVM`, ...), one per `-smp` CPU, parked until the fake
-/// exits: patchbench finds them in `/proc/<pid>/task/*/comm` and pins each
-/// to a core of its own, as it would a real QEMU's.
-///
-/// A thread takes its name only once it runs (std names it from inside),
-/// so each waits at a barrier until all are running: a busy host must
-/// not see them unnamed at the agent's hello.
-fn vcpu_threads(cpus: u32) -> Result<(), Refused> {
-    let named = std::sync::Arc::new(std::sync::Barrier::new(cpus as usize + 1));
+/// exits; their thread IDs, in vCPU order. patchbench finds them in
+/// `/proc/<pid>/task/*/comm` and pins each to a core of its own, as it
+/// would a real QEMU's.
+fn vcpu_threads(cpus: u32) -> Result<Vec<libc::pid_t>, Refused> {
+    // Each thread names itself (PR_SET_NAME sets the caller's comm) and
+    // then says it runs, with its thread ID: a real QEMU's vCPU threads
+    // are named before its guest starts.
+    let (started, running) = std::sync::mpsc::channel();
     for i in 0..cpus {
-        let named = named.clone();
-        std::thread::Builder::new()
-            .name(format!("CPU {i}/KVM"))
-            .spawn(move || {
-                named.wait();
-                loop {
-                    std::thread::park();
-                }
-            })?;
+        let started = started.clone();
+        let name = std::ffi::CString::new(format!("CPU {i}/KVM")).expect("no NUL");
+        std::thread::Builder::new().spawn(move || {
+            // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most
+            // 16 bytes from a pointer valid for the call; gettid has no
+            // preconditions.
+            let named = unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) } == 0;
+            let tid = unsafe { libc::gettid() };
+            let _ = started.send((i, named, tid));
+            loop {
+                std::thread::park();
+            }
+        })?;
     }
-    named.wait();
+    let mut tids = vec![0; cpus as usize];
+    for _ in 0..cpus {
+        match running.recv() {
+            Ok((i, true, tid)) => tids[i as usize] = tid,
+            Ok((i, false, _)) => refuse!("vCPU thread {i}: PR_SET_NAME failed"),
+            Err(_) => refuse!("a vCPU thread ended before it ran"),
+        }
+    }
+    Ok(tids)
+}
+
+/// Under KVM, after the hello: wait until patchbench has pinned each
+/// online vCPU's thread to one host CPU (`vm::pin`), as it must before the
+/// guest measures anything; refused after 10 s. This also keeps the fake
+/// alive while patchbench reads its threads: a fake that ran its samples
+/// and exited would leave a zombie with no vCPU threads to pin.
+fn wait_pinned(tids: &[libc::pid_t]) -> Result<(), Refused> {
+    let pinned = |tid: libc::pid_t| {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set, and
+        // sched_getaffinity writes at most its size.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::sched_getaffinity(tid, std::mem::size_of_val(&set), &mut set) };
+        ok == 0 && unsafe { libc::CPU_COUNT(&set) } == 1
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !tids.iter().all(|&t| pinned(t)) {
+        if std::time::Instant::now() > deadline {
+            refuse!(
+                "patchbench did not pin the online vCPU threads {tids:?} within 10 s of the hello"
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     Ok(())
 }
 
@@ -272,9 +308,11 @@ pub fn main(args: &[String]) -> Result<(), Refused> {
         &kernel.digest[..12]
     ))?;
     let kill = kill_after(&job.boot_label)?;
-    if boot.kvm {
-        vcpu_threads(boot.cpus)?;
-    }
+    let vcpus = if boot.kvm {
+        vcpu_threads(boot.cpus)?
+    } else {
+        Vec::new()
+    };
     let mut console = std::fs::OpenOptions::new()
         .write(true)
         .open(&boot.console)
@@ -308,10 +346,16 @@ pub fn main(args: &[String]) -> Result<(), Refused> {
         "job boot={} warmups={} samples={}",
         job.boot_label, job.warmups, job.samples
     )?;
-    send(
-        &mut port,
-        &Message::Facts(Box::new(facts(&boot, &job, &kernel)?)),
-    )?;
+    let facts = facts(&boot, &job, &kernel)?;
+    if boot.kvm {
+        let online = facts
+            .online_cpus
+            .split('-')
+            .next_back()
+            .and_then(|n| n.parse::<usize>().ok());
+        wait_pinned(&vcpus[..online.map_or(1, |n| n + 1).min(vcpus.len())])?;
+    }
+    send(&mut port, &Message::Facts(Box::new(facts)))?;
     let factor = boot_factor(boot.kvm, &kernel, &job.boot_label)?;
     for (condition, workload) in job.conditions() {
         for index in 0..job.warmups + job.samples {

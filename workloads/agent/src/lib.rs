@@ -24,6 +24,7 @@ pub mod kind;
 pub mod kinds;
 pub mod marker;
 pub mod memory;
+pub mod sysfs;
 
 pub use kind::{Kind, PerCallCost};
 pub use kinds::Workload;

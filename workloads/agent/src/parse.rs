@@ -5,42 +5,6 @@
 
 use std::collections::BTreeMap;
 
-/// Parses a kernel CPU list such as `0-3,5` (`/sys/devices/system/cpu/online`)
-/// into the CPU numbers, in order.
-pub fn cpu_list(text: &str) -> Result<Vec<u32>, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut cpus = Vec::new();
-    for part in text.split(',') {
-        let number = |s: &str| {
-            s.parse::<u32>()
-                .map_err(|_| format!("bad CPU number {s:?} in CPU list {text:?}"))
-        };
-        match part.split_once('-') {
-            Some((lo, hi)) => {
-                let (lo, hi) = (number(lo)?, number(hi)?);
-                if lo > hi {
-                    return Err(format!("descending range {part:?} in CPU list {text:?}"));
-                }
-                cpus.extend(lo..=hi);
-            }
-            None => cpus.push(number(part)?),
-        }
-    }
-    Ok(cpus)
-}
-
-/// The selected word of a sysfs choice file such as
-/// `always madvise [never]` (THP's `enabled`).
-pub fn selected_choice(line: &str) -> Option<&str> {
-    let start = line.find('[')?;
-    let rest = &line[start + 1..];
-    let end = rest.find(']')?;
-    Some(&rest[..end])
-}
-
 /// Parses a flat `key value` file such as a cgroup's `memory.stat`.
 pub fn flat_keyed(text: &str) -> Result<BTreeMap<String, u64>, String> {
     let mut map = BTreeMap::new();
@@ -143,37 +107,6 @@ pub fn proc_stat_cpu(text: &str) -> Result<ProcStatCpu, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_list_reads_ranges_and_singles() {
-        let cases: &[(&str, &[u32])] = &[
-            ("0\n", &[0]),
-            ("0-1\n", &[0, 1]),
-            ("0-3,5", &[0, 1, 2, 3, 5]),
-            ("2,4-5,7", &[2, 4, 5, 7]),
-            ("", &[]),
-            ("\n", &[]),
-        ];
-        for (text, want) in cases {
-            assert_eq!(cpu_list(text).unwrap(), *want, "{text:?}");
-        }
-    }
-
-    #[test]
-    fn cpu_list_rejects_garbage() {
-        for text in ["a", "0-", "-1", "3-1", "0,,1", "0-1-2"] {
-            assert!(cpu_list(text).is_err(), "{text:?} was accepted");
-        }
-    }
-
-    #[test]
-    fn selected_choice_finds_the_bracketed_word() {
-        assert_eq!(selected_choice("always madvise [never]\n"), Some("never"));
-        assert_eq!(selected_choice("[always] madvise never"), Some("always"));
-        assert_eq!(selected_choice("always [madvise] never"), Some("madvise"));
-        assert_eq!(selected_choice("always madvise never"), None);
-        assert_eq!(selected_choice("always [madvise"), None);
-    }
 
     #[test]
     fn flat_keyed_parses_memory_stat() {

@@ -198,7 +198,7 @@ pub fn thp(mode: ThpMode) -> Result<()> {
     let word = mode.sysfs_word();
     files::write(THP_ENABLED, word)?;
     let line = files::read_value(THP_ENABLED)?;
-    match parse::selected_choice(&line) {
+    match patchbench_agent::sysfs::selected_choice(&line) {
         Some(selected) if selected == word => {}
         Some(selected) => bail!("{THP_ENABLED} selects {selected:?} after writing {word:?}"),
         None => bail!("{THP_ENABLED} reads {line:?}, with no [selected] mode"),
@@ -231,7 +231,7 @@ pub fn settings(settings: &[Setting]) -> Result<BTreeMap<String, String>> {
 /// The online CPUs, in order.
 pub fn online_cpus() -> Result<Vec<u32>> {
     let path = format!("{CPU_DIR}/online");
-    parse::cpu_list(&files::read(&path)?)
+    patchbench_agent::sysfs::cpu_list(&files::read(&path)?)
         .map_err(Error::msg)
         .with_context(|| format!("parsing {path}"))
 }
