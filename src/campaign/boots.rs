@@ -582,6 +582,9 @@ impl CostWindows {
                 anyhow::bail!("the agent already reports the metric {name} the cost model makes");
             }
         }
+        if let Some((name, value)) = cost::kernel_insns_per_op(&sample.metrics) {
+            sample.metrics.insert(name.to_string(), value);
+        }
         if let (Some(per_call), Some(symbol)) = (self.per_call, profiled)
             && let Some(&calls) = sample.metrics.get(per_call.calls)
             && let Some(cycles) = cost::per_call_cycles(&windows, per_call.phase, symbol, calls)

@@ -243,6 +243,16 @@ pub fn sample_metrics(
     Ok(metrics)
 }
 
+/// The counting lane's kernel instructions per operation of a benchmark of
+/// the mm library (`workloads/common/ops-metrics.yaml`):
+/// `ops_kernel_insns` over the sample's `ops`, rounded down; `None` for a
+/// sample without both.
+pub fn kernel_insns_per_op(metrics: &BTreeMap<String, u64>) -> Option<(&'static str, u64)> {
+    let ops = *metrics.get("ops").filter(|&&n| n > 0)?;
+    let insns = metrics.get("ops_kernel_insns")?;
+    Some(("ops_kernel_insns_per_op", insns / ops))
+}
+
 /// `symbol`'s own modeled cycles in `phase`'s window per call, rounded
 /// down; `None` without calls or without that window. A window lists every
 /// symbol that ran, so one missing from it had no cycles.
@@ -319,6 +329,21 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn a_benchmarks_kernel_instructions_are_divided_by_its_operations() {
+        let m = BTreeMap::from([
+            ("ops".to_string(), 4),
+            ("ops_kernel_insns".to_string(), 4003),
+        ]);
+        assert_eq!(
+            kernel_insns_per_op(&m),
+            Some(("ops_kernel_insns_per_op", 1000))
+        );
+        let none = BTreeMap::from([("ops".to_string(), 0), ("ops_kernel_insns".to_string(), 1)]);
+        assert_eq!(kernel_insns_per_op(&none), None);
+        assert_eq!(kernel_insns_per_op(&BTreeMap::new()), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 pub use crate::model::{Direction, Unit};
 
+mod bench;
 pub mod kinds;
 mod param;
 mod planned;

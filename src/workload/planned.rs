@@ -78,6 +78,12 @@ impl Prepared {
         }
     }
 
+    /// A wire workload with its parameters as people write them (a
+    /// benchmark of the mm library, `workload::bench`).
+    pub fn with_params(wire: Workload, params: BTreeMap<String, String>) -> Prepared {
+        Prepared { wire, params }
+    }
+
     /// A workload given directly in the guest protocol's terms
     /// (`patchbench boot -- CMD`).
     pub fn exec(argv: Vec<String>) -> Prepared {

@@ -27,8 +27,50 @@ pub struct WorkloadSpec {
     /// share of it the host stole flags a sample
     /// (`campaign::steal`, docs/statistics.md "Steal time under KVM").
     pub wall: String,
+    /// `ops`: a benchmark of the mm library, run by the agent's harness;
+    /// its metrics are `workloads/common/ops-metrics.yaml`'s after its
+    /// own. Absent: a kind with a run of its own.
+    #[serde(default)]
+    pub harness: Option<Harness>,
+    /// The kernel features it needs: a campaign whose configuration lacks
+    /// one is refused before anything is built, and a boot whose kernel
+    /// does not read one back is refused by name.
+    #[serde(default)]
+    pub needs: Vec<patchbench_agent::feature::Feature>,
     pub params: Vec<ParamSpec>,
+    #[serde(default)]
     pub metrics: Vec<MetricSpec>,
+}
+
+/// [`WorkloadSpec::harness`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Harness {
+    Ops,
+}
+
+/// The metrics every benchmark of the mm library reports.
+const OPS_METRICS: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/workloads/common/ops-metrics.yaml"
+));
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SharedMetrics {
+    metrics: Vec<MetricSpec>,
+}
+
+impl WorkloadSpec {
+    /// A spec from its text, with its harness's metrics after its own.
+    pub fn parse(text: &str) -> Result<WorkloadSpec, yaml_serde::Error> {
+        let mut spec: WorkloadSpec = yaml_serde::from_str(text)?;
+        if spec.harness == Some(Harness::Ops) {
+            let shared: SharedMetrics = yaml_serde::from_str(OPS_METRICS)?;
+            spec.metrics.extend(shared.metrics);
+        }
+        Ok(spec)
+    }
 }
 
 /// [`WorkloadSpec::host_io`]: what it is, and the metric that counts it
@@ -196,5 +238,5 @@ pub enum MetricLane {
 /// none listed.
 pub fn spec_for_kind(kind: &str) -> Option<WorkloadSpec> {
     let (_, text) = super::kinds::SPECS.iter().find(|(name, _)| *name == kind)?;
-    Some(yaml_serde::from_str((*text)?).expect("workloads/*.yaml are valid (tested)"))
+    Some(WorkloadSpec::parse((*text)?).expect("workloads/*.yaml are valid (tested)"))
 }

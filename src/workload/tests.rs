@@ -3,6 +3,7 @@
 use super::*;
 use crate::config::{Campaign, DEFAULT_CAMPAIGN, Overrides, default_campaign_dir};
 use crate::model::CpuShape;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use patchbench_agent::Workload;
@@ -130,7 +131,7 @@ fn every_spec_parses_and_names_the_agents_metrics() {
         ),
     ];
     for (text, name, metrics) in cases {
-        let spec: WorkloadSpec = yaml_serde::from_str(text).unwrap();
+        let spec = WorkloadSpec::parse(text).unwrap();
         assert_eq!(spec.name, name);
         let agents: Vec<&str> = spec
             .metrics
@@ -170,7 +171,7 @@ fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
         (spec_text("kernel-build"), &["build"], "kind: kernel-build"),
     ];
     for (text, phases, kind) in cases {
-        let spec: WorkloadSpec = yaml_serde::from_str(text).unwrap();
+        let spec = WorkloadSpec::parse(text).unwrap();
         let workload = parse(kind).unwrap().into_workload(&vm("1 GiB", 2)).unwrap();
         let per_call = match &workload {
             Planned::Ready(p) => p.wire().per_call_cost(),
@@ -702,4 +703,62 @@ fn host_io_counted_by_a_metric_is_a_runs_only_where_a_sample_counted_some() {
         old.ends_with("; the run has no disk_irqs to count it"),
         "{old}"
     );
+}
+
+/// Every benchmark of the mm library (`harness: ops`): a campaign section
+/// naming only its kind plans, and records exactly the parameters its spec
+/// lists, at the spec's defaults; its metrics are the harness's after its
+/// own, each named once.
+#[test]
+fn every_benchmark_records_its_spec_parameters_at_their_defaults() {
+    let vm = vm("1 GiB", 2);
+    let mut benchmarks = 0;
+    for (kind, _) in kinds::SPECS {
+        let Some(spec) = spec_for_kind(kind) else {
+            continue;
+        };
+        if spec.harness.is_none() {
+            continue;
+        }
+        benchmarks += 1;
+        let planned = parse(&format!("kind: {kind}"))
+            .unwrap()
+            .into_workload(&vm)
+            .unwrap_or_else(|e| panic!("{kind}: its defaults do not plan: {e}"));
+        let Planned::Ready(prepared) = planned else {
+            panic!("{kind}: a benchmark is ready as planned");
+        };
+        let recorded = prepared.params();
+        let listed: BTreeMap<String, String> = spec
+            .params
+            .iter()
+            .map(|p| {
+                let text = match &p.default {
+                    yaml_serde::Value::String(s) => s.clone(),
+                    other => yaml_serde::to_string(other).unwrap().trim().to_string(),
+                };
+                (p.name.clone(), text)
+            })
+            .collect();
+        assert_eq!(
+            recorded, listed,
+            "{kind}: recorded params vs its spec's defaults"
+        );
+        assert_eq!(spec.wall, "ops_ns", "{kind}");
+        let mut names: Vec<&str> = spec.metrics.iter().map(|m| m.name.as_str()).collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n, "{kind}: a metric named twice");
+        let err = parse(&format!("kind: {kind}\nbogus: 1")).unwrap_err();
+        assert!(err.contains("bogus"), "{kind}: {err}");
+        for (param, value) in [("tasks", "0"), ("ops", "0")] {
+            let err = parse(&format!("kind: {kind}\n{param}: {value}"))
+                .unwrap()
+                .into_workload(&vm)
+                .unwrap_err();
+            assert_eq!(err.param, param, "{kind}: {err}");
+        }
+    }
+    assert!(benchmarks > 0, "no benchmark of the mm library");
 }

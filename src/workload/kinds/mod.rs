@@ -32,8 +32,22 @@ macro_rules! spec_text {
             ".yaml"
         )))
     };
+    ($name:literal, bench) => {
+        spec_text!($name, spec)
+    };
     ($name:literal, unspecified) => {
         None
+    };
+}
+
+/// A kind's campaign section: its host module's `Config`, or for a
+/// benchmark of the mm library its wire parameters as they are.
+macro_rules! config_type {
+    (bench, $module:ident::$ty:ident) => {
+        super::bench::BenchConfig<patchbench_agent::kinds::$module::$ty>
+    };
+    ($spec:ident, $module:ident::$ty:ident) => {
+        $module::Config
     };
 }
 
@@ -49,7 +63,7 @@ macro_rules! host_kinds {
         pub enum WorkloadConfig {
             $(
                 #[serde(rename = $name)]
-                $variant($module::Config),
+                $variant(config_type!($spec, $module::$ty)),
             )*
         }
 

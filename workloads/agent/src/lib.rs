@@ -19,7 +19,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod bench;
 pub mod cputime;
+pub mod feature;
 pub mod kind;
 pub mod kinds;
 pub mod marker;

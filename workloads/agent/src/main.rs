@@ -26,6 +26,7 @@ mod hostroot;
 mod kbuild;
 mod layout;
 mod mark;
+mod ops;
 mod pageout;
 mod parse;
 mod pattern;
@@ -182,13 +183,24 @@ fn run(port: &mut Port) -> Result<()> {
     Ok(())
 }
 
+/// Runs one kind: a benchmark of the library through the harness
+/// ([`ops::run`]), any other kind through its own [`run::Run`].
+macro_rules! run_kind {
+    (bench, $name:literal, $kind:expr, $boot:expr) => {
+        ops::run($kind, $boot).context($name)
+    };
+    ($spec:ident, $name:literal, $kind:expr, $boot:expr) => {
+        $kind.run($boot)
+    };
+}
+
 /// Generates [`run_workload`] from the one list of kinds.
 macro_rules! run_dispatch {
     ($($variant:ident($name:literal, $module:ident::$ty:ident, $spec:ident)),* $(,)?) => {
         /// One condition's warm-ups and samples.
         fn run_workload(workload: &Workload, boot: Boot<'_>) -> Result<()> {
             match workload {
-                $(Workload::$variant(kind) => kind.run(boot),)*
+                $(Workload::$variant(kind) => run_kind!($spec, $name, kind, boot),)*
                 Workload::Exec(exec) => exec.run(boot),
             }
         }

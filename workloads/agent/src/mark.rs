@@ -36,7 +36,9 @@ macro_rules! markers {
 }
 
 fn mark(marker: Marker) {
-    markers!(marker, Total, Pageout, Verify, ReadLoop, Run, Build, Probe)
+    markers!(
+        marker, Total, Pageout, Verify, ReadLoop, Run, Build, Probe, Ops
+    )
 }
 
 /// Marks the start of `phase`.

@@ -55,10 +55,13 @@ pub enum Phase {
     /// The agent's `marked-loop` developer command: a loop of a known
     /// instruction count, for testing the plugin.
     Probe,
+    /// The mm benchmark library ([`crate::bench`]): every task's
+    /// operations (`ops_ns`).
+    Ops,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 7] = [
+    pub const ALL: [Phase; 8] = [
         Phase::Total,
         Phase::Pageout,
         Phase::Verify,
@@ -66,6 +69,7 @@ impl Phase {
         Phase::Run,
         Phase::Build,
         Phase::Probe,
+        Phase::Ops,
     ];
 
     /// The 12-bit id in the displacement (never 0).
@@ -78,6 +82,7 @@ impl Phase {
             Phase::Run => 5,
             Phase::Build => 6,
             Phase::Probe => 7,
+            Phase::Ops => 8,
         }
     }
 
@@ -90,6 +95,7 @@ impl Phase {
             Phase::Run => "run",
             Phase::Build => "build",
             Phase::Probe => "probe",
+            Phase::Ops => "ops",
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::memory::SwapBackend;
 pub mod exec;
 pub mod guest_fault;
 pub mod kernel_build;
+pub mod page_fault_anon;
 pub mod reclaim_refault;
 pub mod rstat_flush;
 pub mod zswap_pageout;
@@ -43,6 +44,7 @@ macro_rules! with_kinds {
             ReclaimRefault("reclaim-refault", reclaim_refault::ReclaimRefault, spec),
             KernelBuild("kernel-build", kernel_build::KernelBuild, spec),
             GuestFault("guest-fault", guest_fault::GuestFault, unspecified),
+            PageFaultAnon("page-fault-anon", page_fault_anon::PageFaultAnon, bench),
         }
     };
 }

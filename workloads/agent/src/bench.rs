@@ -1,0 +1,512 @@
+//! The mm benchmark library's shared shape: a fixed amount of work, `ops`
+//! operations in each of `tasks` processes, all timed in one window (the
+//! `ops` phase), as will-it-scale's testcases and vm-scalability's cases
+//! run theirs. A benchmark is one module under `kinds`: its
+//! parameters (flattening [`Load`]), its [`Kind`] answers and its
+//! [`Bench`] answers: what to set up once per boot, what each task sets
+//! up untimed, and one operation. The agent binary's harness forks the
+//! tasks, opens the window when all are ready, and reports the metrics
+//! every benchmark shares (`workloads/common/ops-metrics.yaml`); the host
+//! reads its campaign section straight into the same parameters.
+//!
+//! The code here runs in the guest only (it is in this crate so that a
+//! benchmark is one file); it needs nothing but libc.
+
+use std::fmt;
+use std::io;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::kind::Kind;
+
+/// The work every benchmark does: `ops` operations in each of `tasks`
+/// processes, at once, in one timed window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Load {
+    /// Processes running the operation at once (will-it-scale's tasks).
+    pub tasks: u32,
+    /// Operations each task does in a sample: the fixed amount of work.
+    pub ops: u32,
+}
+
+impl Load {
+    /// Every task's operations together.
+    pub fn total_ops(self) -> u64 {
+        u64::from(self.tasks) * u64::from(self.ops)
+    }
+}
+
+/// The most tasks a benchmark runs: one fork each, inside one guest.
+pub const MAX_TASKS: u32 = 64;
+/// The most operations a task does in a sample.
+pub const MAX_OPS: u32 = 1_000_000;
+
+/// What a benchmark's parameters are checked against on the host, before
+/// any kernel is built: the guest's online CPUs and memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuestSize {
+    pub online_cpus: u32,
+    pub memory: u64,
+}
+
+/// A parameter out of range: its name, its value, and what it must be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamError {
+    pub param: &'static str,
+    pub value: String,
+    pub problem: String,
+}
+
+impl ParamError {
+    pub fn new(param: &'static str, value: impl fmt::Display, problem: impl Into<String>) -> Self {
+        ParamError {
+            param,
+            value: value.to_string(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// A memory cgroup per task: `/sys/fs/cgroup/patchbench-bench/cg<i>`,
+/// with this `memory.max`, which the harness creates before the first
+/// sample and task `i` joins before it is ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskCgroups {
+    /// `memory.max` of each; `None`: no limit.
+    pub memory_max: Option<u64>,
+}
+
+/// One benchmark of the library. [`Kind::describe`] says its own
+/// parameters; the harness adds the load.
+pub trait Bench: Kind {
+    /// Its tasks and operations.
+    fn load(&self) -> Load;
+
+    /// Checks its own parameters (the load is checked by the host against
+    /// [`MAX_TASKS`] and [`MAX_OPS`]): the host calls it when it plans a
+    /// campaign, and the agent before the first sample.
+    fn check(&self, guest: GuestSize) -> Result<(), ParamError>;
+
+    /// Once per boot, in the agent, before the first sample and untimed:
+    /// mounting a file system, enabling KSM, reserving huge pages.
+    fn prepare(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Each task in its own memory cgroup; `None`: the tasks stay in the
+    /// agent's.
+    fn task_cgroups(&self) -> Option<TaskCgroups> {
+        None
+    }
+
+    /// In task `index`'s own process, before the window and untimed: the
+    /// state its operations work on.
+    fn task(&self, index: usize) -> io::Result<Box<dyn Task>>;
+}
+
+/// One task's state: [`Task::op`] runs `ops` times inside the window;
+/// dropping it (after the window) tears down what it holds.
+pub trait Task {
+    fn op(&mut self) -> io::Result<()>;
+}
+
+/// A byte count a campaign writes as `64 MiB` (or `4096`, `2 GiB`, `512
+/// KiB`), the wire carries in the same words, and the results document
+/// records as people write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    pub const fn kib(n: u64) -> Bytes {
+        Bytes(n << 10)
+    }
+
+    pub const fn mib(n: u64) -> Bytes {
+        Bytes(n << 20)
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// As a length in memory.
+    pub fn bytes(self) -> usize {
+        usize::try_from(self.0).unwrap_or(usize::MAX)
+    }
+
+    /// Whole pages of `page` bytes in it.
+    pub fn pages(self, page: usize) -> usize {
+        self.bytes() / page.max(1)
+    }
+
+    pub fn parse(text: &str) -> Result<Bytes, String> {
+        let text = text.trim();
+        let split = text
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len());
+        let (digits, unit) = text.split_at(split);
+        let n: u64 = digits
+            .parse()
+            .map_err(|_| format!("`{text}` is not a size such as `64 MiB`"))?;
+        let shift = match unit.trim() {
+            "" | "B" => 0,
+            "KiB" => 10,
+            "MiB" => 20,
+            "GiB" => 30,
+            other => {
+                return Err(format!(
+                    "`{text}`: unknown unit `{other}` (B, KiB, MiB or GiB)"
+                ));
+            }
+        };
+        n.checked_mul(1 << shift)
+            .map(Bytes)
+            .ok_or_else(|| format!("`{text}` is too large"))
+    }
+}
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
+            if n != 0 && n.trailing_zeros() >= shift {
+                return write!(f, "{} {unit}", n >> shift);
+            }
+        }
+        write!(f, "{n} B")
+    }
+}
+
+impl Serialize for Bytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Number(u64),
+            Text(String),
+        }
+        match Either::deserialize(d)? {
+            Either::Number(n) => Ok(Bytes(n)),
+            Either::Text(t) => Bytes::parse(&t).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Checks a size parameter: at least `min`, at most `max`.
+pub fn check_size(
+    param: &'static str,
+    size: Bytes,
+    min: Bytes,
+    max: Bytes,
+) -> Result<(), ParamError> {
+    if size < min || size > max {
+        return Err(ParamError::new(
+            param,
+            size,
+            format!("must be between {min} and {max}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Half the guest's memory: what a benchmark's tasks may hold at once.
+pub fn half_memory(guest: GuestSize) -> Bytes {
+    Bytes(guest.memory / 2)
+}
+
+/// Checks that every task holding `each` fits in half the guest's memory.
+pub fn check_held(
+    param: &'static str,
+    each: Bytes,
+    tasks: u32,
+    guest: GuestSize,
+) -> Result<(), ParamError> {
+    let held = each.get().saturating_mul(u64::from(tasks));
+    let half = half_memory(guest);
+    if each.get() < 4096 || held > half.get() {
+        return Err(ParamError::new(
+            param,
+            each,
+            format!(
+                "must be at least 4 KiB, and with {tasks} tasks hold at most half the guest's memory ({half})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Thin, checked wrappers over the system calls the benchmarks make.
+pub mod sys {
+    use std::ffi::CString;
+    use std::io;
+    use std::path::Path;
+
+    /// The last OS error, with what was being done.
+    pub fn last(what: &str) -> io::Error {
+        let e = io::Error::last_os_error();
+        io::Error::new(e.kind(), format!("{what}: {e}"))
+    }
+
+    fn check(ret: libc::c_int, what: &str) -> io::Result<libc::c_int> {
+        if ret < 0 { Err(last(what)) } else { Ok(ret) }
+    }
+
+    pub fn page_size() -> usize {
+        // SAFETY: sysconf has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(n).unwrap_or(4096)
+    }
+
+    /// A mapping, unmapped when dropped.
+    pub struct Map {
+        pub ptr: *mut u8,
+        pub len: usize,
+    }
+
+    impl Map {
+        /// `mmap(NULL, len, prot, flags, fd, offset)`.
+        pub fn new(
+            len: usize,
+            prot: libc::c_int,
+            flags: libc::c_int,
+            fd: libc::c_int,
+            offset: i64,
+        ) -> io::Result<Map> {
+            // SAFETY: a fresh mapping at an address the kernel picks.
+            let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, fd, offset) };
+            if ptr == libc::MAP_FAILED {
+                return Err(last(&format!("mmap of {len} bytes")));
+            }
+            Ok(Map {
+                ptr: ptr.cast(),
+                len,
+            })
+        }
+
+        /// Private anonymous read-write memory.
+        pub fn anon(len: usize) -> io::Result<Map> {
+            Map::new(
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        }
+
+        /// Anonymous memory aligned to `align` (a THP's size), so that a
+        /// huge page can back each aligned stretch of it.
+        pub fn anon_aligned(len: usize, align: usize) -> io::Result<Map> {
+            let mut outer = Map::anon(len + align)?;
+            let start = (outer.ptr as usize).next_multiple_of(align);
+            let head = start - outer.ptr as usize;
+            let tail = align - head;
+            // SAFETY: both stretches are inside `outer`, which is then
+            // forgotten: the middle is what is kept.
+            unsafe {
+                if head > 0 {
+                    libc::munmap(outer.ptr.cast(), head);
+                }
+                if tail > 0 {
+                    libc::munmap((start + len) as *mut libc::c_void, tail);
+                }
+            }
+            outer.len = 0;
+            Ok(Map {
+                ptr: start as *mut u8,
+                len,
+            })
+        }
+
+        pub fn advise(&self, advice: libc::c_int) -> io::Result<()> {
+            self.advise_range(0, self.len, advice)
+        }
+
+        pub fn advise_range(
+            &self,
+            start: usize,
+            len: usize,
+            advice: libc::c_int,
+        ) -> io::Result<()> {
+            // SAFETY: a range inside this mapping.
+            let ret = unsafe { libc::madvise(self.ptr.add(start).cast(), len, advice) };
+            check(ret, &format!("madvise({advice}) of {len} bytes")).map(drop)
+        }
+
+        pub fn protect(&self, start: usize, len: usize, prot: libc::c_int) -> io::Result<()> {
+            // SAFETY: a range inside this mapping.
+            let ret = unsafe { libc::mprotect(self.ptr.add(start).cast(), len, prot) };
+            check(ret, &format!("mprotect of {len} bytes")).map(drop)
+        }
+
+        /// Writes one byte in every `step` bytes: a write fault per page.
+        pub fn touch(&mut self, step: usize) {
+            let mut off = 0;
+            while off < self.len {
+                // SAFETY: inside the mapping, which is writable.
+                unsafe { self.ptr.add(off).write_volatile(1) };
+                off += step.max(1);
+            }
+        }
+
+        /// Reads one byte in every `step` bytes: a read fault per page.
+        pub fn read(&self, step: usize) -> u64 {
+            let mut sum = 0u64;
+            let mut off = 0;
+            while off < self.len {
+                // SAFETY: inside the mapping, which is readable.
+                sum += u64::from(unsafe { self.ptr.add(off).read_volatile() });
+                off += step.max(1);
+            }
+            sum
+        }
+
+        /// Unmaps it now, reporting a failure (dropping ignores one).
+        pub fn unmap(mut self) -> io::Result<()> {
+            let (ptr, len) = (self.ptr, self.len);
+            self.len = 0;
+            if len == 0 {
+                return Ok(());
+            }
+            // SAFETY: the whole mapping, which nothing uses after this.
+            check(unsafe { libc::munmap(ptr.cast(), len) }, "munmap").map(drop)
+        }
+    }
+
+    impl Drop for Map {
+        fn drop(&mut self) {
+            if self.len > 0 {
+                // SAFETY: the whole mapping, which nothing uses after this.
+                unsafe { libc::munmap(self.ptr.cast(), self.len) };
+            }
+        }
+    }
+
+    /// Writes a sysfs, procfs or cgroup file.
+    pub fn write_file(path: impl AsRef<Path>, value: &str) -> io::Result<()> {
+        let path = path.as_ref();
+        std::fs::write(path, value).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("writing {value:?} to {}: {e}", path.display()),
+            )
+        })
+    }
+
+    /// Reads a sysfs, procfs or cgroup file, trimmed.
+    pub fn read_file(path: impl AsRef<Path>) -> io::Result<String> {
+        let path = path.as_ref();
+        std::fs::read_to_string(path)
+            .map(|t| t.trim().to_string())
+            .map_err(|e| io::Error::new(e.kind(), format!("reading {}: {e}", path.display())))
+    }
+
+    /// Mounts `fstype` from `source` on `target` (created if missing).
+    pub fn mount(source: &str, target: &str, fstype: &str, data: Option<&str>) -> io::Result<()> {
+        std::fs::create_dir_all(target)?;
+        let c =
+            |s: &str| CString::new(s).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e));
+        let (source_c, target_c, fstype_c) = (c(source)?, c(target)?, c(fstype)?);
+        let data_c = data.map(c).transpose()?;
+        // SAFETY: NUL-terminated strings that outlive the call.
+        let ret = unsafe {
+            libc::mount(
+                source_c.as_ptr(),
+                target_c.as_ptr(),
+                fstype_c.as_ptr(),
+                0,
+                data_c
+                    .as_ref()
+                    .map_or(std::ptr::null(), |d| d.as_ptr().cast()),
+            )
+        };
+        check(ret, &format!("mounting {fstype} {source} on {target}")).map(drop)
+    }
+
+    /// `fork()`, with the child running `child` and leaving with `_exit`
+    /// (its status: 0, or 1 on an error); the parent gets the child's PID.
+    pub fn fork_child(child: impl FnOnce() -> io::Result<()>) -> io::Result<libc::pid_t> {
+        // SAFETY: the child only runs `child` and then `_exit`s.
+        match unsafe { libc::fork() } {
+            -1 => Err(last("fork")),
+            0 => {
+                let code = i32::from(child().is_err());
+                // SAFETY: leaves the child at once.
+                unsafe { libc::_exit(code) }
+            }
+            pid => Ok(pid),
+        }
+    }
+
+    /// Waits for `pid`; an error unless it exited with status 0.
+    pub fn wait_ok(pid: libc::pid_t) -> io::Result<()> {
+        let mut status = 0;
+        loop {
+            // SAFETY: a PID this process forked.
+            let ret = unsafe { libc::waitpid(pid, &mut status, 0) };
+            if ret == pid {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(last("waitpid"));
+            }
+        }
+        if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!(
+                "child {pid} ended with status {status:#x}"
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_and_write_as_people_write_them() {
+        assert_eq!(Bytes::parse("64 MiB"), Ok(Bytes::mib(64)));
+        assert_eq!(Bytes::parse("4096"), Ok(Bytes(4096)));
+        assert_eq!(Bytes::parse("2GiB"), Ok(Bytes(2 << 30)));
+        assert!(Bytes::parse("64 MB").unwrap_err().contains("unknown unit"));
+        assert!(Bytes::parse("lots").is_err());
+        assert_eq!(Bytes::mib(64).to_string(), "64 MiB");
+        assert_eq!(Bytes(1536).to_string(), "1536 B");
+        assert_eq!(Bytes::kib(1536).to_string(), "1536 KiB");
+        let json = serde_json::to_string(&Bytes::mib(2)).unwrap();
+        assert_eq!(json, "\"2 MiB\"");
+        assert_eq!(serde_json::from_str::<Bytes>(&json).unwrap(), Bytes::mib(2));
+        assert_eq!(serde_json::from_str::<Bytes>("8192").unwrap(), Bytes(8192));
+    }
+
+    #[test]
+    fn held_memory_is_checked_against_half_the_guest() {
+        let guest = GuestSize {
+            online_cpus: 2,
+            memory: 1 << 30,
+        };
+        assert!(check_held("size", Bytes::mib(64), 2, guest).is_ok());
+        let e = check_held("size", Bytes::mib(300), 2, guest).unwrap_err();
+        assert_eq!(e.param, "size");
+        assert!(e.problem.contains("512 MiB"), "{e:?}");
+    }
+
+    #[test]
+    fn an_aligned_mapping_starts_on_its_alignment() {
+        let mut map = sys::Map::anon_aligned(4 << 20, 2 << 20).unwrap();
+        assert_eq!(map.ptr as usize % (2 << 20), 0);
+        map.touch(4096);
+        assert_eq!(map.read(4096), (4 << 20) / 4096);
+        map.unmap().unwrap();
+    }
+}

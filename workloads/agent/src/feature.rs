@@ -1,0 +1,114 @@
+//! The kernel features a workload may need ([`Feature`]): each is a
+//! kconfig option the host checks the campaign's configuration for
+//! before anything is built, and a file the guest reads back at boot
+//! (`GuestFacts::features`), so that a workload the kernel cannot run is
+//! refused by name rather than failing in the guest.
+
+use serde::{Deserialize, Serialize};
+
+/// One kernel feature, as a workload's spec names it (`needs:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Feature {
+    /// Transparent huge pages.
+    Thp,
+    /// Kernel same-page merging.
+    Ksm,
+    /// hugetlbfs and `MAP_HUGETLB`.
+    Hugetlb,
+    /// NUMA, with the nodes `numa=fake=` makes.
+    Numa,
+    /// Page migration (`move_pages`, `migrate_pages`).
+    Migration,
+    /// Memory compaction.
+    Compaction,
+    /// `userfaultfd(2)`.
+    Userfaultfd,
+    /// The multi-generational LRU.
+    LruGen,
+    /// The memory controller of cgroup v2.
+    Memcg,
+    /// zswap.
+    Zswap,
+    /// zram.
+    Zram,
+    /// tmpfs and shared anonymous memory.
+    Shmem,
+    /// The RAM block device (brd).
+    RamDisk,
+    /// The ext2 file system (on a RAM disk).
+    Ext2,
+}
+
+impl Feature {
+    pub const ALL: [Feature; 14] = [
+        Feature::Thp,
+        Feature::Ksm,
+        Feature::Hugetlb,
+        Feature::Numa,
+        Feature::Migration,
+        Feature::Compaction,
+        Feature::Userfaultfd,
+        Feature::LruGen,
+        Feature::Memcg,
+        Feature::Zswap,
+        Feature::Zram,
+        Feature::Shmem,
+        Feature::RamDisk,
+        Feature::Ext2,
+    ];
+
+    /// The kconfig option that builds it.
+    pub const fn config(self) -> &'static str {
+        match self {
+            Feature::Thp => "CONFIG_TRANSPARENT_HUGEPAGE",
+            Feature::Ksm => "CONFIG_KSM",
+            Feature::Hugetlb => "CONFIG_HUGETLBFS",
+            Feature::Numa => "CONFIG_NUMA",
+            Feature::Migration => "CONFIG_MIGRATION",
+            Feature::Compaction => "CONFIG_COMPACTION",
+            Feature::Userfaultfd => "CONFIG_USERFAULTFD",
+            Feature::LruGen => "CONFIG_LRU_GEN",
+            Feature::Memcg => "CONFIG_MEMCG",
+            Feature::Zswap => "CONFIG_ZSWAP",
+            Feature::Zram => "CONFIG_ZRAM",
+            Feature::Shmem => "CONFIG_SHMEM",
+            Feature::RamDisk => "CONFIG_BLK_DEV_RAM",
+            Feature::Ext2 => "CONFIG_EXT2_FS",
+        }
+    }
+
+    /// Its name as specs write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::Thp => "thp",
+            Feature::Ksm => "ksm",
+            Feature::Hugetlb => "hugetlb",
+            Feature::Numa => "numa",
+            Feature::Migration => "migration",
+            Feature::Compaction => "compaction",
+            Feature::Userfaultfd => "userfaultfd",
+            Feature::LruGen => "lru-gen",
+            Feature::Memcg => "memcg",
+            Feature::Zswap => "zswap",
+            Feature::Zram => "zram",
+            Feature::Shmem => "shmem",
+            Feature::RamDisk => "ram-disk",
+            Feature::Ext2 => "ext2",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_feature_is_named_as_serde_names_it() {
+        for f in Feature::ALL {
+            let json = serde_json::to_string(&f).unwrap();
+            assert_eq!(json, format!("\"{}\"", f.name()));
+            assert!(f.config().starts_with("CONFIG_"));
+        }
+    }
+}
