@@ -679,6 +679,7 @@ impl Campaign {
                 path: origin.to_owned(),
                 source,
             })?;
+        check_needs(&workload, &base_config, &fragments).map_err(invalid)?;
         let controls = crate::controls::resolve(self.controls, &self.workload, &workload, &guest)
             .map_err(|source| ConfigError::Control {
             path: origin.to_owned(),
@@ -726,6 +727,44 @@ impl Campaign {
     }
 }
 
+/// Refuses a workload whose spec needs a kernel feature the campaign's
+/// configuration does not build (`workload::needs`), before anything is
+/// built: the base (a file of its own, or tinyconfig's nothing) and every
+/// fragment, merged in order. Over defconfig, whose values this does not
+/// read, only a fragment that turns a feature off is refused here; the
+/// boot reads every feature back.
+fn check_needs(workload: &Planned, base: &BaseConfig, fragments: &[PathBuf]) -> Result<(), String> {
+    let Some(spec) = crate::workload::spec_for_kind(workload.kind()) else {
+        return Ok(());
+    };
+    if spec.needs.is_empty() {
+        return Ok(());
+    }
+    let read =
+        |path: &Path| std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()));
+    let mut values = crate::kconfig::Values::new();
+    let complete = match base {
+        BaseConfig::File(path) => {
+            values.extend(crate::kconfig::parse(&read(path)?));
+            true
+        }
+        BaseConfig::Tinyconfig => true,
+        BaseConfig::Defconfig => false,
+    };
+    for fragment in fragments {
+        values.extend(crate::kconfig::parse(&read(fragment)?));
+    }
+    let unmet = crate::workload::needs::unmet_in_config(&spec.needs, &values, complete);
+    if unmet.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "workload {} needs {}, which the campaign's kernel configuration does not build; add a fragment that sets it, such as kconfigs/mm-all.config",
+        workload.kind(),
+        crate::workload::needs::names(&unmet)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -740,6 +779,35 @@ mod tests {
             &default_campaign_dir(),
             Overrides::default(),
         )
+    }
+
+    #[test]
+    fn a_workload_needing_a_feature_the_configuration_lacks_is_refused_by_name() {
+        let campaign = |fragments: &str| {
+            DEFAULT_CAMPAIGN
+                .replace("    - ../kconfigs/mm.config\n", "")
+                .replace(
+                    "    - ../kconfigs/profile.config\n",
+                    &format!("    - ../kconfigs/profile.config\n{fragments}"),
+                )
+                .replace(
+                    "  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  count_flushes: true\n",
+                    "  kind: page-fault-anon\n",
+                )
+        };
+        let plan = |text: String| {
+            Campaign::parse(&text, Path::new("ci/smoke.yaml"))?.into_plan(
+                Path::new("ci/smoke.yaml"),
+                &default_campaign_dir(),
+                Overrides::default(),
+            )
+        };
+        let err = plan(campaign("")).unwrap_err().chain();
+        assert!(
+            err.contains("workload page-fault-anon needs memcg (CONFIG_MEMCG)"),
+            "{err}"
+        );
+        plan(campaign("    - ../kconfigs/mm.config\n")).unwrap();
     }
 
     #[test]

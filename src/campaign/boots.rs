@@ -598,6 +598,25 @@ impl CostWindows {
     }
 }
 
+/// Refuses a boot whose kernel does not read back a feature the workload
+/// needs (its spec's `needs:`), naming it and the option that builds it.
+fn lacks_a_feature(
+    kind: &str,
+    label: &str,
+    present: &[patchbench_agent::feature::Feature],
+) -> Result<(), crate::workload::needs::Missing> {
+    let needs = crate::workload::spec_for_kind(kind).map_or_else(Vec::new, |s| s.needs);
+    let missing = crate::workload::needs::missing_at_boot(&needs, present);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(crate::workload::needs::Missing {
+        boot: label.to_string(),
+        kind: kind.to_string(),
+        missing,
+    })
+}
+
 /// Store one agent message in boot `pos` (one of `wave`'s) and persist
 /// the document; in the cost lane, with the sample's modeled cost from
 /// `windows`.
@@ -631,13 +650,17 @@ fn record(
             });
             boot.facts = Some(facts.as_ref().into());
             // Before the first sample: kept in the document, then refused.
-            if let Err(refused) =
-                super::cputime::check(wave.cputime, &boot.label, facts.cputime.as_ref())
-            {
+            let refused = super::cputime::check(wave.cputime, &boot.label, facts.cputime.as_ref())
+                .map_err(anyhow::Error::from)
+                .and_then(|()| {
+                    lacks_a_feature(&results.workload.kind, &boot.label, &facts.features)
+                        .map_err(anyhow::Error::from)
+                });
+            if let Err(refused) = refused {
                 results
                     .save(path)
                     .with_context(|| format!("cannot write {}", path.display()))?;
-                return Err(refused.into());
+                return Err(refused);
             }
         }
         Message::Sample(sample) => {
@@ -890,6 +913,23 @@ mod tests {
         assert!(err.to_string().contains("modeled on other"), "{err}");
     }
 
+    #[test]
+    fn a_boot_without_a_needed_feature_is_refused_by_name() {
+        use patchbench_agent::feature::Feature;
+        let err = lacks_a_feature("page-fault-anon", "A", &[Feature::Thp]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("boot A: workload page-fault-anon needs memcg (CONFIG_MEMCG)"),
+            "{text}"
+        );
+        assert_eq!(
+            crate::exit::code_for(&anyhow::Error::from(err)),
+            crate::exit::USAGE
+        );
+        lacks_a_feature("page-fault-anon", "A", &[Feature::Memcg]).unwrap();
+        lacks_a_feature("rstat-flush", "A", &[]).unwrap();
+    }
+
     /// A precise campaign's boot whose kernel splits by ticks stops at its
     /// facts, before any sample: the facts are kept in the document, the
     /// error names the missing option, and a tick campaign takes it.
@@ -918,6 +958,7 @@ mod tests {
                 "CONFIG_HZ=250\nCONFIG_TICK_CPU_ACCOUNTING=y\n",
             )),
             clocksource: Some("tsc".into()),
+            features: Vec::new(),
         };
         let message = Message::Facts(Box::new(facts));
         let wave = |cputime| Wave {

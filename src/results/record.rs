@@ -546,6 +546,11 @@ pub struct Facts {
     /// kernel did not say, and in documents from before it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clocksource: Option<String>,
+    /// The kernel features the boot read back, each from its own file
+    /// (`thp`, `ksm`, `hugetlb`...: workloads/agent/src/feature.rs); absent
+    /// in documents from before they were read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
 }
 
 /// How a boot's kernel split CPU time between user and system mode.

@@ -10,6 +10,7 @@ pub use crate::model::{Direction, Unit};
 
 mod bench;
 pub mod kinds;
+pub mod needs;
 mod param;
 mod planned;
 mod spec;

@@ -488,6 +488,17 @@ fn facts(boot: &Boot, job: &Job, kernel: &FakeKernel) -> Result<GuestFacts, Refu
             .collect(),
         cputime: Some(patchbench_agent::cputime::from_kconfig(&kernel.config)),
         clocksource: Some("tsc".into()),
+        // A feature reads back where the fake kernel's configuration
+        // builds it, as a real kernel's sysfs shows it.
+        features: patchbench_agent::feature::Feature::ALL
+            .into_iter()
+            .filter(|f| {
+                kernel
+                    .config
+                    .lines()
+                    .any(|l| l.trim() == format!("{}=y", f.config()))
+            })
+            .collect(),
     })
 }
 

@@ -99,6 +99,55 @@ impl Feature {
     }
 }
 
+/// How a boot reads a feature back: a path that exists only when the
+/// kernel has it, or a file holding a word only then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    Exists(&'static str),
+    Holds(&'static str, &'static str),
+}
+
+impl Feature {
+    /// Where a boot reads it back.
+    pub const fn probe(self) -> Probe {
+        match self {
+            Feature::Thp => Probe::Exists("/sys/kernel/mm/transparent_hugepage/enabled"),
+            Feature::Ksm => Probe::Exists("/sys/kernel/mm/ksm/run"),
+            Feature::Hugetlb => Probe::Exists("/sys/kernel/mm/hugepages"),
+            Feature::Numa => Probe::Exists("/sys/devices/system/node/node0"),
+            // Only a kernel with MIGRATION counts migrations.
+            Feature::Migration => Probe::Holds("/proc/vmstat", "pgmigrate_success"),
+            Feature::Compaction => Probe::Exists("/proc/sys/vm/compact_memory"),
+            Feature::Userfaultfd => Probe::Exists("/proc/sys/vm/unprivileged_userfaultfd"),
+            Feature::LruGen => Probe::Exists("/sys/kernel/mm/lru_gen/enabled"),
+            Feature::Memcg => Probe::Holds("/sys/fs/cgroup/cgroup.controllers", "memory"),
+            Feature::Zswap => Probe::Exists("/sys/module/zswap/parameters/enabled"),
+            Feature::Zram => Probe::Exists("/sys/class/zram-control"),
+            // Without SHMEM, tmpfs is ramfs under tmpfs's name, and has no
+            // huge page or size accounting of its own: shmem's vmstat
+            // counter of THP allocations exists only with SHMEM and THP,
+            // so the file system list is what a kernel of either says.
+            Feature::Shmem => Probe::Holds("/proc/filesystems", "tmpfs"),
+            Feature::RamDisk => Probe::Exists("/sys/module/brd"),
+            Feature::Ext2 => Probe::Holds("/proc/filesystems", "ext2"),
+        }
+    }
+
+    /// Whether this kernel has it, read back (in the guest).
+    pub fn present(self) -> bool {
+        match self.probe() {
+            Probe::Exists(path) => std::path::Path::new(path).exists(),
+            Probe::Holds(path, word) => std::fs::read_to_string(path)
+                .is_ok_and(|text| text.split_whitespace().any(|w| w == word)),
+        }
+    }
+
+    /// Every feature this kernel has, read back (in the guest).
+    pub fn read_back() -> Vec<Feature> {
+        Feature::ALL.into_iter().filter(|f| f.present()).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -258,6 +258,10 @@ pub struct GuestFacts {
     /// and before protocol 6.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clocksource: Option<String>,
+    /// The kernel features ([`feature::Feature`]) this kernel reads back,
+    /// each from its own file; absent before the mm library.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<feature::Feature>,
 }
 
 /// One sample of a workload.

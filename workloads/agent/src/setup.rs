@@ -259,6 +259,7 @@ pub fn facts() -> Result<GuestFacts> {
             .ok()
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty()),
+        features: patchbench_agent::feature::Feature::read_back(),
     })
 }
 
