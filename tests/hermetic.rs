@@ -27,6 +27,10 @@ use patchbench_fakes::{ENV_BOOT_NOISE, ENV_KILL, ENV_KVM, ENV_LOG, ENV_NOISE};
 
 const TESTS: &[(&str, fn())] = &[
     (
+        "every_benchmark_runs_through_the_fakes_and_a_missing_feature_is_named",
+        every_benchmark_runs_through_the_fakes_and_a_missing_feature_is_named,
+    ),
+    (
         "a_kvm_that_cannot_create_a_vm_exits_3_before_any_build",
         a_kvm_that_cannot_create_a_vm_exits_3_before_any_build,
     ),
@@ -267,7 +271,14 @@ const TREE: &[(&str, &str)] = &[
     ),
     (
         "mm/Kconfig",
-        "config SWAP\n\tbool \"swap\"\n\tdefault y\n\nconfig ZSWAP\n\tbool \"zswap\"\n\tdepends on SWAP\n",
+        "config SWAP\n\tbool \"swap\"\n\tdefault y\n\nconfig ZSWAP\n\tbool \"zswap\"\n\tdepends on SWAP\n\n\
+         config TRANSPARENT_HUGEPAGE\n\tbool \"thp\"\n\nconfig KSM\n\tbool \"ksm\"\n\n\
+         config HUGETLBFS\n\tbool \"hugetlbfs\"\n\nconfig NUMA\n\tbool \"numa\"\n\n\
+         config MIGRATION\n\tbool \"migration\"\n\nconfig COMPACTION\n\tbool \"compaction\"\n\n\
+         config USERFAULTFD\n\tbool \"userfaultfd\"\n\nconfig LRU_GEN\n\tbool \"lru_gen\"\n\n\
+         config MEMCG\n\tbool \"memcg\"\n\nconfig ZRAM\n\tbool \"zram\"\n\n\
+         config SHMEM\n\tbool \"shmem\"\n\nconfig BLK_DEV_RAM\n\tbool \"brd\"\n\n\
+         config EXT2_FS\n\tbool \"ext2\"\n",
     ),
     ("init/main.c", "int start_kernel(void)\n{\n\treturn 0;\n}\n"),
     (
@@ -1275,6 +1286,87 @@ fn a_failed_build_is_infrastructure_naming_the_error() {
     assert!(boots_in(&world.take_log()).is_empty(), "nothing boots");
 }
 
+/// Every benchmark of the mm library (`harness: ops`) runs a whole A/A
+/// campaign through the fakes with its defaults, on a kernel whose
+/// configuration builds every kernel feature, and its samples carry the
+/// harness's metrics; without the fragment that builds a feature it
+/// needs, `plan` refuses it by the feature's name before anything is
+/// built.
+fn every_benchmark_runs_through_the_fakes_and_a_missing_feature_is_named() {
+    use patchbench::workload::{kinds::SPECS, spec_for_kind};
+    let world = World::new(&two_patches(10.0));
+    let features: String = patchbench_agent::feature::Feature::ALL
+        .iter()
+        .map(|f| format!("{}=y\n", f.config()))
+        .collect();
+    std::fs::write(world.path("features.config"), features).unwrap();
+    let base = world.campaign(
+        "bench",
+        "  order: ABA\n  warmups: 0\n  samples: 2\n  sequential: off\n",
+    );
+    let text = std::fs::read_to_string(&base).unwrap();
+    let fake_fragment = format!("    - {}\n", world.path("fake.config").display());
+    let zswap_pageout = "workload:\n  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  count_flushes: true\n";
+    assert!(text.contains(zswap_pageout) && text.contains(&fake_fragment));
+    let mut ran = 0;
+    for (kind, _) in SPECS {
+        let Some(spec) = spec_for_kind(kind) else {
+            continue;
+        };
+        if spec.harness.is_none() {
+            continue;
+        }
+        let campaign = world.path(&format!("{kind}.yaml"));
+        let with_features = format!(
+            "{fake_fragment}    - {}\n",
+            world.path("features.config").display()
+        );
+        std::fs::write(
+            &campaign,
+            text.replace(zswap_pageout, &format!("workload:\n  kind: {kind}\n"))
+                .replace(&fake_fragment, &with_features),
+        )
+        .unwrap();
+        let out = format!("out-{kind}");
+        let output = world.run(&campaign, &out, &["--series", "none"], &[]);
+        let err = stderr(&output);
+        assert!(matches!(output.status.code(), Some(0 | 1)), "{kind}: {err}");
+        let results = world.results(&out);
+        assert_eq!(results.workload.kind, *kind);
+        for boot in &results.boots {
+            let facts = boot.facts.as_ref().unwrap();
+            for need in &spec.needs {
+                assert!(facts.features.iter().any(|f| f == need.name()), "{kind}");
+            }
+            assert_eq!(boot.samples.len(), 2, "{kind}");
+            for sample in &boot.samples {
+                for metric in ["ops", "ops_ns", "ns_per_op", "sys_ns", "guest_sys_ns"] {
+                    assert!(sample.metrics.contains_key(metric), "{kind}: {metric}");
+                }
+            }
+        }
+        ran += 1;
+        if !spec.needs.is_empty() {
+            // Without the fragment that builds what it needs: refused by
+            // name, before any build.
+            std::fs::write(
+                &campaign,
+                text.replace(zswap_pageout, &format!("workload:\n  kind: {kind}\n")),
+            )
+            .unwrap();
+            let output = world.patchbench(&[OsStr::new("plan"), campaign.as_os_str()], &[]);
+            let err = stderr(&output);
+            assert_eq!(output.status.code(), Some(2), "{kind}: {err}");
+            let first = spec.needs[0];
+            assert!(
+                err.contains(&format!("workload {kind} needs")) && err.contains(first.config()),
+                "{kind}: {err}"
+            );
+        }
+    }
+    assert!(ran > 0, "no benchmark ran");
+}
+
 /// For every kind with a spec, the fake agent reports exactly the metrics
 /// the spec lists for a lane without the plugin, for the workload of every
 /// committed campaign of that kind (a kind no campaign runs yet: its
@@ -1313,7 +1405,7 @@ fn the_fake_agent_reports_what_the_spec_lists() {
         .filter(|(_, spec)| spec.is_some())
         .map(|(kind, _)| (*kind, 0))
         .collect();
-    for dir in ["ci/seeds", "ci/workloads"] {
+    for dir in ["ci/seeds", "ci/workloads", "ci/mm"] {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
             .unwrap()
             .map(|e| e.unwrap().path())
