@@ -165,3 +165,57 @@ fn the_counter_patch_removes_the_forced_flushes_and_their_cpu_time_and_leaves_th
         assert!(v.is_unchanged(), "control {metric}: {v:?}");
     }
 }
+
+/// The library's kernel (kconfigs/mm-all.config) boots and reads back
+/// every kernel feature a benchmark may need, and a benchmark of the mm
+/// library runs in it, in the counting lane: ci/mm/page-fault-anon.yaml
+/// as an A/A run, with no warm-up and two samples a boot. Its kernel
+/// instructions per operation are the counting lane's own figure, made
+/// on the host from the plugin's window.
+#[test]
+fn the_all_mm_kernel_reads_back_every_feature_and_runs_a_benchmark() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_host_tools();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root.join("ci/mm/page-fault-anon.yaml"))
+        .unwrap()
+        .replace("../../", &format!("{}/", root.display()));
+    let protocol = "protocol:\n  order: ABA\n  warmups: 1\n  samples: 5\n";
+    assert!(
+        text.contains(protocol) && text.contains("cost_model: count"),
+        "ci/mm/page-fault-anon.yaml changed shape; update this test"
+    );
+    let text = text.replace(
+        protocol,
+        "protocol:\n  order: ABA\n  warmups: 0\n  samples: 2\n  sequential: off\n",
+    );
+    let campaign = dir.path().join("campaign.yaml");
+    std::fs::write(&campaign, text).unwrap();
+    let results = run_campaign(&campaign, &dir.path().join("out"));
+    for boot in &results.boots {
+        let facts = boot.facts.as_ref().expect("guest facts");
+        for feature in patchbench_agent::feature::Feature::ALL {
+            assert!(
+                facts.features.iter().any(|f| f == feature.name()),
+                "boot {}: the all-mm kernel does not read back {} ({}): {:?}",
+                boot.label,
+                feature.name(),
+                feature.config(),
+                facts.features
+            );
+        }
+        assert_eq!(boot.samples.len(), 2, "boot {}", boot.label);
+        for sample in &boot.samples {
+            let get = |name: &str| sample.metrics.get(name).copied().unwrap_or(0);
+            assert_eq!(get("ops"), 16, "2 tasks x 8 operations");
+            assert!(
+                get("ops_kernel_insns_per_op") > 0
+                    && get("ops_kernel_insns_per_op") * 16 <= get("ops_kernel_insns"),
+                "boot {}: {:?}",
+                boot.label,
+                sample.metrics
+            );
+        }
+    }
+}
