@@ -9,19 +9,23 @@
 # ops_kernel_insns (the target is 0.1%). A campaign whose kernel lacks a
 # feature the benchmark needs is refused by name (exit 2) and says so.
 #
-#   ci/mm-library.sh [--tree TARBALL] [--keep SUFFIX] [NAME...]
-#   ci/mm-library.sh --tree /usr/src/linux-source-6.1.tar.xz page-fault-anon
+#   ci/mm-library.sh [--tree TARBALL] [--online N] [--keep SUFFIX] [NAME...]
+#   ci/mm-library.sh --tree /usr/src/linux-source-6.1.tar.xz --online 1 page-fault-anon
 #
+# --online N runs each campaign with N vCPUs online (a copy written beside
+# it as .mm-library-NAME.yaml, so its relative paths hold): Linux 6.1 stops
+# bringing up a second vCPU under icount (ci/smoke-6.1.yaml).
 # --keep SUFFIX keeps each run as results/mm/NAME-SUFFIX (ci/keep.sh).
 # PATCHBENCH=path/to/patchbench skips the release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tree=() keep=""
+tree=() keep="" online=""
 while [ $# -gt 0 ]; do
   case $1 in
     --tree) tree=(--tree "$2"); shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --online) online=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -39,6 +43,12 @@ failed=0
 for name in "${names[@]}"; do
   file=ci/mm/$name.yaml
   [ -f "$file" ] || { echo "mm-library: no campaign $file" >&2; exit 2; }
+  if [ -n "$online" ]; then
+    copy=ci/mm/.mm-library-$name.yaml
+    sed "s/online: [0-9]*}/online: $online}/" "$file" >"$copy"
+    trap 'rm -f ci/mm/.mm-library-*.yaml' EXIT
+    file=$copy
+  fi
   start=$(date +%s)
   rc=0
   "$PATCHBENCH" run "$file" "${tree[@]}" --series none --out "$out/$name" >"$out/$name.log" 2>&1 || rc=$?
@@ -68,6 +78,8 @@ PY
   [ "$rc" -le 1 ] || failed=1
   if [ -n "$keep" ]; then
     ci/keep.sh "$out/$name" "$file" HEAD "results/mm/$name-$keep" >/dev/null
+    # The campaign as run, under its own name.
+    [ -z "$online" ] || sed -i "s|ci/mm/.mm-library-$name.yaml|ci/mm/$name.yaml (vm.cpus.online: $online)|" "results/mm/$name-$keep/manifest.json"
   fi
 done
 echo "mm-library: runs and logs in $out" >&2
