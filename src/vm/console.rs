@@ -21,6 +21,20 @@ const PATTERNS: [(&str, &str); 9] = [
     ("Memory cgroup out of memory: Killed process", "OOM kill"),
 ];
 
+/// Why a kernel that never let the agent say hello stopped, where its
+/// console says: a hint for the boot-timeout error, or `None`.
+pub fn stall_hint(console: &str) -> Option<&'static str> {
+    let last = console
+        .lines()
+        .rev()
+        .find(|l| !l.contains("random: crng init done"))?;
+    // x86's "Booting SMP configuration" line lists each CPU as it comes up;
+    // "Brought up" follows once every one has.
+    (last.contains(" CPUs: ") && !console.contains("smp: Brought up")).then_some(
+        "the console stops while the kernel brings up its second CPU (x86: Booting SMP configuration); Linux 6.1 does this under icount: set vm.cpus.online: 1, as ci/smoke-6.1.yaml does",
+    )
+}
+
 /// How many lines before and after the first sign an excerpt keeps.
 const BEFORE: usize = 3;
 const AFTER: usize = 12;
@@ -80,5 +94,16 @@ mod tests {
             None
         );
         assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+    }
+
+    #[test]
+    fn a_kernel_stuck_bringing_up_a_cpu_is_named() {
+        let stuck = "[    0.069791] smp: Bringing up secondary CPUs ...\n[    0.070061] x86: Booting SMP configuration:\n[    0.070069] .... node  #0, CPUs:        #1\n[   17.101335] random: crng init done\n";
+        assert!(stall_hint(stuck).unwrap().contains("vm.cpus.online: 1"));
+        let up = format!(
+            "{stuck}[    0.2] smp: Brought up 1 node, 2 CPUs\n[    0.3] Run /init as init process\n"
+        );
+        assert_eq!(stall_hint(&up), None);
+        assert_eq!(stall_hint(""), None);
     }
 }

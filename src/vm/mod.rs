@@ -486,7 +486,11 @@ async fn converse(
             line = lines.next_line() => line,
             _ = tokio::time::sleep_until(run_deadline) => {
                 let what = match hello_after {
-                    None => format!("no hello from the agent within the boot timeout ({})", humantime::format_duration(spec.boot_timeout)),
+                    None => {
+                        let hint = console::stall_hint(&read_console(spec))
+                            .map_or(String::new(), |h| format!(": {h}"));
+                        format!("no hello from the agent within the boot timeout ({}){hint}", humantime::format_duration(spec.boot_timeout))
+                    }
                     Some(_) => format!("the workload did not finish within the run timeout ({})", humantime::format_duration(spec.run_timeout)),
                 };
                 return Err(Stop::Guest(what));
