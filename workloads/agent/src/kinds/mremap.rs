@@ -50,7 +50,7 @@ impl Default for Mremap {
     fn default() -> Self {
         Mremap {
             tasks: 1,
-            ops: 1024,
+            ops: 16384,
             size: Bytes::mib(16),
             align: Align::Pmd,
         }
