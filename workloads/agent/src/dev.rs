@@ -5,7 +5,9 @@
 //!   their phases for the cost model as the timed pass does;
 //! - `marked-loop N` runs a loop of exactly 2N instructions between the
 //!   begin and end markers of the `probe` phase, for testing the cost-model
-//!   plugin (`patchbench boot --cost-model KERNEL -- /init marked-loop N`).
+//!   plugin (`patchbench boot --cost-model KERNEL -- /init marked-loop N`);
+//! - `true` exits 0 at once: the program the `fork-exec` benchmark
+//!   executes (`patchbench_agent::kinds::fork_exec`).
 //!
 //! Exit codes: 0 success, 1 the workers failed, 2 usage error.
 
@@ -16,13 +18,14 @@ use crate::spawn;
 const USAGE: &str = "\
 usage: patchbench-agent dev-workers [--workers N] [--mib M] [--marked]
        patchbench-agent marked-loop N
+       patchbench-agent true
 
 patchbench-agent is patchbench's guest agent: it runs as PID 1 (/init) inside
 the benchmark VM. Off PID 1 it offers a smoke test of the zswap-pageout
 workers, with no cgroup (so no zswap counters; defaults: 1 worker, 32 MiB;
 --marked marks their total, pageout and verify phases for the cost model),
-and a loop of 2N instructions between the markers of the cost model's probe
-phase.";
+a loop of 2N instructions between the markers of the cost model's probe
+phase, and `true`, which exits 0 at once (the fork-exec benchmark's program).";
 
 /// A validated developer command line.
 #[derive(Debug, PartialEq, Eq)]
@@ -36,6 +39,7 @@ enum Command {
     MarkedLoop {
         iterations: u64,
     },
+    True,
 }
 
 fn parse_args(args: &[String]) -> Result<Command, String> {
@@ -52,6 +56,12 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
                 return Err(format!("unexpected argument {extra:?}"));
             }
             return Ok(Command::MarkedLoop { iterations });
+        }
+        Some("true") => {
+            if let Some(extra) = args.next() {
+                return Err(format!("unexpected argument {extra:?}"));
+            }
+            return Ok(Command::True);
         }
         Some("-h" | "--help") => return Ok(Command::Help),
         Some(other) => return Err(format!("unknown command {other:?}")),
@@ -93,6 +103,7 @@ pub fn main(args: Vec<String>) -> i32 {
             println!("{USAGE}");
             0
         }
+        Ok(Command::True) => 0,
         Ok(Command::MarkedLoop { iterations }) => {
             crate::mark::marked_loop(iterations);
             println!("marked-loop: {iterations} iterations");
@@ -175,6 +186,7 @@ mod tests {
             parse_args(&args("marked-loop 1000")),
             Ok(Command::MarkedLoop { iterations: 1000 })
         );
+        assert_eq!(parse_args(&args("true")), Ok(Command::True));
     }
 
     #[test]
@@ -188,6 +200,7 @@ mod tests {
             ("marked-loop", "positive whole number"),
             ("marked-loop 0", "positive whole number"),
             ("marked-loop 5 6", "unexpected argument"),
+            ("true 1", "unexpected argument"),
         ] {
             let err = parse_args(&args(text)).unwrap_err();
             assert!(err.contains(want), "{text:?}: {err}");

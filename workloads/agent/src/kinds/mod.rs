@@ -16,10 +16,19 @@
 use crate::kind::{Kind, PerCallCost};
 use crate::memory::SwapBackend;
 
+pub mod brk;
 pub mod exec;
+pub mod fork_cow;
+pub mod fork_exec;
 pub mod guest_fault;
 pub mod kernel_build;
+pub mod madvise;
+pub mod mmap_munmap;
+pub mod mprotect;
+pub mod mremap;
 pub mod page_fault_anon;
+pub mod page_fault_file;
+pub mod page_fault_shmem;
 pub mod reclaim_refault;
 pub mod rstat_flush;
 pub mod zswap_pageout;
@@ -45,6 +54,15 @@ macro_rules! with_kinds {
             KernelBuild("kernel-build", kernel_build::KernelBuild, spec),
             GuestFault("guest-fault", guest_fault::GuestFault, unspecified),
             PageFaultAnon("page-fault-anon", page_fault_anon::PageFaultAnon, bench),
+            PageFaultFile("page-fault-file", page_fault_file::PageFaultFile, bench),
+            PageFaultShmem("page-fault-shmem", page_fault_shmem::PageFaultShmem, bench),
+            MmapMunmap("mmap-munmap", mmap_munmap::MmapMunmap, bench),
+            Mprotect("mprotect", mprotect::Mprotect, bench),
+            Mremap("mremap", mremap::Mremap, bench),
+            Madvise("madvise", madvise::Madvise, bench),
+            Brk("brk", brk::Brk, bench),
+            ForkCow("fork-cow", fork_cow::ForkCow, bench),
+            ForkExec("fork-exec", fork_exec::ForkExec, bench),
         }
     };
 }
