@@ -16,12 +16,18 @@
 use crate::kind::{Kind, PerCallCost};
 use crate::memory::SwapBackend;
 
+pub mod compaction;
 pub mod exec;
 pub mod guest_fault;
+pub mod hugetlb_fault;
 pub mod kernel_build;
+pub mod ksm_merge;
+pub mod numa_migrate;
 pub mod page_fault_anon;
 pub mod reclaim_refault;
 pub mod rstat_flush;
+pub mod thp_collapse;
+pub mod thp_fragmented;
 pub mod zswap_pageout;
 
 /// The one list of workload kinds. Each entry is the wire's variant, the
@@ -45,6 +51,12 @@ macro_rules! with_kinds {
             KernelBuild("kernel-build", kernel_build::KernelBuild, spec),
             GuestFault("guest-fault", guest_fault::GuestFault, unspecified),
             PageFaultAnon("page-fault-anon", page_fault_anon::PageFaultAnon, bench),
+            ThpFragmented("thp-fragmented", thp_fragmented::ThpFragmented, bench),
+            ThpCollapse("thp-collapse", thp_collapse::ThpCollapse, bench),
+            Compaction("compaction", compaction::Compaction, bench),
+            HugetlbFault("hugetlb-fault", hugetlb_fault::HugetlbFault, bench),
+            KsmMerge("ksm-merge", ksm_merge::KsmMerge, bench),
+            NumaMigrate("numa-migrate", numa_migrate::NumaMigrate, bench),
         }
     };
 }
