@@ -49,7 +49,7 @@ impl Default for KsmMerge {
         KsmMerge {
             tasks: 1,
             ops: 4,
-            size: Bytes::mib(16),
+            size: Bytes::mib(4),
         }
     }
 }
@@ -149,7 +149,7 @@ mod tests {
         };
         let bench = KsmMerge::default();
         assert!(bench.check(guest).is_ok());
-        assert_eq!(bench.pages(), 4096);
+        assert_eq!(bench.pages(), 1024);
         let big = KsmMerge {
             size: Bytes::mib(600),
             ..KsmMerge::default()

@@ -48,7 +48,14 @@ pub struct ThpFragmented {
     /// The huge pages each operation faults (a whole number of 2 MiB).
     pub size: Bytes,
     /// The memory each task fragments before its window: half of it
-    /// stays in use, the other half is the holes compaction fills.
+    /// stays in use, the other half is the holes compaction fills. Once
+    /// the free 2 MiB blocks are soaked up the holes are nearly all the
+    /// free memory, and direct compaction runs only while free memory is
+    /// above the low watermark plus twice the huge page (`compaction_suitable`);
+    /// with THP on, khugepaged raises `min_free_kbytes` to about 44 MiB on
+    /// a 1 GiB guest (low watermark about 55 MiB). 256 MiB leaves 128 MiB
+    /// of holes: the window's 32 MiB of huge pages by default keeps free
+    /// memory well above that.
     pub fragment: Bytes,
 }
 
@@ -58,7 +65,7 @@ impl Default for ThpFragmented {
             tasks: 1,
             ops: 8,
             size: Bytes::mib(4),
-            fragment: Bytes::mib(128),
+            fragment: Bytes::mib(256),
         }
     }
 }
@@ -157,6 +164,31 @@ fn soak_free_huge_pages() -> io::Result<Map> {
     ))
 }
 
+/// What explains a fallback: free memory and compaction's counters.
+fn memory_state() -> String {
+    let free = read_file("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemFree:"))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    let counters: Vec<String> = [
+        "compact_stall",
+        "compact_fail",
+        "compact_success",
+        "thp_fault_fallback",
+    ]
+    .iter()
+    .map(|name| match vmstat(name) {
+        Ok(n) => format!("{name} {n}"),
+        Err(_) => format!("{name} ?"),
+    })
+    .collect();
+    format!("MemFree {free}, {}", counters.join(", "))
+}
+
 fn guest_memory() -> io::Result<usize> {
     let text = read_file("/proc/meminfo")?;
     text.lines()
@@ -232,7 +264,8 @@ impl Task for Faulter {
         for off in (0..self.len).step_by(THP_SIZE) {
             if !self.flags.is_thp(map.ptr as usize + off)? {
                 return Err(io::Error::other(format!(
-                    "the fault at +{off:#x} mapped base pages: compaction found no 2 MiB block (thp_fault_fallback)"
+                    "the fault at +{off:#x} mapped base pages: compaction made no 2 MiB block ({})",
+                    memory_state()
                 )));
             }
         }
