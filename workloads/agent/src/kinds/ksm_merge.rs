@@ -5,20 +5,27 @@
 //! `run` to 1 and wait for two more `full_scans` (KSM merges a page only
 //! once its checksum held over a whole scan), with `sleep_millisecs` 0.
 //!
-//! Once per boot: `/sys/kernel/mm/ksm/` `sleep_millisecs` 0, `pages_to_scan`
-//! every task's region's pages (a whole scan in one batch) and `run` 1.
-//! Each operation maps `size` of anonymous memory, fills it with one byte
-//! (each task its own, so that tasks' pages do not merge with each other),
-//! advises it MADV_MERGEABLE and waits until ksmd has merged every page
-//! (`/proc/self/ksm_merging_pages` equals the region's pages: checksums,
-//! the unstable and stable trees, write-protecting and replacing each
-//! page), then advises it MADV_UNMERGEABLE (a copy-on-write break per
-//! page), unmaps it and waits until ksmd has dropped the region's
-//! bookkeeping (`ksm_merging_pages` back to 0), so that every operation
-//! starts from the same state. The waits poll the file every millisecond:
-//! ksmd's work is on the other vCPU, which the counting lane counts too;
-//! a variable number of polls and of ksmd's scans past the merge is what
-//! varies. Spec: `workloads/ksm-merge.yaml`.
+//! Once per boot: `/sys/kernel/mm/ksm/` `pages_to_scan` every task's
+//! region's pages (a whole scan in one batch) and `run` 1;
+//! `sleep_millisecs` stays at its default, 20. Each operation maps `size`
+//! of anonymous memory, fills it with one byte (each task its own, so that
+//! tasks' pages do not merge with each other), advises it MADV_MERGEABLE
+//! and waits until ksmd has merged every page (`/proc/self/ksm_merging_pages`
+//! equals the region's pages: checksums, the unstable and stable trees,
+//! write-protecting and replacing each page), then advises it
+//! MADV_UNMERGEABLE (a copy-on-write break per page), unmaps it and waits
+//! until ksmd has dropped the region's bookkeeping (`ksm_merging_pages`
+//! back to 0), so that every operation starts from the same state. The
+//! waits poll the file every millisecond; ksmd's work is on the other
+//! vCPU, which the counting lane counts too.
+//!
+//! Not ksm_tests' `sleep_millisecs` 0: with it ksmd never sleeps while a
+//! process with a mergeable region lives, so its instructions in the
+//! window grow with the window's time, and under TCG a boot took minutes
+//! a sample. With 20 ms ksmd scans a batch, the whole region, every 20 ms
+//! of guest time: the scans an operation waits for are whole scans, and
+//! what varies is where in ksmd's sleep the operation starts and how many
+//! polls the wait takes. Spec: `workloads/ksm-merge.yaml`.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -86,7 +93,6 @@ impl Bench for KsmMerge {
             )));
         }
         let batch = self.pages() * self.tasks as usize;
-        write_file(format!("{KSM}/sleep_millisecs"), "0")?;
         write_file(format!("{KSM}/pages_to_scan"), &batch.to_string())?;
         write_file(format!("{KSM}/run"), "1")
     }

@@ -4,27 +4,38 @@
 //! holes in it and then faults a MADV_HUGEPAGE region a huge page at a
 //! time, so that each huge page comes from compaction.
 //!
-//! Each task, before the window: maps `fragment` of anonymous memory with
-//! base pages (MADV_NOHUGEPAGE), writes every page and frees every other
-//! one (MADV_DONTNEED), so that its free pages are single pages no two of
-//! which are buddies; then it soaks up every free 2 MiB block left
-//! elsewhere, faulting MADV_HUGEPAGE huge pages one at a time until one
-//! needed direct compaction (`/proc/vmstat` `compact_stall` moved). In the
-//! window each operation maps `size` aligned to 2 MiB, advises it
-//! MADV_HUGEPAGE and writes one byte in each 2 MiB: every fault finds no
-//! free 2 MiB block, compacts (migrating the used half of a fragmented
-//! block's pages into holes elsewhere) and maps the block it freed. The
-//! operation checks that each 2 MiB is a huge page (`/proc/self/pagemap`
-//! and `/proc/kpageflags`' KPF_THP) and fails if a fault fell back to base
+//! Once per boot the agent fragments `fragment` of anonymous memory: maps
+//! it with base pages (MADV_NOHUGEPAGE, and MADV_DONTFORK so that the
+//! tasks it forks do not share it), writes every page and frees every
+//! other one (MADV_DONTNEED), so that its free pages are single pages no
+//! two of which are buddies; it holds the rest until the boot ends. It
+//! also writes THP `defrag` `madvise` (the kernel's default, so that
+//! MADV_HUGEPAGE faults compact directly; campaigns have no defrag
+//! setting) and `/proc/sys/vm/compaction_proactiveness` 0, so that
+//! kcompactd does not compact the holes away in the background.
+//!
+//! Each task, before its window, soaks up every free 2 MiB block:
+//! MADV_HUGEPAGE huge pages faulted one at a time until one needed direct
+//! compaction (`/proc/vmstat` `compact_stall` moved). In the window each
+//! operation maps `size` aligned to 2 MiB, advises it MADV_HUGEPAGE and
+//! writes one byte in each 2 MiB: every fault finds no free 2 MiB block
+//! and compacts, migrating the used half of a fragmented block into the
+//! holes of another, and maps the block it freed. The operation checks
+//! that each 2 MiB is a huge page (`/proc/self/pagemap` and
+//! `/proc/kpageflags`' KPF_THP) and fails if a fault fell back to base
 //! pages. It keeps its mappings until the task ends: a huge page unmapped
 //! in the window would go back to the free lists whole and serve the next
-//! fault without compaction.
+//! fault without compaction (the next sample's soak takes them).
 //!
-//! Once per boot: `defrag` is written `madvise` (the kernel's default, so
-//! that MADV_HUGEPAGE faults compact directly; campaigns have no defrag
-//! setting) and `/proc/sys/vm/compaction_proactiveness` 0, so that
-//! kcompactd does not compact the holes away in the background between a
-//! task's setup and its window. Spec: `workloads/thp-fragmented.yaml`.
+//! Why once per boot: compaction marks the pageblocks it scanned in vain
+//! (PG_migrate_skip), and only kswapd going to sleep clears the marks,
+//! which nothing here wakes. Memory fragmented afresh each sample lands in
+//! blocks an earlier sample marked, and async compaction skips them and
+//! fails; the boot's one fragmented range is scanned once, block after
+//! block, each compaction resuming where the last stopped. Each huge page
+//! uses up two of its blocks (the one emptied, the one whose holes took
+//! its pages), so `fragment` / 4 MiB huge pages fit in a boot before the
+//! scanners meet. Spec: `workloads/thp-fragmented.yaml`.
 
 use std::fs::File;
 use std::io;
@@ -47,15 +58,16 @@ pub struct ThpFragmented {
     pub ops: u32,
     /// The huge pages each operation faults (a whole number of 2 MiB).
     pub size: Bytes,
-    /// The memory each task fragments before its window: half of it
-    /// stays in use, the other half is the holes compaction fills. Once
-    /// the free 2 MiB blocks are soaked up the holes are nearly all the
-    /// free memory, and direct compaction runs only while free memory is
-    /// above the low watermark plus twice the huge page (`compaction_suitable`);
+    /// The memory the agent fragments once per boot: half of it stays in
+    /// use, the other half is the holes compaction fills. Once the free
+    /// 2 MiB blocks are soaked up the holes are nearly all the free
+    /// memory, and direct compaction runs only while free memory is above
+    /// the low watermark plus twice the huge page (`compaction_suitable`);
     /// with THP on, khugepaged raises `min_free_kbytes` to about 44 MiB on
-    /// a 1 GiB guest (low watermark about 55 MiB). 256 MiB leaves 128 MiB
-    /// of holes: the window's 32 MiB of huge pages by default keeps free
-    /// memory well above that.
+    /// a 1 GiB guest (low watermark about 55 MiB). 512 MiB leaves 256 MiB
+    /// of holes and room for 128 huge pages before the scanners meet; each
+    /// sample takes the default's 16 and the soak's one for good, so free
+    /// memory stays above 59 MiB through a warm-up and 5 samples.
     pub fragment: Bytes,
 }
 
@@ -65,7 +77,7 @@ impl Default for ThpFragmented {
             tasks: 1,
             ops: 8,
             size: Bytes::mib(4),
-            fragment: Bytes::mib(256),
+            fragment: Bytes::mib(512),
         }
     }
 }
@@ -85,7 +97,7 @@ impl Bench for ThpFragmented {
     }
 
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
-        check_held("fragment", self.fragment, self.tasks, guest)?;
+        check_held("fragment", self.fragment, 1, guest)?;
         if self.size.bytes() == 0 || self.size.bytes() % THP_SIZE != 0 {
             return Err(ParamError::new(
                 "size",
@@ -93,17 +105,17 @@ impl Bench for ThpFragmented {
                 "must be a whole number of 2 MiB huge pages",
             ));
         }
-        // Each huge page takes 2 MiB of the holes (the fragment's free
-        // half); the window may use half of them, so that compaction
-        // never runs short and falls back to base pages.
-        let window = self.size.get() * u64::from(self.ops);
-        if window > self.fragment.get() / 4 {
+        // Each huge page uses up two of the fragment's blocks, so
+        // fragment / 2 of huge pages fit in a boot; a sample's may be an
+        // eighth of that, so that a boot's warm-up and samples fit.
+        let sample = self.size.get() * u64::from(self.ops) * u64::from(self.tasks);
+        if sample > self.fragment.get() / 16 {
             return Err(ParamError::new(
                 "size",
                 self.size,
                 format!(
-                    "times ops ({}) must be at most a quarter of fragment ({}): half of its holes",
-                    self.ops, self.fragment
+                    "times ops ({}) times tasks ({}) must be at most a sixteenth of fragment ({}): a boot's samples must fit before compaction's scanners meet",
+                    self.ops, self.tasks, self.fragment
                 ),
             ));
         }
@@ -118,20 +130,23 @@ impl Bench for ThpFragmented {
                 "{DEFRAG} reads {mode:?} after writing madvise"
             )));
         }
-        write_file(PROACTIVENESS, "0")
-    }
-
-    fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
+        write_file(PROACTIVENESS, "0")?;
         let page = page_size();
         let mut fragment = Map::anon(self.fragment.bytes())?;
         fragment.advise(libc::MADV_NOHUGEPAGE)?;
+        fragment.advise(libc::MADV_DONTFORK)?;
         fragment.touch(page);
         fragment.free_alternate_pages(page)?;
+        // Held by the agent until the guest powers off.
+        std::mem::forget(fragment);
+        Ok(())
+    }
+
+    fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
         let soak = soak_free_huge_pages()?;
         Ok(Box::new(Faulter {
             len: self.size.bytes(),
             flags: PageFlags::open()?,
-            _fragment: fragment,
             _soak: soak,
             faulted: Vec::with_capacity(self.ops as usize),
         }))
@@ -250,7 +265,6 @@ impl PageFlags {
 struct Faulter {
     len: usize,
     flags: PageFlags,
-    _fragment: Map,
     _soak: Map,
     /// This sample's huge pages, unmapped when the task ends.
     faulted: Vec<Map>,
@@ -284,15 +298,15 @@ mod tests {
     };
 
     #[test]
-    fn the_window_may_use_half_the_holes() {
+    fn a_boots_samples_fit_in_the_fragment() {
         assert!(ThpFragmented::default().check(GUEST).is_ok());
         let over = ThpFragmented {
-            ops: 9,
+            tasks: 2,
             ..ThpFragmented::default()
         };
         let e = over.check(GUEST).unwrap_err();
         assert_eq!(e.param, "size");
-        assert!(e.problem.contains("a quarter of fragment"), "{e:?}");
+        assert!(e.problem.contains("a sixteenth of fragment"), "{e:?}");
         let odd = ThpFragmented {
             size: Bytes::mib(3),
             ..ThpFragmented::default()
