@@ -467,6 +467,33 @@ pub mod sys {
             )))
         }
     }
+
+    /// Reads a sysfs or procfs file holding one number.
+    pub fn read_u64(path: impl AsRef<Path>) -> io::Result<u64> {
+        let path = path.as_ref();
+        let text = read_file(path)?;
+        text.parse().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} holds {text:?}, not a number", path.display()),
+            )
+        })
+    }
+
+    impl Map {
+        /// Frees every other page of `page` bytes (MADV_DONTNEED on the
+        /// odd ones), leaving the even ones resident: once the whole
+        /// mapping was faulted in, no two free pages it leaves are buddies,
+        /// so none merges into a larger free block.
+        pub fn free_alternate_pages(&self, page: usize) -> io::Result<()> {
+            let mut off = page;
+            while off + page <= self.len {
+                self.advise_range(off, page, libc::MADV_DONTNEED)?;
+                off += 2 * page;
+            }
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -508,5 +535,22 @@ mod tests {
         map.touch(4096);
         assert_eq!(map.read(4096), (4 << 20) / 4096);
         map.unmap().unwrap();
+    }
+
+    #[test]
+    fn freeing_alternate_pages_leaves_every_even_page_resident() {
+        let page = sys::page_size();
+        let mut map = sys::Map::anon(64 * page).unwrap();
+        map.advise(libc::MADV_NOHUGEPAGE).unwrap();
+        map.touch(page);
+        map.free_alternate_pages(page).unwrap();
+        let mut vec = vec![0u8; 64];
+        // SAFETY: the mapping's range, and a vector of one byte a page.
+        let ret = unsafe { libc::mincore(map.ptr.cast(), map.len, vec.as_mut_ptr()) };
+        assert_eq!(ret, 0);
+        let resident: Vec<bool> = vec.iter().map(|v| v & 1 == 1).collect();
+        let expected: Vec<bool> = (0..64).map(|i| i % 2 == 0).collect();
+        assert_eq!(resident, expected);
+        assert!(sys::read_u64("/proc/sys/vm/overcommit_memory").unwrap() <= 2);
     }
 }

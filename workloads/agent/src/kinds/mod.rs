@@ -17,20 +17,26 @@ use crate::kind::{Kind, PerCallCost};
 use crate::memory::SwapBackend;
 
 pub mod brk;
+pub mod compaction;
 pub mod exec;
 pub mod fork_cow;
 pub mod fork_exec;
 pub mod guest_fault;
+pub mod hugetlb_fault;
 pub mod kernel_build;
+pub mod ksm_merge;
 pub mod madvise;
 pub mod mmap_munmap;
 pub mod mprotect;
 pub mod mremap;
+pub mod numa_migrate;
 pub mod page_fault_anon;
 pub mod page_fault_file;
 pub mod page_fault_shmem;
 pub mod reclaim_refault;
 pub mod rstat_flush;
+pub mod thp_collapse;
+pub mod thp_fragmented;
 pub mod zswap_pageout;
 
 /// The one list of workload kinds. Each entry is the wire's variant, the
@@ -63,6 +69,12 @@ macro_rules! with_kinds {
             Brk("brk", brk::Brk, bench),
             ForkCow("fork-cow", fork_cow::ForkCow, bench),
             ForkExec("fork-exec", fork_exec::ForkExec, bench),
+            ThpFragmented("thp-fragmented", thp_fragmented::ThpFragmented, bench),
+            ThpCollapse("thp-collapse", thp_collapse::ThpCollapse, bench),
+            Compaction("compaction", compaction::Compaction, bench),
+            HugetlbFault("hugetlb-fault", hugetlb_fault::HugetlbFault, bench),
+            KsmMerge("ksm-merge", ksm_merge::KsmMerge, bench),
+            NumaMigrate("numa-migrate", numa_migrate::NumaMigrate, bench),
         }
     };
 }

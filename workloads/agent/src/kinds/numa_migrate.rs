@@ -1,0 +1,165 @@
+//! `numa-migrate`: page migration between NUMA nodes with move_pages(2),
+//! as the kernel's selftest `tools/testing/selftests/mm/migration.c`
+//! does: it moves the first page of a 2 MiB private anonymous region
+//! between two nodes and back, `move_pages(0, 1, ..., MPOL_MF_MOVE_ALL)`,
+//! for 20 s while other threads read it. Here a whole region moves, with
+//! MPOL_MF_MOVE, and nothing else touches it.
+//!
+//! The guest's two nodes are `numa=fake=2`'s (the campaign's
+//! `kernel.cmdline`); the agent checks once per boot that node 1 exists.
+//! Each task, before the window, maps `size` of anonymous memory with base
+//! pages (MADV_NOHUGEPAGE), writes every page and moves them all to node 0.
+//! Each operation moves every page to node 1 and back to node 0 with one
+//! move_pages(2) call each way (for each page: isolate it from the LRU,
+//! allocate on the target node, unmap, copy, remap, free the old page),
+//! and fails unless every page reports the node it was sent to. Spec:
+//! `workloads/numa-migrate.yaml`.
+
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::sys::{Map, last, page_size};
+use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
+use crate::kind::Kind;
+
+const NODE1: &str = "/sys/devices/system/node/node1";
+/// `MPOL_MF_MOVE` of `include/uapi/linux/mempolicy.h`: move the pages
+/// only this process maps. The selftest passes MPOL_MF_MOVE_ALL (pages
+/// however many processes map, with CAP_SYS_NICE); for private pages of
+/// one process the two move the same pages.
+const MPOL_MF_MOVE: libc::c_int = 1 << 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NumaMigrate {
+    pub tasks: u32,
+    pub ops: u32,
+    /// The region each task moves between the nodes.
+    pub size: Bytes,
+}
+
+impl Default for NumaMigrate {
+    fn default() -> Self {
+        NumaMigrate {
+            tasks: 1,
+            ops: 8,
+            size: Bytes::mib(16),
+        }
+    }
+}
+
+impl Kind for NumaMigrate {
+    fn describe(&self) -> String {
+        format!("size={}", self.size)
+    }
+}
+
+impl Bench for NumaMigrate {
+    fn load(&self) -> Load {
+        Load {
+            tasks: self.tasks,
+            ops: self.ops,
+        }
+    }
+
+    fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
+        // Each fake node has half the guest's memory: every task's region
+        // must fit on one, as check_held's half of the guest says.
+        check_held("size", self.size, self.tasks, guest)
+    }
+
+    fn prepare(&self) -> io::Result<()> {
+        if !Path::new(NODE1).exists() {
+            return Err(io::Error::other(format!(
+                "{NODE1} is missing: the guest has one NUMA node; the campaign's kernel.cmdline needs numa=fake=2 (and the kernel NUMA and NUMA_EMU)"
+            )));
+        }
+        Ok(())
+    }
+
+    fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
+        let page = page_size();
+        let mut map = Map::anon(self.size.bytes())?;
+        map.advise(libc::MADV_NOHUGEPAGE)?;
+        map.touch(page);
+        let pages: Vec<*mut libc::c_void> = (0..map.len)
+            .step_by(page)
+            .map(|off| map.ptr.wrapping_add(off).cast())
+            .collect();
+        let mut mover = Mover {
+            status: vec![0; pages.len()],
+            to: [vec![0; pages.len()], vec![1; pages.len()]],
+            pages,
+            _map: map,
+        };
+        mover.move_to(0)?;
+        Ok(Box::new(mover))
+    }
+}
+
+struct Mover {
+    pages: Vec<*mut libc::c_void>,
+    /// The target node of every page: all 0, all 1.
+    to: [Vec<libc::c_int>; 2],
+    status: Vec<libc::c_int>,
+    _map: Map,
+}
+
+impl Mover {
+    /// Moves every page to `node` and checks that each is there.
+    fn move_to(&mut self, node: usize) -> io::Result<()> {
+        // SAFETY: arrays of `pages.len()` entries each; the pages are this
+        // process's own, mapped while `_map` lives.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                0,
+                self.pages.len() as libc::c_ulong,
+                self.pages.as_ptr(),
+                self.to[node].as_ptr(),
+                self.status.as_mut_ptr(),
+                MPOL_MF_MOVE,
+            )
+        };
+        if ret < 0 {
+            return Err(last(&format!("move_pages to node {node}")));
+        }
+        let stray = self
+            .status
+            .iter()
+            .filter(|&&s| s != node as libc::c_int)
+            .count();
+        if ret > 0 || stray > 0 {
+            let first = self.status.iter().find(|&&s| s != node as libc::c_int);
+            return Err(io::Error::other(format!(
+                "move_pages to node {node}: {stray} of {} pages elsewhere (first status {first:?}; a negative one is an errno)",
+                self.pages.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Task for Mover {
+    fn op(&mut self) -> io::Result<()> {
+        self.move_to(1)?;
+        self.move_to(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_gathers_its_pages_on_node_0_on_this_host() {
+        // Every host has a node 0, which is as far as one can test here.
+        let bench = NumaMigrate {
+            size: Bytes::kib(256),
+            ..NumaMigrate::default()
+        };
+        bench.task(0).unwrap();
+    }
+}
