@@ -19,9 +19,18 @@ use crate::memory::SwapBackend;
 pub mod exec;
 pub mod guest_fault;
 pub mod kernel_build;
+pub mod memcg_charge;
+pub mod memcg_reclaim;
+pub mod mlock;
+pub mod oom_kill;
+pub mod page_alloc;
+pub mod page_cache;
 pub mod page_fault_anon;
 pub mod reclaim_refault;
 pub mod rstat_flush;
+pub mod slab_churn;
+pub mod swap;
+pub mod userfaultfd;
 pub mod zswap_pageout;
 
 /// The one list of workload kinds. Each entry is the wire's variant, the
@@ -45,6 +54,15 @@ macro_rules! with_kinds {
             KernelBuild("kernel-build", kernel_build::KernelBuild, spec),
             GuestFault("guest-fault", guest_fault::GuestFault, unspecified),
             PageFaultAnon("page-fault-anon", page_fault_anon::PageFaultAnon, bench),
+            PageCache("page-cache", page_cache::PageCache, bench),
+            Mlock("mlock", mlock::Mlock, bench),
+            MemcgCharge("memcg-charge", memcg_charge::MemcgCharge, bench),
+            SlabChurn("slab-churn", slab_churn::SlabChurn, bench),
+            PageAlloc("page-alloc", page_alloc::PageAlloc, bench),
+            OomKill("oom-kill", oom_kill::OomKill, bench),
+            Userfaultfd("userfaultfd", userfaultfd::Userfaultfd, bench),
+            MemcgReclaim("memcg-reclaim", memcg_reclaim::MemcgReclaim, bench),
+            Swap("swap", swap::Swap, bench),
         }
     };
 }
