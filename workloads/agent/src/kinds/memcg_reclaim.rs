@@ -66,7 +66,7 @@ impl Default for MemcgReclaim {
             tasks: 1,
             ops: 4,
             file: Bytes::mib(8),
-            anon: Bytes::mib(8),
+            anon: Bytes::mib(4),
             limit: Bytes::mib(8),
             lru_gen: Switch::Off,
         }
@@ -111,6 +111,17 @@ impl Bench for MemcgReclaim {
                     "must be at least 4 MiB and below file + anon ({}), or nothing is reclaimed",
                     Bytes(touched)
                 ),
+            ));
+        }
+        // The region must fit under the limit with room to spare: at the
+        // limit every swap-in needs another page swapped out, reclaim
+        // finds no inactive anonymous page in time, and the memcg OOM
+        // killer takes the task.
+        if self.anon.get() * 2 > self.limit.get() {
+            return Err(ParamError::new(
+                "anon",
+                self.anon,
+                format!("must be at most half the limit ({})", self.limit),
             ));
         }
         if self.file.bytes() % CHUNK != 0 {
@@ -219,5 +230,10 @@ mod tests {
             ..MemcgReclaim::default()
         };
         assert_eq!(roomy.check(guest).unwrap_err().param, "limit");
+        let at_the_limit = MemcgReclaim {
+            anon: Bytes::mib(8),
+            ..MemcgReclaim::default()
+        };
+        assert_eq!(at_the_limit.check(guest).unwrap_err().param, "anon");
     }
 }
