@@ -494,6 +494,152 @@ pub mod sys {
             Ok(())
         }
     }
+    // Shared by the page cache, memcg and swap benchmarks: a file system
+    // mounted once per boot (on a RAM disk for a block file system), the
+    // task's own cgroup, and page contents that swap must keep.
+
+    /// Whether something is mounted on `target` (`/proc/self/mounts`).
+    pub fn mounted(target: &str) -> io::Result<bool> {
+        let mounts = read_file("/proc/self/mounts")?;
+        Ok(mounts
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some(target)))
+    }
+
+    /// Mounts `fstype` from `source` on `target` (created if missing) with
+    /// the `MS_*` `flags`, unless something is mounted there already: the
+    /// harness prepares once per condition, and a boot's controls are
+    /// conditions of the same kind.
+    pub fn mount_once(
+        source: &str,
+        target: &str,
+        fstype: &str,
+        flags: libc::c_ulong,
+        data: Option<&str>,
+    ) -> io::Result<()> {
+        if mounted(target)? {
+            return Ok(());
+        }
+        std::fs::create_dir_all(target)?;
+        let c =
+            |s: &str| CString::new(s).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e));
+        let (source_c, target_c, fstype_c) = (c(source)?, c(target)?, c(fstype)?);
+        let data_c = data.map(c).transpose()?;
+        // SAFETY: NUL-terminated strings that outlive the call.
+        let ret = unsafe {
+            libc::mount(
+                source_c.as_ptr(),
+                target_c.as_ptr(),
+                fstype_c.as_ptr(),
+                flags,
+                data_c
+                    .as_ref()
+                    .map_or(std::ptr::null(), |d| d.as_ptr().cast()),
+            )
+        };
+        check(ret, &format!("mounting {fstype} {source} on {target}")).map(drop)
+    }
+
+    /// Makes an ext2 file system (busybox's `mke2fs`, 4 KiB blocks, none
+    /// reserved) on the RAM disk `device` and mounts it on `target` with
+    /// `noatime` (reads dirty no inode), unless `target` is mounted
+    /// already. The RAM disk comes from the campaign's kernel command line
+    /// (`brd.rd_nr=1 brd.rd_size=<KiB>`): it must hold `need` bytes, and
+    /// must not be the swap device of `swap: ram`
+    /// ([`crate::RAM_SWAP_DEVICE`]).
+    pub fn ext2_on_ram_disk(device: &str, target: &str, need: u64) -> io::Result<()> {
+        if mounted(target)? {
+            return Ok(());
+        }
+        let cmdline = "the campaign's kernel.cmdline needs `brd.rd_nr=1 brd.rd_size=<KiB>`";
+        if !Path::new(device).exists() {
+            return Err(io::Error::other(format!(
+                "{device} is missing: {cmdline} (a kernel with BLK_DEV_RAM)"
+            )));
+        }
+        let swaps = read_file("/proc/swaps")?;
+        if swaps
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(device))
+        {
+            return Err(io::Error::other(format!(
+                "{device} is a swap device in this boot (a workload with swap: ram), not free for a file system"
+            )));
+        }
+        let name = device.trim_start_matches("/dev/");
+        let sectors = read_file(format!("/sys/block/{name}/size"))?;
+        let bytes = sectors.parse::<u64>().map_err(|e| {
+            io::Error::other(format!("/sys/block/{name}/size reads {sectors:?}: {e}"))
+        })? * 512;
+        if bytes < need {
+            return Err(io::Error::other(format!(
+                "{device} holds {bytes} bytes, this benchmark needs {need}: {cmdline} with a larger rd_size"
+            )));
+        }
+        let out = std::process::Command::new("/bin/busybox")
+            .args(["mke2fs", "-F", "-b", "4096", "-m", "0", device])
+            .output()
+            .map_err(|e| io::Error::new(e.kind(), format!("running busybox mke2fs: {e}")))?;
+        if !out.status.success() {
+            return Err(io::Error::other(format!(
+                "busybox mke2fs {device}: {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        mount_once(device, target, "ext2", libc::MS_NOATIME, None)
+    }
+
+    /// The cgroup v2 directory this process is in: `/proc/self/cgroup`'s
+    /// `0::` line, under `/sys/fs/cgroup`.
+    pub fn own_cgroup() -> io::Result<std::path::PathBuf> {
+        let text = read_file("/proc/self/cgroup")?;
+        let path = text
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .ok_or_else(|| {
+                io::Error::other(format!("/proc/self/cgroup has no 0:: line: {text:?}"))
+            })?;
+        Ok(Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/')))
+    }
+
+    /// The word [`stamp`] writes at the start of page `i`: distinct per
+    /// page, and never a page of one repeated word (which zram and zswap
+    /// store without compressing, and 6.12's swap not at all).
+    pub fn stamp_word(seed: u64, i: usize) -> u64 {
+        (seed ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(i as u64 + 1) | 1
+    }
+
+    /// Writes [`stamp_word`] at the start of every `page` of `map`: a
+    /// write fault per page the first time, the rest of each page zero.
+    pub fn stamp(map: &mut Map, page: usize, seed: u64) {
+        for i in 0..map.len / page.max(1) {
+            // SAFETY: inside the mapping, which is writable; the page
+            // size keeps the word aligned.
+            unsafe {
+                map.ptr
+                    .add(i * page)
+                    .cast::<u64>()
+                    .write_volatile(stamp_word(seed, i))
+            };
+        }
+    }
+
+    /// Reads back every page's [`stamp`]: an error naming the first page
+    /// that does not hold its word.
+    pub fn check_stamps(map: &Map, page: usize, seed: u64) -> io::Result<()> {
+        for i in 0..map.len / page.max(1) {
+            // SAFETY: inside the mapping, which is readable.
+            let got = unsafe { map.ptr.add(i * page).cast::<u64>().read_volatile() };
+            let want = stamp_word(seed, i);
+            if got != want {
+                return Err(io::Error::other(format!(
+                    "page {i} reads {got:#x}, not {want:#x}"
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

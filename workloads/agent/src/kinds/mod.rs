@@ -26,17 +26,26 @@ pub mod hugetlb_fault;
 pub mod kernel_build;
 pub mod ksm_merge;
 pub mod madvise;
+pub mod memcg_charge;
+pub mod memcg_reclaim;
+pub mod mlock;
 pub mod mmap_munmap;
 pub mod mprotect;
 pub mod mremap;
 pub mod numa_migrate;
+pub mod oom_kill;
+pub mod page_alloc;
+pub mod page_cache;
 pub mod page_fault_anon;
 pub mod page_fault_file;
 pub mod page_fault_shmem;
 pub mod reclaim_refault;
 pub mod rstat_flush;
+pub mod slab_churn;
+pub mod swap;
 pub mod thp_collapse;
 pub mod thp_fragmented;
+pub mod userfaultfd;
 pub mod zswap_pageout;
 
 /// The one list of workload kinds. Each entry is the wire's variant, the
@@ -75,6 +84,15 @@ macro_rules! with_kinds {
             HugetlbFault("hugetlb-fault", hugetlb_fault::HugetlbFault, bench),
             KsmMerge("ksm-merge", ksm_merge::KsmMerge, bench),
             NumaMigrate("numa-migrate", numa_migrate::NumaMigrate, bench),
+            PageCache("page-cache", page_cache::PageCache, bench),
+            Mlock("mlock", mlock::Mlock, bench),
+            MemcgCharge("memcg-charge", memcg_charge::MemcgCharge, bench),
+            SlabChurn("slab-churn", slab_churn::SlabChurn, bench),
+            PageAlloc("page-alloc", page_alloc::PageAlloc, bench),
+            OomKill("oom-kill", oom_kill::OomKill, bench),
+            Userfaultfd("userfaultfd", userfaultfd::Userfaultfd, bench),
+            MemcgReclaim("memcg-reclaim", memcg_reclaim::MemcgReclaim, bench),
+            Swap("swap", swap::Swap, bench),
         }
     };
 }

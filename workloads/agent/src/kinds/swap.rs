@@ -1,0 +1,148 @@
+//! `swap`: anonymous pages swapped out and back in, as vm-scalability's
+//! case-swapin does (usemem writes its memory, other processes push it to
+//! swap, then it reads it all back), with MADV_PAGEOUT doing the pushing
+//! for one region. Each task maps `size` of private anonymous memory
+//! (MADV_NOHUGEPAGE: base pages) and writes a distinct word at the start
+//! of every page (compressible, not a page of one repeated word, which
+//! swap would not store), untimed; one cycle untimed checks that the
+//! pageout left the region out of memory. Each operation advises the whole
+//! region MADV_PAGEOUT (every page unmapped, written to the swap device
+//! and freed) and reads every page's word back and checks it (a swap-in
+//! fault each). `device` is where the pages go: `zram` (`/dev/zram0`,
+//! compressed in memory), `ram` (the RAM disk `/dev/ram0`: a plain block
+//! device in guest memory, no compression) or `zswap` (zswap's compressed
+//! pool in front of the RAM disk: the campaign must enable zswap, and for
+//! the other two must not). Spec: `workloads/swap.yaml`.
+
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::sys::{self, Map, check_stamps, page_size, stamp};
+use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
+use crate::kind::Kind;
+use crate::memory::SwapBackend;
+
+const ZSWAP_ENABLED: &str = "/sys/module/zswap/parameters/enabled";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Swap {
+    pub tasks: u32,
+    pub ops: u32,
+    /// The region each operation pages out and reads back.
+    pub size: Bytes,
+    /// Where the pages go.
+    pub device: SwapDevice,
+}
+
+/// Where a [`Swap`] region's pages go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwapDevice {
+    Zram,
+    Zswap,
+    Ram,
+}
+
+impl Default for Swap {
+    fn default() -> Self {
+        Swap {
+            tasks: 1,
+            ops: 4,
+            size: Bytes::mib(8),
+            device: SwapDevice::Zram,
+        }
+    }
+}
+
+impl Kind for Swap {
+    fn swap_backend(&self) -> SwapBackend {
+        match self.device {
+            SwapDevice::Zram => SwapBackend::Zram,
+            SwapDevice::Zswap | SwapDevice::Ram => SwapBackend::Ram,
+        }
+    }
+
+    /// Every task's whole region.
+    fn zram_bytes(&self) -> u64 {
+        self.size.get() * u64::from(self.tasks)
+    }
+
+    fn describe(&self) -> String {
+        format!("size={} device={:?}", self.size, self.device)
+    }
+}
+
+impl Bench for Swap {
+    fn load(&self) -> Load {
+        Load {
+            tasks: self.tasks,
+            ops: self.ops,
+        }
+    }
+
+    fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
+        check_held("size", self.size, self.tasks, guest)
+    }
+
+    fn prepare(&self) -> io::Result<()> {
+        let enabled = sys::read_file(ZSWAP_ENABLED)? == "Y";
+        let want = self.device == SwapDevice::Zswap;
+        if enabled != want {
+            return Err(io::Error::other(if want {
+                format!(
+                    "device zswap needs zswap enabled ({ZSWAP_ENABLED} reads N): set the campaign's `zswap: {{enabled: true, ...}}`"
+                )
+            } else {
+                format!(
+                    "device {:?} needs zswap off, or zswap takes the pages first ({ZSWAP_ENABLED} reads Y): set the campaign's `zswap: {{enabled: false, ...}}`",
+                    self.device
+                )
+            }));
+        }
+        Ok(())
+    }
+
+    fn task(&self, index: usize) -> io::Result<Box<dyn Task>> {
+        let mut map = Map::anon(self.size.bytes())?;
+        map.advise(libc::MADV_NOHUGEPAGE)?;
+        let seed = index as u64;
+        stamp(&mut map, page_size(), seed);
+        let cycle = Cycle { map, seed };
+        cycle.map.advise(libc::MADV_PAGEOUT)?;
+        let resident = resident_pages(&cycle.map)?;
+        let pages = cycle.map.len / page_size();
+        // Every page, give or take a few that reclaim found busy.
+        if resident > pages / 64 {
+            return Err(io::Error::other(format!(
+                "{resident} of {pages} pages still resident after MADV_PAGEOUT: is swap on?"
+            )));
+        }
+        check_stamps(&cycle.map, page_size(), seed)?;
+        Ok(Box::new(cycle))
+    }
+}
+
+/// Pages of `map` in memory (mincore(2)).
+fn resident_pages(map: &Map) -> io::Result<usize> {
+    let mut vec = vec![0u8; map.len.div_ceil(page_size())];
+    // SAFETY: the whole mapping, one byte per page in `vec`.
+    let ret = unsafe { libc::mincore(map.ptr.cast(), map.len, vec.as_mut_ptr()) };
+    if ret != 0 {
+        return Err(sys::last("mincore"));
+    }
+    Ok(vec.iter().filter(|b| **b & 1 != 0).count())
+}
+
+struct Cycle {
+    map: Map,
+    seed: u64,
+}
+
+impl Task for Cycle {
+    fn op(&mut self) -> io::Result<()> {
+        self.map.advise(libc::MADV_PAGEOUT)?;
+        check_stamps(&self.map, page_size(), self.seed)
+    }
+}
