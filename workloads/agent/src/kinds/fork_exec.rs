@@ -5,7 +5,12 @@
 //! agent is its developer mode, whose `true` exits 0 at once. So each
 //! operation is a fork of the task, an exec (the old mm torn down, the ELF
 //! and its interpreter mapped, the libraries mapped and relocated, their
-//! pages faulted in from the page cache), an exit, and the wait. Spec:
+//! pages faulted in from the page cache), an exit, and the wait. The
+//! child turns address-space randomization off for the program
+//! (personality ADDR_NO_RANDOMIZE, as `setarch -R` does), so that every
+//! exec lays out the same address space and does the same work: with it
+//! on, where the stack, the program and its libraries land moves which
+//! page tables are made and what fault-around maps, exec by exec. Spec:
 //! `workloads/fork-exec.yaml`.
 
 use std::ffi::CString;
@@ -30,7 +35,7 @@ pub struct ForkExec {
 
 impl Default for ForkExec {
     fn default() -> Self {
-        ForkExec { tasks: 1, ops: 64 }
+        ForkExec { tasks: 1, ops: 256 }
     }
 }
 
@@ -87,9 +92,17 @@ impl Execer {
 impl Task for Execer {
     fn op(&mut self) -> io::Result<()> {
         let child = fork_child(|| {
-            // SAFETY: NUL-terminated strings and null-terminated arrays
-            // that outlive the call; it returns only on a failure.
+            // SAFETY: personality(0xffffffff) reads the persona; setting it
+            // changes only this child's next exec. execve gets
+            // NUL-terminated strings and null-terminated arrays that
+            // outlive the call, and returns only on a failure.
             unsafe {
+                let persona = libc::personality(0xffff_ffff);
+                if persona == -1
+                    || libc::personality((persona | libc::ADDR_NO_RANDOMIZE) as libc::c_ulong) == -1
+                {
+                    return Err(last("personality(ADDR_NO_RANDOMIZE)"));
+                }
                 libc::execve(
                     self.argv[0].as_ptr(),
                     self.argv_ptrs.as_ptr(),
@@ -116,5 +129,12 @@ mod tests {
         assert!(failing.op().is_err());
         let mut missing = Execer::new(&["/nonexistent/program"]).unwrap();
         assert!(missing.op().is_err());
+    }
+
+    #[test]
+    fn the_program_runs_without_address_space_randomization() {
+        let check = "grep -qx 00040000 /proc/self/personality";
+        let mut task = Execer::new(&["/bin/sh", "-c", check]).unwrap();
+        task.op().unwrap();
     }
 }

@@ -11,7 +11,7 @@
 //!   file LRU); with memory to spare nothing reclaims them, so the next
 //!   writes only dirty them again, without a fault;
 //! - `cold`: MADV_COLD deactivates every page, which stays mapped;
-//! - `pageout`: MADV_PAGEOUT reclaims every page to swap (zram, sized to
+//! - `pageout`: MADV_PAGEOUT reclaims every page to swap (zram, twice
 //!   every task's mapping), so the next writes swap each page back in.
 //!
 //! Spec: `workloads/madvise.yaml`.
@@ -80,10 +80,16 @@ impl Kind for Madvise {
         }
     }
 
-    /// Room for every task's mapping, all of it paged out at once.
+    /// Room for every task's mapping twice over: all of it is paged out
+    /// at once, and the swap allocator leaves slots unused (the header's
+    /// page, each CPU's part-used cluster). Unwritten, zram costs nothing.
     fn zram_bytes(&self) -> u64 {
         match self.advice {
-            Advice::Pageout => self.size.get().saturating_mul(u64::from(self.tasks)),
+            Advice::Pageout => self
+                .size
+                .get()
+                .saturating_mul(2)
+                .saturating_mul(u64::from(self.tasks)),
             Advice::Dontneed | Advice::Free | Advice::Cold => 0,
         }
     }
@@ -165,7 +171,7 @@ mod tests {
             ..Madvise::default()
         };
         assert_eq!(pageout.swap_backend(), SwapBackend::Zram);
-        assert_eq!(pageout.zram_bytes(), 32 << 20);
+        assert_eq!(pageout.zram_bytes(), 64 << 20);
         assert_eq!(Madvise::default().swap_backend(), SwapBackend::Disk);
         assert_eq!(Madvise::default().zram_bytes(), 0);
     }
