@@ -64,10 +64,11 @@ pub struct ThpFragmented {
     /// memory, and direct compaction runs only while free memory is above
     /// the low watermark plus twice the huge page (`compaction_suitable`);
     /// with THP on, khugepaged raises `min_free_kbytes` to about 44 MiB on
-    /// a 1 GiB guest (low watermark about 55 MiB). 512 MiB leaves 256 MiB
-    /// of holes and room for 128 huge pages before the scanners meet; each
-    /// sample takes the default's 16 and the soak's one for good, so free
-    /// memory stays above 59 MiB through a warm-up and 5 samples.
+    /// a 1 GiB guest (low watermark about 55 MiB). 448 MiB (about the
+    /// most a 1 GiB guest's half holds) leaves 224 MiB of holes and room
+    /// for 112 huge pages before the scanners meet; each sample takes the
+    /// default's 12 and the soak's one for good, so free memory stays
+    /// above 59 MiB through a warm-up and 5 samples.
     pub fragment: Bytes,
 }
 
@@ -75,9 +76,9 @@ impl Default for ThpFragmented {
     fn default() -> Self {
         ThpFragmented {
             tasks: 1,
-            ops: 8,
-            size: Bytes::mib(4),
-            fragment: Bytes::mib(512),
+            ops: 12,
+            size: Bytes::mib(2),
+            fragment: Bytes::mib(448),
         }
     }
 }
