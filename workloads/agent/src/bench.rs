@@ -410,6 +410,17 @@ pub mod sys {
 
     /// Mounts `fstype` from `source` on `target` (created if missing).
     pub fn mount(source: &str, target: &str, fstype: &str, data: Option<&str>) -> io::Result<()> {
+        mount_flags(source, target, fstype, 0, data)
+    }
+
+    /// [`mount`] with the `MS_*` `flags`.
+    fn mount_flags(
+        source: &str,
+        target: &str,
+        fstype: &str,
+        flags: libc::c_ulong,
+        data: Option<&str>,
+    ) -> io::Result<()> {
         std::fs::create_dir_all(target)?;
         let c =
             |s: &str| CString::new(s).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e));
@@ -421,7 +432,7 @@ pub mod sys {
                 source_c.as_ptr(),
                 target_c.as_ptr(),
                 fstype_c.as_ptr(),
-                0,
+                flags,
                 data_c
                     .as_ref()
                     .map_or(std::ptr::null(), |d| d.as_ptr().cast()),
@@ -520,24 +531,7 @@ pub mod sys {
         if mounted(target)? {
             return Ok(());
         }
-        std::fs::create_dir_all(target)?;
-        let c =
-            |s: &str| CString::new(s).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e));
-        let (source_c, target_c, fstype_c) = (c(source)?, c(target)?, c(fstype)?);
-        let data_c = data.map(c).transpose()?;
-        // SAFETY: NUL-terminated strings that outlive the call.
-        let ret = unsafe {
-            libc::mount(
-                source_c.as_ptr(),
-                target_c.as_ptr(),
-                fstype_c.as_ptr(),
-                flags,
-                data_c
-                    .as_ref()
-                    .map_or(std::ptr::null(), |d| d.as_ptr().cast()),
-            )
-        };
-        check(ret, &format!("mounting {fstype} {source} on {target}")).map(drop)
+        mount_flags(source, target, fstype, flags, data)
     }
 
     /// Makes an ext2 file system (busybox's `mke2fs`, 4 KiB blocks, none
