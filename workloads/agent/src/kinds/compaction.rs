@@ -14,7 +14,9 @@
 //! zone's start moving every movable page it isolates to free pages the
 //! free scanner finds down from its end, until they meet) and unmaps the
 //! region. The window thus holds the faults, the frees, one whole-memory
-//! compaction and the unmap.
+//! compaction and the unmap. Each task compacts once before its window
+//! (untimed), so that a window starts from compacted memory as its later
+//! operations do, not from the layout the previous sample's exit left.
 //!
 //! Once per boot `/proc/sys/vm/compaction_proactiveness` is written 0, so
 //! that kcompactd does not compact in the background, between and during
@@ -78,7 +80,11 @@ impl Bench for Compaction {
         write_file(PROACTIVENESS, "0")
     }
 
+    /// Compacts once, untimed, so that every window starts from memory
+    /// the last operation of the previous one left compacted, rather than
+    /// from what the previous sample's tasks left behind as they exited.
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
+        write_file(COMPACT_MEMORY, "1")?;
         Ok(Box::new(Compactor {
             len: self.size.bytes(),
         }))

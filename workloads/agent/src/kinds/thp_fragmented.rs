@@ -4,11 +4,12 @@
 //! holes in it and then faults a MADV_HUGEPAGE region a huge page at a
 //! time, so that each huge page comes from compaction.
 //!
-//! Once per boot the agent fragments `fragment` of anonymous memory: maps
-//! it with base pages (MADV_NOHUGEPAGE, and MADV_DONTFORK so that the
-//! tasks it forks do not share it), writes every page and frees every
-//! other one (MADV_DONTNEED), so that its free pages are single pages no
-//! two of which are buddies; it holds the rest until the boot ends. It
+//! Once per boot the agent fragments `fragment` of anonymous memory as
+//! thpscale does: maps it aligned to 2 MiB with base pages
+//! (MADV_NOHUGEPAGE, and MADV_DONTFORK so that the tasks it forks do not
+//! share it), writes every page and frees the first half of every 2 MiB
+//! (MADV_DONTNEED; thpscale munmaps it), so that every 2 MiB block is half
+//! free and none whole; it holds the rest until the boot ends. It
 //! also writes THP `defrag` `madvise` (the kernel's default, so that
 //! MADV_HUGEPAGE faults compact directly; campaigns have no defrag
 //! setting) and `/proc/sys/vm/compaction_proactiveness` 0, so that
@@ -20,7 +21,7 @@
 //! operation maps `size` aligned to 2 MiB, advises it MADV_HUGEPAGE and
 //! writes one byte in each 2 MiB: every fault finds no free 2 MiB block
 //! and compacts, migrating the used half of a fragmented block into the
-//! holes of another, and maps the block it freed. The operation checks
+//! free half of another, and maps the block it freed. The operation checks
 //! that each 2 MiB is a huge page (`/proc/self/pagemap` and
 //! `/proc/kpageflags`' KPF_THP) and fails if a fault fell back to base
 //! pages. It keeps its mappings until the task ends: a huge page unmapped
@@ -99,6 +100,13 @@ impl Bench for ThpFragmented {
 
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
         check_held("fragment", self.fragment, 1, guest)?;
+        if self.fragment.bytes() % THP_SIZE != 0 {
+            return Err(ParamError::new(
+                "fragment",
+                self.fragment,
+                "must be a whole number of 2 MiB blocks",
+            ));
+        }
         if self.size.bytes() == 0 || self.size.bytes() % THP_SIZE != 0 {
             return Err(ParamError::new(
                 "size",
@@ -133,11 +141,13 @@ impl Bench for ThpFragmented {
         }
         write_file(PROACTIVENESS, "0")?;
         let page = page_size();
-        let mut fragment = Map::anon(self.fragment.bytes())?;
+        let mut fragment = Map::anon_aligned(self.fragment.bytes(), THP_SIZE)?;
         fragment.advise(libc::MADV_NOHUGEPAGE)?;
         fragment.advise(libc::MADV_DONTFORK)?;
         fragment.touch(page);
-        fragment.free_alternate_pages(page)?;
+        for block in (0..fragment.len).step_by(THP_SIZE) {
+            fragment.advise_range(block, THP_SIZE / 2, libc::MADV_DONTNEED)?;
+        }
         // Held by the agent until the guest powers off.
         std::mem::forget(fragment);
         Ok(())
@@ -180,7 +190,8 @@ fn soak_free_huge_pages() -> io::Result<Map> {
     ))
 }
 
-/// What explains a fallback: free memory and compaction's counters.
+/// What explains a fallback: free memory, compaction's counters and the
+/// free blocks of each order.
 fn memory_state() -> String {
     let free = read_file("/proc/meminfo")
         .ok()
@@ -190,19 +201,20 @@ fn memory_state() -> String {
                 .map(|v| v.trim().to_string())
         })
         .unwrap_or_default();
-    let counters: Vec<String> = [
-        "compact_stall",
-        "compact_fail",
-        "compact_success",
-        "thp_fault_fallback",
-    ]
-    .iter()
-    .map(|name| match vmstat(name) {
-        Ok(n) => format!("{name} {n}"),
-        Err(_) => format!("{name} ?"),
-    })
-    .collect();
-    format!("MemFree {free}, {}", counters.join(", "))
+    let counters: Vec<String> = read_file("/proc/vmstat")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| {
+            l.starts_with("compact_") || l.starts_with("thp_fault") || l.starts_with("pgsteal")
+        })
+        .map(str::to_string)
+        .collect();
+    let buddy = read_file("/proc/buddyinfo").unwrap_or_default();
+    format!(
+        "MemFree {free}; {}; buddyinfo {}",
+        counters.join(", "),
+        buddy.lines().collect::<Vec<_>>().join(" | ")
+    )
 }
 
 fn guest_memory() -> io::Result<usize> {
