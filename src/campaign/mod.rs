@@ -358,6 +358,7 @@ async fn prepare_workloads(
                 .time("kernel-build tree", "the workload's own tree", all)
                 .await
         }
+        Planned::Staged(staged) => stages.time("staged program", staged.kind(), all).await,
         Planned::Ready(_) => all.await,
     }
 }
@@ -375,6 +376,10 @@ async fn ready(
         Planned::KernelBuild(plan) => {
             let tree = crate::kbuild::prepare(plan, repo, base, cache_dir, sink).await?;
             plan.prepared(&tree.src, &tree.build)
+        }
+        Planned::Staged(plan) => {
+            let staged = crate::staged::prepare(plan, repo, base, cache_dir, sink).await?;
+            plan.prepared(&staged)
         }
     })
 }

@@ -19,9 +19,11 @@ use crate::memory::SwapBackend;
 pub mod exec;
 pub mod guest_fault;
 pub mod kernel_build;
+pub mod mm_selftest;
 pub mod page_fault_anon;
 pub mod reclaim_refault;
 pub mod rstat_flush;
+pub mod stress_ng;
 pub mod zswap_pageout;
 
 /// The one list of workload kinds. Each entry is the wire's variant, the
@@ -45,6 +47,8 @@ macro_rules! with_kinds {
             KernelBuild("kernel-build", kernel_build::KernelBuild, spec),
             GuestFault("guest-fault", guest_fault::GuestFault, unspecified),
             PageFaultAnon("page-fault-anon", page_fault_anon::PageFaultAnon, bench),
+            StressNg("stress-ng", stress_ng::StressNg, spec),
+            MmSelftest("mm-selftest", mm_selftest::MmSelftest, spec),
         }
     };
 }
