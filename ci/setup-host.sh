@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what patchbench needs on a Debian 12 or an Ubuntu 24.04 host (read
 # from /etc/os-release; each by its own package names): QEMU, the kernel
-# build toolchain, busybox for the guest image, ccache and strace; on Debian
+# build toolchain, busybox for the guest image, ccache, strace and
+# stress-ng; on Debian
 # 12 the default campaigns' kernel source; and, unless --no-tests, what the
 # tests need: headless Chromium (page screenshots) and actionlint (the
 # GitHub Actions workflows in ci/workflows/).
@@ -28,6 +29,7 @@ packages=(
   busybox-static    # the guest's mkswap (the initramfs needs a static one)
   ccache            # makes rebuilds of the same sources near free
   strace            # kernel-build: learns which files the guest's build reads
+  stress-ng         # the stress-ng workload: staged with its libraries into the guest
 )
 test_packages=(
   python3-venv      # a private venv for actionlint (below)

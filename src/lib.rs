@@ -33,6 +33,7 @@ pub mod reach;
 pub mod report;
 pub mod results;
 pub mod series;
+pub mod staged;
 pub mod stats;
 pub mod tls;
 pub mod tree;

@@ -181,6 +181,8 @@ pub fn debian_package_for(program: &str) -> Option<&'static str> {
         "qemu-system-x86_64" => "qemu-system-x86",
         "busybox" => "busybox-static",
         "strace" => "strace",
+        "stress-ng" => "stress-ng",
+        "ldd" => "libc-bin",
         _ => return None,
     })
 }
@@ -356,6 +358,29 @@ pub async fn run(cmd: &Cmd) -> Result<Output, ProcessError> {
     })
 }
 
+/// [`run`] for a caller that is not async, such as a campaign's checks
+/// while it is read (`stress-ng --stressors`): the command runs on a
+/// thread of its own with a runtime of its own, so this works inside an
+/// async caller too, whose thread waits meanwhile. Only for quick queries:
+/// give them a deadline of seconds, so that Ctrl-C is not held up.
+pub fn run_blocking(cmd: &Cmd) -> Result<Output, ProcessError> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|source| ProcessError::Spawn {
+                        command: cmd.to_string(),
+                        source,
+                    })?;
+                runtime.block_on(run(cmd))
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
 /// Send each line of `reader` to `tx`, decoded lossily (a byte that is not
 /// UTF-8 becomes U+FFFD; the line and every line after it still arrive),
 /// without its line ending, until the end of the stream or a read error.
@@ -494,6 +519,21 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("No such file or directory"), "{text}");
+    }
+
+    /// From a plain thread and from inside a runtime alike.
+    #[test]
+    fn a_blocking_run_works_with_or_without_a_runtime() {
+        let out = run_blocking(&Cmd::new("echo", QUICK).arg("plain")).unwrap();
+        assert_eq!(out.stdout, "plain\n");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let out = runtime.block_on(async { run_blocking(&Cmd::new("echo", QUICK).arg("inside")) });
+        assert_eq!(out.unwrap().stdout, "inside\n");
+        let err = run_blocking(&Cmd::new("ls", QUICK).arg("/definitely/not/here")).unwrap_err();
+        assert!(matches!(err, ProcessError::Failed { .. }), "{err}");
     }
 
     #[tokio::test]

@@ -1382,6 +1382,10 @@ fn the_fake_agent_reports_what_the_spec_lists() {
         let prepared = match &plan.workload {
             Planned::Ready(p) => p.clone(),
             Planned::KernelBuild(k) => k.prepared(Path::new("/src"), Path::new("/build")),
+            Planned::Staged(s) => s.prepared(&patchbench::workload::StagedArchive {
+                archive: "/staged/program.cpio".into(),
+                source: "staged".into(),
+            }),
         };
         let spec = spec_for_kind(prepared.kind())?;
         let mut listed: Vec<String> = spec

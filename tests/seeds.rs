@@ -160,6 +160,12 @@ fn plan_params(plan: &Plan) -> std::collections::BTreeMap<String, String> {
         patchbench::workload::Planned::KernelBuild(k) => {
             k.prepared(Path::new("/src"), Path::new("/build")).params()
         }
+        patchbench::workload::Planned::Staged(s) => s
+            .prepared(&patchbench::workload::StagedArchive {
+                archive: "/staged.cpio".into(),
+                source: "staged".into(),
+            })
+            .params(),
     }
 }
 

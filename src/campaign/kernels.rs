@@ -43,6 +43,28 @@ pub(crate) async fn prepare(
     budget: bytesize::ByteSize,
     prebuilt: Option<&Path>,
 ) -> anyhow::Result<Kernels> {
+    let sources = obtain(stages, plan, cache_dir, prebuilt).await?;
+    build(stages, plan, cache_dir, fresh, budget, sources).await
+}
+
+/// What the kernels are built from: the tree, the applied series and the
+/// variants, with the prebuilt kernels if the run was given some.
+pub(crate) struct Sources {
+    pub tree: tree::Tree,
+    pub applied: AppliedSeries,
+    /// Every variant, the baseline first.
+    pub variants: Vec<Variant>,
+    prebuilt: Option<Prebuilt>,
+}
+
+/// Import (or reuse) the tree, apply the series and resolve the variants:
+/// [`prepare`] up to its first kernel build.
+pub(crate) async fn obtain(
+    stages: &mut Stages<'_>,
+    plan: &Plan,
+    cache_dir: &Path,
+    prebuilt: Option<&Path>,
+) -> anyhow::Result<Sources> {
     let sink = stages.sink;
     // Prebuilt images are checked before anything else, their commits
     // once the series is applied.
@@ -92,6 +114,33 @@ pub(crate) async fn prepare(
         .map(|p| p.subject().to_string())
         .collect();
     let variants = plan.variants.resolve(&subjects)?;
+    Ok(Sources {
+        tree,
+        applied,
+        variants,
+        prebuilt,
+    })
+}
+
+/// Build the kernels of [`obtain`]'s variants (or take the prebuilt
+/// ones), then bring the build cache within `budget`: the rest of
+/// [`prepare`].
+pub(crate) async fn build(
+    stages: &mut Stages<'_>,
+    plan: &Plan,
+    cache_dir: &Path,
+    fresh: bool,
+    budget: bytesize::ByteSize,
+    sources: Sources,
+) -> anyhow::Result<Kernels> {
+    let sink = stages.sink;
+    let Sources {
+        tree,
+        applied,
+        variants,
+        prebuilt,
+    } = sources;
+    let repo = tree.open()?;
     let (kernels, leases) = match prebuilt {
         Some(prebuilt) => (
             prebuilt.for_variants(&variants, &applied, sink)?,

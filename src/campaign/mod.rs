@@ -33,7 +33,7 @@ pub use kernels::{
     AppliedSeries, BuildOutcome, KernelManifest, MANIFEST, Prebuilt, PrebuiltError,
     apply_plan_series, apply_series, build_only, describe, export,
 };
-use kernels::{Kernels, prepare};
+use kernels::{Kernels, Sources};
 use lane::LaneSetup;
 pub use lane::{clock as lane_clock, decide as decide_lane, plugin_model, probe as probe_kvm};
 use stages::Stages;
@@ -85,9 +85,10 @@ impl Outcome {
     }
 }
 
-/// Run a whole campaign: choose the accelerator, build the kernels,
-/// prepare the workloads, start (or resume) the results, boot every
-/// variant in the protocol's order, and judge.
+/// Run a whole campaign: choose the accelerator, import the tree and
+/// apply the series, prepare the workloads, build the kernels, start (or
+/// resume) the results, boot every variant in the protocol's order, and
+/// judge.
 pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Result<Outcome> {
     // A lane the campaign cannot have is refused before the KVM trial.
     plan.vm.lane_request().lane_where_kvm_runs()?;
@@ -112,16 +113,21 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         sink,
         timings: Vec::new(),
     };
-    let kernels = prepare(
+    let sources =
+        kernels::obtain(&mut stages, plan, &opts.cache_dir, opts.kernels.as_deref()).await?;
+    // The workloads are made ready before any kernel is built: what a
+    // kind prepares from the tree (a selftest that does not build there)
+    // fails at once, not after the builds.
+    let workloads = prepare_workloads(&mut stages, plan, &sources, &opts.cache_dir).await?;
+    let kernels = kernels::build(
         &mut stages,
         plan,
         &opts.cache_dir,
         false,
         opts.cache_max,
-        opts.kernels.as_deref(),
+        sources,
     )
     .await?;
-    let workloads = prepare_workloads(&mut stages, plan, &kernels, &opts.cache_dir).await?;
     let round = plan.order.boots(kernels.variants.len());
     let parallel = lane.parallel;
     lane.widen_for_rounds(plan, round.len());
@@ -331,11 +337,11 @@ fn write_markdown(results: &Results, out_dir: &Path) -> anyhow::Result<(String, 
 async fn prepare_workloads(
     stages: &mut Stages<'_>,
     plan: &Plan,
-    kernels: &Kernels,
+    sources: &Sources,
     cache_dir: &Path,
 ) -> anyhow::Result<Workloads> {
-    let repo = kernels.tree.open()?;
-    let base = kernels.applied.base;
+    let repo = sources.tree.open()?;
+    let base = sources.applied.base;
     let sink = stages.sink;
     let all = async {
         let main = ready(&plan.workload, &repo, base, cache_dir, sink).await?;
@@ -346,12 +352,14 @@ async fn prepare_workloads(
         }
         Ok(Workloads { main, controls })
     };
-    if matches!(plan.workload, crate::workload::Planned::KernelBuild(_)) {
-        stages
-            .time("kernel-build tree", "the workload's own tree", all)
-            .await
-    } else {
-        all.await
+    match &plan.workload {
+        Planned::KernelBuild(_) => {
+            stages
+                .time("kernel-build tree", "the workload's own tree", all)
+                .await
+        }
+        Planned::Staged(staged) => stages.time("staged program", staged.kind(), all).await,
+        Planned::Ready(_) => all.await,
     }
 }
 
@@ -368,6 +376,10 @@ async fn ready(
         Planned::KernelBuild(plan) => {
             let tree = crate::kbuild::prepare(plan, repo, base, cache_dir, sink).await?;
             plan.prepared(&tree.src, &tree.build)
+        }
+        Planned::Staged(plan) => {
+            let staged = crate::staged::prepare(plan, repo, base, cache_dir, sink).await?;
+            plan.prepared(&staged)
         }
     })
 }

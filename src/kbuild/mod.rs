@@ -21,7 +21,7 @@ mod stage;
 
 pub use error::KbuildError;
 use error::io_err;
-pub use stage::Staged;
+pub use stage::{CopyError, Staged, stage_path, write_archive};
 
 use std::path::{Path, PathBuf};
 
@@ -120,8 +120,9 @@ pub fn key(commit: Oid, config: &str, targets: &[String], compiler: &str) -> Str
 }
 
 /// Checks out `commit` into `root/src-<commit>` unless it is there already.
-/// Writing a kernel tree's 87k files runs off the async thread.
-async fn export(
+/// Writing a kernel tree's 87k files runs off the async thread. A staged
+/// selftest is built from the same checkout (`crate::staged`).
+pub(crate) async fn export(
     repo_path: &Path,
     commit: Oid,
     root: &Path,

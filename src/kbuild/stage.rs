@@ -66,7 +66,8 @@ pub async fn ensure(build: &Build<'_>, stage: &Path) -> Result<Staged, KbuildErr
     let staged = staged_root(build, stage).await?;
     if !archive.is_file() {
         let mut bytes = Vec::new();
-        write_archive(stage, &mut bytes).map_err(io_err(stage))?;
+        write_archive(stage, patchbench_agent::KBUILD_STAGE_GUEST, &mut bytes)
+            .map_err(io_err(stage))?;
         crate::fsutil::write_atomic(&archive, &bytes).map_err(io_err(&archive))?;
     }
     Ok(staged)
@@ -125,15 +126,16 @@ async fn staged_root(build: &Build<'_>, stage: &Path) -> Result<Staged, KbuildEr
 }
 
 /// Writes the staged root at `stage` as a newc cpio archive, every member
-/// under [`patchbench_agent::KBUILD_STAGE_GUEST`] with its mode and
-/// modification time (make compares times), links as links; sorted, owned
-/// by root, so the same root gives the same bytes. The kernel unpacks it
-/// after the boot's own archive.
-pub fn write_archive(stage: &Path, out: impl std::io::Write) -> std::io::Result<()> {
+/// under `prefix` (a guest path without its leading `/`, such as
+/// [`patchbench_agent::KBUILD_STAGE_GUEST`]'s), each directory of the
+/// prefix first, with its mode and modification time (make compares
+/// times), links as links; sorted, owned by root, so the same root gives
+/// the same bytes. The kernel unpacks it after the boot's own archive.
+pub fn write_archive(stage: &Path, prefix: &str, out: impl std::io::Write) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::MetadataExt;
     let mut out = out;
-    let prefix = patchbench_agent::KBUILD_STAGE_GUEST.trim_start_matches('/');
+    let prefix = prefix.trim_matches('/');
     let mut ino = 1u32;
     let mut member = |out: &mut dyn Write, name: &str, meta: &fs::Metadata, data: &[u8]| {
         let builder = cpio::newc::Builder::new(name)
@@ -146,7 +148,12 @@ pub fn write_archive(stage: &Path, out: impl std::io::Write) -> std::io::Result<
         ino += 1;
         crate::image::write_member(builder, name, data, out)
     };
-    member(&mut out, prefix, &fs::metadata(stage)?, &[])?;
+    let root_meta = fs::metadata(stage)?;
+    let parts: Vec<&str> = prefix.split('/').collect();
+    for depth in 1..parts.len() {
+        member(&mut out, &parts[..depth].join("/"), &root_meta, &[])?;
+    }
+    member(&mut out, prefix, &root_meta, &[])?;
     for entry in walkdir::WalkDir::new(stage)
         .sort_by_file_name()
         .min_depth(1)
@@ -318,6 +325,31 @@ fn quoted(text: &str) -> Option<String> {
     None
 }
 
+/// An i/o error on one path while copying a staged root
+/// ([`stage_path`]); the kernel-build workload reports it as its own
+/// ([`KbuildError::Io`]), a staged program's as its own.
+#[derive(Debug, thiserror::Error)]
+#[error("i/o on {}", path.display())]
+pub struct CopyError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl From<CopyError> for KbuildError {
+    fn from(e: CopyError) -> KbuildError {
+        KbuildError::Io {
+            path: e.path,
+            source: e.source,
+        }
+    }
+}
+
+fn copy_err(path: &Path) -> impl FnOnce(std::io::Error) -> CopyError {
+    let path = path.to_owned();
+    move |source| CopyError { path, source }
+}
+
 /// How many links one path may pass through, as the kernel's `MAXSYMLINKS`.
 const MAX_LINKS: usize = 40;
 
@@ -332,7 +364,7 @@ pub fn stage_path(
     stage: &Path,
     path: &Path,
     staged: &mut Staged,
-) -> Result<(), KbuildError> {
+) -> Result<(), CopyError> {
     let mut real = PathBuf::from("/");
     let mut pending: VecDeque<OsString> = components(path);
     let mut links = 0;
@@ -347,16 +379,16 @@ pub fn stage_path(
         let meta = match fs::symlink_metadata(&host) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(io_err(&host)(e)),
+            Err(e) => return Err(copy_err(&host)(e)),
         };
         if meta.file_type().is_symlink() {
             links += 1;
             if links > MAX_LINKS {
                 return Ok(());
             }
-            let target = fs::read_link(&host).map_err(io_err(&host))?;
+            let target = fs::read_link(&host).map_err(copy_err(&host))?;
             if fs::symlink_metadata(&dest).is_err() {
-                std::os::unix::fs::symlink(&target, &dest).map_err(io_err(&dest))?;
+                std::os::unix::fs::symlink(&target, &dest).map_err(copy_err(&dest))?;
             }
             if target.is_absolute() {
                 real = PathBuf::from("/");
@@ -366,19 +398,19 @@ pub fn stage_path(
             }
         } else if meta.is_dir() {
             if !dest.is_dir() {
-                fs::create_dir(&dest).map_err(io_err(&dest))?;
-                fs::set_permissions(&dest, meta.permissions()).map_err(io_err(&dest))?;
+                fs::create_dir(&dest).map_err(copy_err(&dest))?;
+                fs::set_permissions(&dest, meta.permissions()).map_err(copy_err(&dest))?;
             }
             real = at;
         } else if meta.is_file() && pending.is_empty() {
             if !dest.exists() {
-                fs::copy(&host, &dest).map_err(io_err(&dest))?;
-                let modified = meta.modified().map_err(io_err(&host))?;
+                fs::copy(&host, &dest).map_err(copy_err(&dest))?;
+                let modified = meta.modified().map_err(copy_err(&host))?;
                 fs::File::options()
                     .write(true)
                     .open(&dest)
                     .and_then(|f| f.set_modified(modified))
-                    .map_err(io_err(&dest))?;
+                    .map_err(copy_err(&dest))?;
                 staged.files += 1;
                 staged.bytes += meta.len();
             }
@@ -574,9 +606,9 @@ exit_group(0)                           = ?
         symlink("gcc-12", s.join("usr/bin/gcc")).unwrap();
         fs::write(s.join(STAGED), b"{}").unwrap();
         let mut bytes = Vec::new();
-        write_archive(s, &mut bytes).unwrap();
+        write_archive(s, patchbench_agent::KBUILD_STAGE_GUEST, &mut bytes).unwrap();
         let mut again = Vec::new();
-        write_archive(s, &mut again).unwrap();
+        write_archive(s, patchbench_agent::KBUILD_STAGE_GUEST, &mut again).unwrap();
         assert_eq!(bytes, again, "the same root gives the same archive");
         let mut members = Vec::new();
         let mut rest = &bytes[..];

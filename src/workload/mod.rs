@@ -17,7 +17,10 @@ mod spec;
 pub mod steal;
 pub use kinds::WorkloadConfig;
 pub use param::{CgroupCount, WorkloadError};
-pub use planned::{BuildConfig, KernelBuildPlan, Planned, Prepared};
+pub use planned::{
+    BuildConfig, KernelBuildPlan, Planned, Prepared, SelftestPlan, StagedArchive, StagedPlan,
+    StressNgPlan,
+};
 pub use spec::{
     Counted, MetricLane, MetricSpec, ParamSpec, Scope, TasksSpec, WorkloadSpec, spec_for_kind,
 };

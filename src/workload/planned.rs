@@ -7,6 +7,8 @@ use std::path::Path;
 
 use bytesize::ByteSize;
 use patchbench_agent::kinds::kernel_build::KernelBuild;
+use patchbench_agent::kinds::mm_selftest::{MmSelftest, SelftestProgram};
+use patchbench_agent::kinds::stress_ng::StressNg;
 use patchbench_agent::{BuildDriver, SwapBackend, Workload};
 use serde::Deserialize;
 
@@ -22,11 +24,13 @@ pub trait Params {
 
 /// A validated workload. Every kind is ready to run as it is, except a
 /// kernel build, whose tree the host must prepare first
-/// ([`KernelBuildPlan::prepared`]).
+/// ([`KernelBuildPlan::prepared`]), and a kind that runs a program the
+/// host stages into the initramfs first ([`StagedPlan::prepared`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Planned {
     Ready(Prepared),
     KernelBuild(KernelBuildPlan),
+    Staged(StagedPlan),
 }
 
 impl Planned {
@@ -35,6 +39,7 @@ impl Planned {
         match self {
             Planned::Ready(p) => p.kind(),
             Planned::KernelBuild(_) => "kernel-build",
+            Planned::Staged(plan) => plan.kind(),
         }
     }
 
@@ -43,6 +48,8 @@ impl Planned {
         match self {
             Planned::Ready(p) => p.wire().swap_backend(),
             Planned::KernelBuild(plan) => plan.swap,
+            // Neither stages a swap device of its own: the default one.
+            Planned::Staged(_) => SwapBackend::Disk,
         }
     }
 
@@ -51,7 +58,7 @@ impl Planned {
     pub fn profile_candidates(&self) -> &'static [&'static str] {
         match self {
             Planned::Ready(p) => p.wire().profile_candidates(),
-            Planned::KernelBuild(_) => &[],
+            Planned::KernelBuild(_) | Planned::Staged(_) => &[],
         }
     }
 }
@@ -172,6 +179,69 @@ impl BuildConfig {
             BuildConfig::Defconfig => "defconfig",
             BuildConfig::Tinyconfig => "tinyconfig",
             BuildConfig::Allnoconfig => "allnoconfig",
+        }
+    }
+}
+
+/// A workload that runs a program the host stages into every boot's
+/// initramfs (`crate::staged`): everything but the staged archive.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StagedPlan {
+    /// The host's stress-ng and the libraries it loads.
+    StressNg(StressNgPlan),
+    /// A selftest, built from the tree under test.
+    MmSelftest(SelftestPlan),
+}
+
+/// `stress-ng`'s parameters, checked against the host's stress-ng.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StressNgPlan {
+    pub stressor: String,
+    pub instances: u32,
+    pub ops: u64,
+    pub options: BTreeMap<String, String>,
+}
+
+/// `mm-selftest`'s parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelftestPlan {
+    pub program: SelftestProgram,
+}
+
+/// What the host staged for a [`StagedPlan`]: the archive, and what it
+/// was made from (stress-ng's version; the selftest's tree, by commit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StagedArchive {
+    pub archive: std::path::PathBuf,
+    pub source: String,
+}
+
+impl StagedPlan {
+    /// The kind, as campaign files and specs name it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StagedPlan::StressNg(_) => "stress-ng",
+            StagedPlan::MmSelftest(_) => "mm-selftest",
+        }
+    }
+
+    /// The workload once its program is staged.
+    pub fn prepared(&self, staged: &StagedArchive) -> Prepared {
+        let archive = staged.archive.display().to_string();
+        match self {
+            StagedPlan::StressNg(plan) => Prepared::new(StressNg {
+                stressor: plan.stressor.clone(),
+                instances: plan.instances,
+                ops: plan.ops,
+                options: plan.options.clone(),
+                version: staged.source.clone(),
+                archive,
+            }),
+            StagedPlan::MmSelftest(plan) => Prepared::new(MmSelftest {
+                program: plan.program,
+                archive,
+                commit: staged.source.clone(),
+            }),
         }
     }
 }

@@ -22,7 +22,7 @@ fn spec_text(kind: &str) -> &'static str {
 
 #[test]
 fn every_spec_parses_and_names_the_agents_metrics() {
-    let cases: [(&str, &str, &[&str]); 4] = [
+    let cases: [(&str, &str, &[&str]); 6] = [
         (
             spec_text("zswap-pageout"),
             "zswap-pageout",
@@ -129,6 +129,48 @@ fn every_spec_parses_and_names_the_agents_metrics() {
                 "kworker_ns",
             ],
         ),
+        (
+            spec_text("stress-ng"),
+            "stress-ng",
+            &[
+                "ops",
+                "ops_per_sec",
+                "ns_per_op",
+                "stressor_ns",
+                "real_ns",
+                "user_ns",
+                "sys_ns",
+                "disk_irqs",
+                "guest_user_ns",
+                "guest_sys_ns",
+                "guest_irq_ns",
+                "guest_softirq_ns",
+                "guest_steal_ns",
+                "kswapd_ns",
+                "kcompactd_ns",
+                "kworker_ns",
+            ],
+        ),
+        (
+            spec_text("mm-selftest"),
+            "mm-selftest",
+            &[
+                "real_ns",
+                "user_ns",
+                "sys_ns",
+                "reported_ns",
+                "reported",
+                "disk_irqs",
+                "guest_user_ns",
+                "guest_sys_ns",
+                "guest_irq_ns",
+                "guest_softirq_ns",
+                "guest_steal_ns",
+                "kswapd_ns",
+                "kcompactd_ns",
+                "kworker_ns",
+            ],
+        ),
     ];
     for (text, name, metrics) in cases {
         let spec = WorkloadSpec::parse(text).unwrap();
@@ -141,7 +183,8 @@ fn every_spec_parses_and_names_the_agents_metrics() {
             .collect();
         assert_eq!(agents, metrics, "{name}");
         for m in &spec.metrics {
-            let suffix_ns = m.name.ends_with("_ns");
+            // A time per operation, as the mm library names it.
+            let suffix_ns = m.name.ends_with("_ns") || m.name == "ns_per_op";
             assert_eq!(suffix_ns, m.unit == Unit::Ns, "{name}: {}", m.name);
         }
     }
@@ -152,7 +195,7 @@ fn every_spec_parses_and_names_the_agents_metrics() {
 /// it has one, declared after the agent's own.
 #[test]
 fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
-    let cases: [(&str, &[&str], &str); 4] = [
+    let cases: [(&str, &[&str], &str); 6] = [
         (
             spec_text("zswap-pageout"),
             &["total", "pageout", "verify"],
@@ -169,13 +212,15 @@ fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
             "kind: reclaim-refault",
         ),
         (spec_text("kernel-build"), &["build"], "kind: kernel-build"),
+        (spec_text("stress-ng"), &["ops"], "kind: stress-ng"),
+        (spec_text("mm-selftest"), &["run"], "kind: mm-selftest"),
     ];
     for (text, phases, kind) in cases {
         let spec = WorkloadSpec::parse(text).unwrap();
         let workload = parse(kind).unwrap().into_workload(&vm("1 GiB", 2)).unwrap();
         let per_call = match &workload {
             Planned::Ready(p) => p.wire().per_call_cost(),
-            Planned::KernelBuild(_) => None,
+            Planned::KernelBuild(_) | Planned::Staged(_) => None,
         };
         // The cost lane's: those of the cache model and those either lane
         // makes, in the spec's order.
@@ -188,11 +233,14 @@ fn every_spec_declares_the_cost_metrics_of_the_phases_it_marks() {
         // order: the instructions, then split by mode, the lane's own
         // measure of work. (Their directions follow docs/statistics.md's
         // unit rule, tests/docs.rs.)
+        // (Less the kernel's instructions per operation, which the host
+        // derives where a kind reports `ops`: `cost::kernel_insns_per_op`.)
         let count: Vec<&str> = spec
             .metrics
             .iter()
             .filter(|m| matches!(m.lane, Some(MetricLane::Count | MetricLane::Plugin)))
             .map(|m| m.name.as_str())
+            .filter(|m| *m != "ops_kernel_insns_per_op")
             .collect();
         let want_count: Vec<String> = phases
             .iter()
@@ -304,6 +352,8 @@ fn spec_for_covers_every_measuring_workload() {
         "kind: rstat-flush",
         "kind: reclaim-refault",
         "kind: kernel-build",
+        "kind: stress-ng",
+        "kind: mm-selftest",
     ] {
         let workload = parse(text).unwrap().into_workload(&vm).unwrap();
         let spec = spec_for_kind(workload.kind()).unwrap();
@@ -533,6 +583,7 @@ fn zswap_pageout_compacts_and_settles_only_when_told_to() {
     {
         Planned::Ready(p) => p,
         Planned::KernelBuild(plan) => panic!("{plan:?}"),
+        Planned::Staged(plan) => panic!("{plan:?}"),
     };
     // Each is left out of the wire when off.
     let flags = |p: &Prepared| {
@@ -663,6 +714,7 @@ fn wire(planned: &Planned) -> Value {
     match planned {
         Planned::Ready(p) => serde_json::to_value(p.wire()).unwrap(),
         Planned::KernelBuild(plan) => panic!("not prepared: {plan:?}"),
+        Planned::Staged(plan) => panic!("not staged: {plan:?}"),
     }
 }
 
@@ -761,4 +813,73 @@ fn every_benchmark_records_its_spec_parameters_at_their_defaults() {
         }
     }
     assert!(benchmarks > 0, "no benchmark of the mm library");
+}
+
+/// stress-ng's parameters are checked against the host's own stress-ng
+/// (the one the guest runs) when the campaign is read, before anything
+/// is built: each bad one is named.
+#[test]
+fn stress_ng_refuses_what_the_hosts_stress_ng_would() {
+    let vm = vm("1 GiB", 2);
+    let refused = |text: &str| {
+        parse(&format!("kind: stress-ng\n{text}"))
+            .unwrap()
+            .into_workload(&vm)
+            .unwrap_err()
+    };
+    let e = refused("stressor: mmapp");
+    assert_eq!((e.param, e.value.as_str()), ("stressor", "mmapp"));
+    assert!(e.problem.contains("no such stressor"), "{e:?}");
+    assert!(e.problem.contains("mmap "), "the near ones: {e:?}");
+    for (text, param) in [
+        ("instances: 0", "instances"),
+        ("instances: 65", "instances"),
+        ("instances: 4\nops: 3", "ops"),
+        ("ops: 0", "ops"),
+        ("options: {mmap-bytes: 99Q}", "options"),
+        ("options: {timeout: 5}", "options"),
+        ("options: {mmap-ops: 5}", "options"),
+        ("options: {no-such-option: 1}", "options"),
+        ("stressor: \"--all\"", "stressor"),
+    ] {
+        assert_eq!(refused(text).param, param, "{text}");
+    }
+    let e = refused("options: {mmap-bytes: 99Q}");
+    assert!(e.problem.contains("--dry-run"), "{e:?}");
+    let Planned::Staged(StagedPlan::StressNg(plan)) = parse(
+        "kind: stress-ng\nstressor: vm\ninstances: 2\nops: 8\noptions: {vm-bytes: 8M, vm-keep: true}",
+    )
+    .unwrap()
+    .into_workload(&vm)
+    .unwrap() else {
+        panic!("stress-ng is staged");
+    };
+    assert_eq!(plan.options["vm-bytes"], "8M");
+    assert_eq!(plan.options["vm-keep"], "");
+}
+
+#[test]
+fn mm_selftest_names_a_program_it_cannot_read() {
+    let err = campaign_error("kind: mm-selftest\nprogram: ksm_tests");
+    assert!(
+        err.contains("workload.program") && err.contains("mremap_test"),
+        "{err}"
+    );
+    let planned = parse("kind: mm-selftest")
+        .unwrap()
+        .into_workload(&vm("1 GiB", 2))
+        .unwrap();
+    let Planned::Staged(plan) = planned else {
+        panic!("{planned:?}")
+    };
+    let prepared = plan.prepared(&StagedArchive {
+        archive: "/c/staged/mm-selftest-0123456789abcdef.cpio".into(),
+        source: "2a1097b70a378b27".into(),
+    });
+    assert_eq!(prepared.params()["program"], "mremap_test");
+    assert_eq!(prepared.params()["args"], "-p 1");
+    assert_eq!(
+        prepared.wire().initramfs_archives(),
+        ["/c/staged/mm-selftest-0123456789abcdef.cpio"]
+    );
 }

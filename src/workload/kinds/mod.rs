@@ -17,8 +17,10 @@ use crate::model::GuestShape;
 
 pub mod guest_fault;
 pub mod kernel_build;
+pub mod mm_selftest;
 pub mod reclaim_refault;
 pub mod rstat_flush;
+pub mod stress_ng;
 pub mod zswap_pageout;
 
 /// A kind's spec text, `workloads/<name>.yaml`, or `None` for a kind

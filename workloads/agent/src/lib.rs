@@ -26,6 +26,7 @@ pub mod kind;
 pub mod kinds;
 pub mod marker;
 pub mod memory;
+pub mod staged;
 pub mod sysfs;
 
 pub use kind::{Kind, PerCallCost};

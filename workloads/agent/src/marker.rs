@@ -48,7 +48,8 @@ pub enum Phase {
     Verify,
     /// rstat-flush: the timed `pread()` loop (`read_loop_ns`).
     ReadLoop,
-    /// reclaim-refault: every worker's write and read-back (`real_ns`).
+    /// reclaim-refault: every worker's write and read-back (`real_ns`);
+    /// mm-selftest: the program, spawn to exit (`real_ns`).
     Run,
     /// kernel-build: the timed `make` (`real_ns`).
     Build,
@@ -56,7 +57,8 @@ pub enum Phase {
     /// instruction count, for testing the plugin.
     Probe,
     /// The mm benchmark library ([`crate::bench`]): every task's
-    /// operations (`ops_ns`).
+    /// operations (`ops_ns`); stress-ng: its run, spawn to exit, whose
+    /// bogo operations are its `ops` (`real_ns`).
     Ops,
 }
 

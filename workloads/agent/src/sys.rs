@@ -450,6 +450,75 @@ pub fn signal_name(signal: i32) -> String {
     name.to_string()
 }
 
+/// Starts `argv[0]` with only `env` (`NAME=value` words), its stdin
+/// `/dev/null` and its stdout and stderr `log`, chrooted into `root` if
+/// given (`argv[0]` and `cwd` are then paths inside it), in `cwd`: `fork`,
+/// then in the child `dup2`, `chroot`, `chdir` and `execve` on memory
+/// prepared before the fork, nothing else. std's `Command` cannot do it
+/// on the mm library's kernel: with a `pre_exec` hook (where it forks
+/// itself rather than use posix_spawn) it fails with ENOSYS before running
+/// anything on a kernel without CONFIG_NET. A step that fails in the child
+/// ends it with status 127 (the shell's "cannot execute").
+pub fn spawn_in(
+    root: Option<&Path>,
+    cwd: &Path,
+    argv: &[String],
+    env: &[String],
+    log: &std::fs::File,
+) -> io::Result<libc::pid_t> {
+    use std::os::fd::AsRawFd;
+    let words = |list: &[String]| -> io::Result<Vec<CString>> {
+        list.iter()
+            .map(|w| {
+                CString::new(w.as_bytes()).map_err(|_| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "an argument contains a NUL byte",
+                    )
+                })
+            })
+            .collect()
+    };
+    let root = root.map(cstring).transpose()?;
+    let cwd = cstring(cwd)?;
+    let (argv, env) = (words(argv)?, words(env)?);
+    let program = argv
+        .first()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no program"))?;
+    let argv_ptrs: Vec<*const libc::c_char> = argv
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let env_ptrs: Vec<*const libc::c_char> = env
+        .iter()
+        .map(|e| e.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let null = std::fs::File::open("/dev/null")?;
+    let (null_fd, log_fd) = (null.as_raw_fd(), log.as_raw_fd());
+    // SAFETY: the agent has one thread; the child makes only
+    // async-signal-safe calls on memory prepared above, and leaves by
+    // execve or _exit.
+    match check(unsafe { libc::fork() })? {
+        0 => unsafe {
+            if libc::dup2(null_fd, 0) == -1
+                || libc::dup2(log_fd, 1) == -1
+                || libc::dup2(log_fd, 2) == -1
+                || root
+                    .as_ref()
+                    .is_some_and(|r| libc::chroot(r.as_ptr()) == -1)
+                || libc::chdir(cwd.as_ptr()) == -1
+            {
+                libc::_exit(127);
+            }
+            libc::execve(program.as_ptr(), argv_ptrs.as_ptr(), env_ptrs.as_ptr());
+            libc::_exit(127)
+        },
+        pid => Ok(pid),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

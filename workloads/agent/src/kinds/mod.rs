@@ -29,6 +29,7 @@ pub mod madvise;
 pub mod memcg_charge;
 pub mod memcg_reclaim;
 pub mod mlock;
+pub mod mm_selftest;
 pub mod mmap_munmap;
 pub mod mprotect;
 pub mod mremap;
@@ -42,6 +43,7 @@ pub mod page_fault_shmem;
 pub mod reclaim_refault;
 pub mod rstat_flush;
 pub mod slab_churn;
+pub mod stress_ng;
 pub mod swap;
 pub mod thp_collapse;
 pub mod thp_fragmented;
@@ -93,6 +95,8 @@ macro_rules! with_kinds {
             Userfaultfd("userfaultfd", userfaultfd::Userfaultfd, bench),
             MemcgReclaim("memcg-reclaim", memcg_reclaim::MemcgReclaim, bench),
             Swap("swap", swap::Swap, bench),
+            StressNg("stress-ng", stress_ng::StressNg, spec),
+            MmSelftest("mm-selftest", mm_selftest::MmSelftest, spec),
         }
     };
 }
