@@ -219,6 +219,28 @@ mod tests {
         (repo, commit)
     }
 
+    /// mremap_test staged from `commit` of `repo`, with its cache under
+    /// `work`.
+    async fn stage_mremap_test(
+        work: &Path,
+        repo: &Repository,
+        commit: Oid,
+    ) -> Result<StagedArchive, StageError> {
+        let cache = work.join("cache");
+        let dir = cache.join("staged");
+        std::fs::create_dir_all(&dir).unwrap();
+        let sink = crate::events::Recorder::default();
+        stage(
+            SelftestProgram::MremapTest,
+            repo,
+            commit,
+            &cache,
+            &dir,
+            &sink,
+        )
+        .await
+    }
+
     /// A tree whose `make headers` makes an empty include directory.
     const MAKEFILE: &str = "headers:\n\tmkdir -p $(O)/usr/include\n";
 
@@ -235,20 +257,9 @@ mod tests {
                 ),
             ],
         );
-        let cache = work.path().join("cache");
-        let dir = cache.join("staged");
-        std::fs::create_dir_all(&dir).unwrap();
-        let sink = crate::events::Recorder::default();
-        let err = stage(
-            SelftestProgram::MremapTest,
-            &repo,
-            commit,
-            &cache,
-            &dir,
-            &sink,
-        )
-        .await
-        .unwrap_err();
+        let err = stage_mremap_test(work.path(), &repo, commit)
+            .await
+            .unwrap_err();
         let text = err.to_string();
         assert!(
             text.starts_with("mm-selftest: mremap_test does not build in the tree"),
@@ -266,20 +277,9 @@ mod tests {
     async fn a_tree_without_the_selftest_says_where_it_looked() {
         let work = tempfile::tempdir().unwrap();
         let (repo, commit) = tree_of(&work.path().join("linux"), &[("Makefile", MAKEFILE)]);
-        let cache = work.path().join("cache");
-        let dir = cache.join("staged");
-        std::fs::create_dir_all(&dir).unwrap();
-        let sink = crate::events::Recorder::default();
-        let err = stage(
-            SelftestProgram::MremapTest,
-            &repo,
-            commit,
-            &cache,
-            &dir,
-            &sink,
-        )
-        .await
-        .unwrap_err();
+        let err = stage_mremap_test(work.path(), &repo, commit)
+            .await
+            .unwrap_err();
         let text = err.to_string();
         assert!(text.contains("has no selftest mremap_test"), "{text}");
         assert!(
@@ -306,20 +306,7 @@ mod tests {
                 ),
             ],
         );
-        let cache = work.path().join("cache");
-        let dir = cache.join("staged");
-        std::fs::create_dir_all(&dir).unwrap();
-        let sink = crate::events::Recorder::default();
-        let staged = stage(
-            SelftestProgram::MremapTest,
-            &repo,
-            commit,
-            &cache,
-            &dir,
-            &sink,
-        )
-        .await
-        .unwrap();
+        let staged = stage_mremap_test(work.path(), &repo, commit).await.unwrap();
         assert_eq!(staged.source, commit.to_string());
         let name = staged.archive.file_stem().unwrap().to_str().unwrap();
         assert!(name.starts_with("mm-selftest-"), "{name}");
@@ -338,16 +325,7 @@ mod tests {
         let elf = goblin::elf::Elf::parse(data).unwrap();
         assert!(elf.interpreter.is_none(), "a static program has no loader");
         // The second time, the cache's.
-        let again = stage(
-            SelftestProgram::MremapTest,
-            &repo,
-            commit,
-            &cache,
-            &dir,
-            &sink,
-        )
-        .await
-        .unwrap();
+        let again = stage_mremap_test(work.path(), &repo, commit).await.unwrap();
         assert_eq!(again, staged);
     }
 
