@@ -959,6 +959,7 @@ mod tests {
             )),
             clocksource: Some("tsc".into()),
             features: Vec::new(),
+            rcu_barrier: None,
         };
         let message = Message::Facts(Box::new(facts));
         let wave = |cputime| Wave {

@@ -499,6 +499,8 @@ fn facts(boot: &Boot, job: &Job, kernel: &FakeKernel) -> Result<GuestFacts, Refu
                     .any(|l| l.trim() == format!("{}=y", f.config()))
             })
             .collect(),
+        // rcutree.do_rcu_barrier came after 6.1, as in the real trees.
+        rcu_barrier: Some(!kernel.release.starts_with("6.1.")),
     })
 }
 

@@ -263,6 +263,11 @@ pub struct GuestFacts {
     /// each from its own file; absent before the mm library.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub features: Vec<feature::Feature>,
+    /// Whether the kernel runs `rcu_barrier()` on request
+    /// (`rcutree.do_rcu_barrier`, in 6.12 and not in 6.1), which the mm
+    /// library's windows use at both edges; absent before they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcu_barrier: Option<bool>,
 }
 
 /// One sample of a workload.

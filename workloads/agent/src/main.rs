@@ -38,6 +38,7 @@ mod refault;
 mod report;
 mod rstat;
 mod run;
+mod settle;
 mod setup;
 mod spawn;
 mod stage;

@@ -5,13 +5,16 @@
 //! are made if it wants them. A sample forks `tasks` workers
 //! ([`crate::spawn`]); each joins its cgroup, sets its state up
 //! ([`Bench::task`]) and waits at gate 1. When every one is there the
-//! agent starts its CPU-time meter, reads the clock and marks the `ops`
-//! phase, and opens the gate; each worker runs its `ops` operations and
-//! waits at gate 2, where the agent marks the phase's end, reads the clock
-//! and stops the meter. Each worker then tears its state down (untimed)
-//! and reports its own user and system time over its operations. The
-//! metrics are `workloads/common/ops-metrics.yaml`'s.
-
+//! guest settles ([`settle::before_window`]: the RCU callbacks of what
+//! came before run, the per-CPU page lists are trimmed, and it idles to
+//! a whole second); then the agent starts its CPU-time meter, reads the
+//! clock, marks the `ops` phase and opens the gate. Each worker runs its
+//! `ops` operations and waits at gate 2, where the RCU callbacks the
+//! operations queued run ([`settle::end_window`]) and the agent marks
+//! the phase's end, reads the clock and stops the meter. Each worker then
+//! tears its state down (untimed) and reports its own user and system
+//! time over its operations. The metrics are
+//! `workloads/common/ops-metrics.yaml`'s.
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,6 +31,7 @@ use crate::mark;
 use crate::pageout::emit;
 use crate::report::Fields;
 use crate::run::Boot;
+use crate::settle;
 use crate::spawn::{self, Slot};
 use crate::sys;
 
@@ -103,17 +107,20 @@ fn sample<B: Bench>(bench: &B, cgroups: &[PathBuf]) -> Result<Fields> {
             ("sys_ns".to_string(), after.1 - before.1),
         ]))
     };
+    let barrier = settle::has_rcu_barrier();
     let window: RefCell<Option<(cpustat::Meter, u64)>> = RefCell::new(None);
     let ended: RefCell<Option<(Fields, u64)>> = RefCell::new(None);
     let mut on_gate = |gate: usize| -> Result<()> {
         match gate {
             1 => {
+                settle::before_window(barrier)?;
                 let meter = cpustat::Meter::start(cpustat::Whose::ThisThread)?;
                 let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
                 mark::begin(Phase::Ops);
                 *window.borrow_mut() = Some((meter, start));
             }
             2 => {
+                settle::end_window(barrier)?;
                 mark::end(Phase::Ops);
                 let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
                 let (meter, start) = window.borrow_mut().take().expect("gate 1 came first");

@@ -29,6 +29,7 @@ use crate::parse;
 use crate::port::Port;
 use crate::profiler::{Profiler, Stat};
 use crate::report::{Fields, WorkerResult};
+use crate::settle;
 use crate::setup;
 use crate::spawn::{self, Gate, Slot};
 use crate::sys;
@@ -65,16 +66,6 @@ fn compact_memory() -> Result<()> {
     })
 }
 
-/// The sysctl whose every write runs, on every CPU and before it returns,
-/// what `vmstat_update` runs every `vm.stat_interval`: fold the CPU's VM
-/// counters and trim its per-CPU page lists (`decay_pcp_high`).
-const STAT_REFRESH: &str = "/proc/sys/vm/stat_refresh";
-
-/// The module parameter whose write of `1` runs `rcu_barrier()`: it
-/// returns once every RCU callback queued before it has run. Made for
-/// user-space tests (kernel-parameters.txt, `rcutree.do_rcu_barrier`).
-const RCU_BARRIER: &str = "/sys/module/rcutree/parameters/do_rcu_barrier";
-
 /// One thing done before a pass forks its workers, outside every clock
 /// and window ([`before_pass`] gives their order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,13 +77,13 @@ enum Step {
     /// Otherwise each fork allocates while the last mm still lives, and
     /// samples alternate between placements.
     LetGo,
-    /// Every RCU callback the samples before queued runs ([`RCU_BARRIER`]:
+    /// Every RCU callback the samples before queued runs ([`settle::RCU_BARRIER`]:
     /// the swap cache's xarray nodes, the dead workers' task structs),
     /// instead of in whichever window its grace period ends.
     RcuBarrier,
     /// Memory is compacted ([`compact_memory`]).
     Compact,
-    /// The VM statistics are refreshed ([`STAT_REFRESH`]), so the per-CPU
+    /// The VM statistics are refreshed ([`settle::STAT_REFRESH`]), so the per-CPU
     /// page lists are trimmed here, once a sample, instead of wherever the
     /// periodic work falls (with a long `vm.stat_interval`, never inside a
     /// window).
@@ -130,11 +121,9 @@ fn prepare(params: &Params, cpus: &[u32], timed: bool) -> Result<()> {
             Step::LetGo => {
                 sys::run_on_each(cpus).context("running the agent on each worker CPU")?
             }
-            Step::RcuBarrier => files::write(RCU_BARRIER, "1")
-                .with_context(|| format!("waiting for RCU callbacks ({RCU_BARRIER})"))?,
+            Step::RcuBarrier => settle::rcu_barrier()?,
             Step::Compact => compact_memory()?,
-            Step::Refresh => files::write(STAT_REFRESH, "1")
-                .with_context(|| format!("refreshing the VM statistics ({STAT_REFRESH})"))?,
+            Step::Refresh => settle::refresh_vm_stats()?,
         }
     }
     Ok(())

@@ -18,13 +18,16 @@ use crate::hostio;
 use crate::kbuild::tail;
 use crate::mark;
 use crate::report::Fields;
+use crate::settle;
 use crate::sys::{self, Exit};
 
 /// Lines of a program's output shown when it fails.
 const TAIL_LINES: usize = 30;
 
 /// Runs a program to its exit in one `phase` window: `run` starts it and
-/// waits for it. Its metrics are `real_ns` (CLOCK_MONOTONIC, spawn to
+/// waits for it. The guest settles before the window and the program's
+/// RCU callbacks run inside it, as in the mm library's windows
+/// ([`settle`]). Its metrics are `real_ns` (CLOCK_MONOTONIC, spawn to
 /// exit), `user_ns` and `sys_ns` (the program and everything it waited
 /// for), the guest's CPU time by mode and daemon, and `disk_irqs`. `what`
 /// names it in errors.
@@ -34,11 +37,14 @@ pub fn run(
     disks: &hostio::Watch,
     what: &str,
 ) -> Result<(Exit, Fields)> {
+    let barrier = settle::has_rcu_barrier();
+    settle::before_window(barrier)?;
     let meter = cpustat::Meter::start(cpustat::Whose::Children)?;
     let disk_before = disks.count()?;
     let start = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
     mark::begin(phase);
     let exit = run();
+    settle::end_window(barrier)?;
     mark::end(phase);
     let end = sys::monotonic_ns().context("reading CLOCK_MONOTONIC")?;
     let mut metrics = meter.stop()?;

@@ -260,6 +260,7 @@ pub fn facts() -> Result<GuestFacts> {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty()),
         features: patchbench_agent::feature::Feature::read_back(),
+        rcu_barrier: Some(crate::settle::has_rcu_barrier()),
     })
 }
 

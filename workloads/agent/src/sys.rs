@@ -258,6 +258,40 @@ pub fn monotonic_ns() -> io::Result<u64> {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
+/// The shortest idle time [`sleep_to_next_second`] leaves: a quarter
+/// of a second, 250 ticks at HZ=1000 and 25 at HZ=100.
+pub const SETTLE_NS: u64 = 250_000_000;
+
+/// Sleeps until `CLOCK_MONOTONIC` reaches a whole second at least
+/// [`SETTLE_NS`] away: every timer the kernel rounds to a whole second
+/// (`round_jiffies`, such as `vmstat_update`) and the tick then fall at
+/// the same offsets from the return, call after call, and the CPUs have
+/// been idle long enough for RCU to end the grace periods they began.
+pub fn sleep_to_next_second() -> io::Result<()> {
+    let now = monotonic_ns()?;
+    let next = ((now + SETTLE_NS) / 1_000_000_000 + 1) * 1_000_000_000;
+    let ts = libc::timespec {
+        tv_sec: (next / 1_000_000_000) as libc::time_t,
+        tv_nsec: 0,
+    };
+    loop {
+        // SAFETY: a valid pointer to a timespec; no remainder is asked for.
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        match rc {
+            0 => return Ok(()),
+            libc::EINTR => continue,
+            errno => return Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+}
+
 /// Pins the calling process to one CPU.
 pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data.
