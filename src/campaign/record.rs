@@ -74,6 +74,7 @@ impl From<&patchbench_agent::GuestFacts> for results::Facts {
             cputime: f.cputime.as_ref().map(results::Cputime::from),
             clocksource: f.clocksource.clone(),
             features: f.features.iter().map(|x| x.name().to_string()).collect(),
+            rcu_barrier: f.rcu_barrier,
         }
     }
 }

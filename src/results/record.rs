@@ -551,6 +551,11 @@ pub struct Facts {
     /// in documents from before they were read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub features: Vec<String>,
+    /// Whether the kernel runs `rcu_barrier()` on request
+    /// (`rcutree.do_rcu_barrier`), as the mm library's windows do at both
+    /// edges; absent in documents from before they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcu_barrier: Option<bool>,
 }
 
 /// How a boot's kernel split CPU time between user and system mode.
