@@ -258,6 +258,12 @@ pub fn monotonic_ns() -> io::Result<u64> {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
+/// The first whole second of `now_ns`'s clock at least [`SETTLE_NS`]
+/// after it, in nanoseconds.
+fn next_whole_second(now_ns: u64) -> u64 {
+    ((now_ns + SETTLE_NS) / 1_000_000_000 + 1) * 1_000_000_000
+}
+
 /// The shortest idle time [`sleep_to_next_second`] leaves: a quarter
 /// of a second, 250 ticks at HZ=1000 and 25 at HZ=100.
 pub const SETTLE_NS: u64 = 250_000_000;
@@ -268,8 +274,7 @@ pub const SETTLE_NS: u64 = 250_000_000;
 /// the same offsets from the return, call after call, and the CPUs have
 /// been idle long enough for RCU to end the grace periods they began.
 pub fn sleep_to_next_second() -> io::Result<()> {
-    let now = monotonic_ns()?;
-    let next = ((now + SETTLE_NS) / 1_000_000_000 + 1) * 1_000_000_000;
+    let next = next_whole_second(monotonic_ns()?);
     let ts = libc::timespec {
         tv_sec: (next / 1_000_000_000) as libc::time_t,
         tv_nsec: 0,
@@ -556,6 +561,15 @@ pub fn spawn_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_starts_on_a_whole_second_at_least_a_quarter_second_away() {
+        assert_eq!(next_whole_second(0), 1_000_000_000);
+        assert_eq!(next_whole_second(700_000_000), 1_000_000_000);
+        assert_eq!(next_whole_second(750_000_000), 2_000_000_000);
+        assert_eq!(next_whole_second(1_000_000_000), 2_000_000_000);
+        assert_eq!(next_whole_second(1_900_000_000), 3_000_000_000);
+    }
 
     #[test]
     fn signal_names_are_conventional() {
