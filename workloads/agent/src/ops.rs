@@ -83,9 +83,10 @@ pub fn run<B: Bench>(bench: &B, boot: Boot<'_>) -> Result<()> {
 /// One sample: the tasks' operations in one window.
 fn sample<B: Bench>(bench: &B, cgroups: &[PathBuf]) -> Result<Fields> {
     let load = bench.load();
+    let pin = load.tasks <= online_cpus();
     let slots: Vec<Slot> = (0..load.tasks as usize)
         .map(|i| Slot {
-            cpu: None,
+            cpu: pin.then_some(i as u32),
             cgroup_procs: cgroups.get(i).map(PathBuf::as_path),
         })
         .collect();
