@@ -12,6 +12,7 @@
 
 pub mod cscan;
 pub mod evidence;
+pub mod map;
 pub mod touched;
 
 use std::fmt::Write;
