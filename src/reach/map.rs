@@ -126,8 +126,15 @@ impl std::fmt::Display for Per {
 pub struct FileFunctions {
     /// The object (`mm/ksm.o`).
     pub object: String,
-    /// Built and executable: defined outside `.init.*` and `.exit.*`.
+    /// Built and executable: defined in the file's C (by the tree at the
+    /// build's commit) and in its object outside `.init.*` and `.exit.*`.
     pub functions: BTreeSet<String>,
+    /// Defined in the object but not in the file's C: a header's static
+    /// functions the compiler did not inline (`pmd_flags`), or functions a
+    /// macro makes. Another file's copy shares the name in a profile, so
+    /// they are not counted as this file's.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub from_headers: BTreeSet<String>,
     /// Defined only in `.init.*` or `.exit.*` sections (`__init`,
     /// `__exit`): never counted as built and executable.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
@@ -158,6 +165,15 @@ pub enum MapError {
     },
     #[error("--objects {}: {message}", dir.display())]
     Objects { dir: PathBuf, message: String },
+    #[error("--objects {}: cannot read {file} at {commit} in the tree it was built from ({})", dir.display(), tree.display())]
+    Tree {
+        dir: PathBuf,
+        tree: PathBuf,
+        file: String,
+        commit: String,
+        #[source]
+        source: git2::Error,
+    },
     #[error(transparent)]
     Results(#[from] crate::results::ResultsError),
     #[error("--results {}: {message}", path.display())]
@@ -170,6 +186,12 @@ pub enum MapError {
     },
     #[error("{} has reach map schema {found}; this patchbench reads schema {SCHEMA}", path.display())]
     Schema { path: PathBuf, found: u64 },
+    #[error("{option} {value}: {message}")]
+    Option {
+        option: &'static str,
+        value: String,
+        message: String,
+    },
 }
 
 impl MapError {
@@ -230,7 +252,53 @@ pub struct Build {
     pub commit: String,
     pub config_sha256: String,
     /// Object path relative to the build (`mm/ksm.o`) → its functions.
-    pub objects: BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>,
+    pub objects: BTreeMap<String, ObjectFunctions>,
+}
+
+/// What one object defines, split by where the definition is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectFunctions {
+    pub own: BTreeSet<String>,
+    pub init_exit: BTreeSet<String>,
+    pub from_headers: BTreeSet<String>,
+}
+
+/// Split an object's functions (`of_object`'s) by its C file's function
+/// definitions (`cscan`'s names; `SYSCALL_DEFINE` as `sys_name`, whose
+/// object symbols are `__x64_sys_name`, `__se_sys_name`...): the file's
+/// own, and those from headers or macros.
+pub fn split(
+    built: BTreeSet<String>,
+    init_exit: BTreeSet<String>,
+    defined_in_c: &BTreeSet<String>,
+) -> ObjectFunctions {
+    let own_name = |f: &str| {
+        if defined_in_c.contains(f) {
+            return true;
+        }
+        [
+            "__x64_sys_",
+            "__ia32_sys_",
+            "__se_sys_",
+            "__do_sys_",
+            "__x64_compat_sys_",
+            "__ia32_compat_sys_",
+            "__se_compat_sys_",
+            "__do_compat_sys_",
+        ]
+        .iter()
+        .filter_map(|p| f.strip_prefix(p))
+        .any(|call| {
+            defined_in_c.contains(&format!("sys_{call}"))
+                || defined_in_c.contains(&format!("compat_sys_{call}"))
+        })
+    };
+    let (own, from_headers) = built.into_iter().partition(|f| own_name(f));
+    ObjectFunctions {
+        own,
+        init_exit,
+        from_headers,
+    }
 }
 
 /// What one base kernel's profiles say, per unit; `Err` says why the
@@ -401,13 +469,14 @@ pub fn of_inputs(build: &Build, sources: &[Source]) -> Result<ReachMap, MapError
     let files = build
         .objects
         .iter()
-        .map(|(object, (functions, init_exit))| {
+        .map(|(object, f)| {
             (
                 source_of(object),
                 FileFunctions {
                     object: object.clone(),
-                    functions: functions.clone(),
-                    init_exit: init_exit.clone(),
+                    functions: f.own.clone(),
+                    from_headers: f.from_headers.clone(),
+                    init_exit: f.init_exit.clone(),
                 },
             )
         })
@@ -445,7 +514,8 @@ fn read(path: &Path) -> Result<Vec<u8>, MapError> {
 }
 
 /// Read a build directory: its `.config`, its `patchbench-build.json`
-/// (the commit built) and every object below its `mm/`.
+/// (the commit built), every object below its `mm/`, and each object's C
+/// file at that commit in the tree the build's `source` link names.
 pub fn read_build(dir: &Path) -> Result<Build, MapError> {
     let fault = |message: String| MapError::Objects {
         dir: dir.to_owned(),
@@ -472,6 +542,32 @@ pub fn read_build(dir: &Path) -> Result<Build, MapError> {
             "patchbench-build.json does not name the commit built: {e}"
         ))
     })?;
+    let tree_path = dir.join("source");
+    let repo = git2::Repository::open(&tree_path).map_err(|e| {
+        fault(format!(
+            "its `source` link is not the tree's git repository: {}",
+            e.message()
+        ))
+    })?;
+    let tree_err = |file: &str| {
+        let (dir, tree, file, commit) = (
+            dir.to_owned(),
+            tree_path.clone(),
+            file.to_string(),
+            stamp.commit.clone(),
+        );
+        move |source| MapError::Tree {
+            dir,
+            tree,
+            file,
+            commit,
+            source,
+        }
+    };
+    let tree = git2::Oid::from_str(&stamp.commit)
+        .and_then(|oid| repo.find_commit(oid))
+        .and_then(|c| c.tree())
+        .map_err(tree_err("the commit"))?;
     let mm = dir.join("mm");
     let mut objects = BTreeMap::new();
     for entry in walkdir::WalkDir::new(&mm).sort_by_file_name() {
@@ -485,8 +581,21 @@ pub fn read_build(dir: &Path) -> Result<Build, MapError> {
             path: path.to_owned(),
             source,
         })?;
-        let rel = path.strip_prefix(dir).unwrap_or(path);
-        objects.insert(rel.to_string_lossy().into_owned(), (built, init_exit));
+        let rel = path
+            .strip_prefix(dir)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned();
+        let c_file = source_of(&rel);
+        let blob = tree
+            .get_path(Path::new(&c_file))
+            .and_then(|e| repo.find_blob(e.id()))
+            .map_err(tree_err(&c_file))?;
+        let defined: BTreeSet<String> = super::cscan::scan(blob.content())
+            .function_names()
+            .map(String::from)
+            .collect();
+        objects.insert(rel, split(built, init_exit, &defined));
     }
     if objects.is_empty() {
         return Err(fault(

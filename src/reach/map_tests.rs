@@ -55,14 +55,18 @@ fn build_of(commit: &str, config: &str) -> Build {
         objects: [
             (
                 "mm/ksm.o".to_string(),
-                (
-                    ["foo", "bar", "never"].map(String::from).into(),
-                    ["ksm_init"].map(String::from).into(),
-                ),
+                ObjectFunctions {
+                    own: ["foo", "bar", "never"].map(String::from).into(),
+                    init_exit: ["ksm_init"].map(String::from).into(),
+                    from_headers: ["pmd_flags"].map(String::from).into(),
+                },
             ),
             (
                 "mm/damon/core.o".to_string(),
-                (["damon_x"].map(String::from).into(), BTreeSet::new()),
+                ObjectFunctions {
+                    own: ["damon_x"].map(String::from).into(),
+                    ..Default::default()
+                },
             ),
         ]
         .into(),
@@ -173,6 +177,8 @@ fn sources_of_another_tree_or_config_are_skipped_and_the_rest_mapped() {
     );
     assert_eq!(map.files["mm/ksm.c"].object, "mm/ksm.o");
     assert!(map.files["mm/ksm.c"].init_exit.contains("ksm_init"));
+    assert!(map.files["mm/ksm.c"].from_headers.contains("pmd_flags"));
+    assert!(!map.files["mm/ksm.c"].functions.contains("pmd_flags"));
 }
 
 #[test]
@@ -379,8 +385,55 @@ fn an_object_defines_its_functions_with_init_and_exit_ones_apart() {
 }
 
 #[test]
+fn an_objects_functions_are_its_c_files_own_or_from_headers() {
+    let set =
+        |names: &[&str]| -> BTreeSet<String> { names.iter().map(|n| n.to_string()).collect() };
+    let f = split(
+        set(&[
+            "ksm_do_scan",
+            "pmd_flags",
+            "__x64_sys_madvise",
+            "__se_sys_madvise",
+            "__x64_sys_other",
+        ]),
+        set(&["ksm_init"]),
+        &set(&["ksm_do_scan", "sys_madvise", "ksm_init"]),
+    );
+    assert_eq!(
+        f.own,
+        set(&["__se_sys_madvise", "__x64_sys_madvise", "ksm_do_scan"])
+    );
+    assert_eq!(f.from_headers, set(&["__x64_sys_other", "pmd_flags"]));
+    assert_eq!(f.init_exit, set(&["ksm_init"]));
+}
+
+#[test]
 fn a_build_directory_is_read_with_its_commit_config_and_mm_objects() {
     let dir = tempfile::tempdir().unwrap();
+    // The tree: a git repository holding the objects' C files.
+    let repo_dir = dir.path().join("trees/linux-x");
+    let repo = git2::Repository::init(&repo_dir).unwrap();
+    std::fs::create_dir_all(repo_dir.join("mm/damon")).unwrap();
+    std::fs::write(
+        repo_dir.join("mm/ksm.c"),
+        "static int ksm_do_scan(void)\n{\n\treturn 0;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo_dir.join("mm/damon/core.c"),
+        "void damon_x(void)\n{\n}\n",
+    )
+    .unwrap();
+    let mut index = repo.index().unwrap();
+    index.add_path(Path::new("mm/ksm.c")).unwrap();
+    index.add_path(Path::new("mm/damon/core.c")).unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let who = git2::Signature::now("T", "t@example.org").unwrap();
+    let commit = repo
+        .commit(Some("HEAD"), &who, &who, "base", &tree, &[])
+        .unwrap()
+        .to_string();
+
     let build = dir.path().join("builds/linux-x/key");
     std::fs::create_dir_all(build.join("mm/damon")).unwrap();
     let err = read_build(&build).unwrap_err().to_string();
@@ -388,15 +441,18 @@ fn a_build_directory_is_read_with_its_commit_config_and_mm_objects() {
     std::fs::write(build.join(".config"), b"CONFIG_KSM=y\n").unwrap();
     std::fs::write(
         build.join("patchbench-build.json"),
-        br#"{"commit": "abc", "key": "key"}"#,
+        format!(r#"{{"commit": "{commit}", "key": "key"}}"#),
     )
     .unwrap();
+    let err = read_build(&build).unwrap_err().to_string();
+    assert!(err.contains("`source` link"), "{err}");
+    std::os::unix::fs::symlink(&repo_dir, build.join("source")).unwrap();
     let err = read_build(&build).unwrap_err().to_string();
     assert!(err.contains("has no mm/*.o"), "{err}");
     const FUNC: u8 = goblin::elf::sym::STT_FUNC;
     std::fs::write(
         build.join("mm/ksm.o"),
-        elf_object(&[("ksm_do_scan", FUNC, 1)]),
+        elf_object(&[("ksm_do_scan", FUNC, 1), ("pmd_flags", FUNC, 1)]),
     )
     .unwrap();
     std::fs::write(
@@ -406,13 +462,25 @@ fn a_build_directory_is_read_with_its_commit_config_and_mm_objects() {
     .unwrap();
     std::fs::write(build.join("mm/built-in.a"), b"!<arch>\n").unwrap();
     let b = read_build(&build).unwrap();
-    assert_eq!(b.commit, "abc");
+    assert_eq!(b.commit, commit);
     assert_eq!(b.config_sha256, sha256(b"CONFIG_KSM=y\n"));
     assert_eq!(b.shown, "builds/linux-x/key");
     assert_eq!(
         b.objects.keys().collect::<Vec<_>>(),
         ["mm/damon/core.o", "mm/ksm.o"]
     );
+    assert_eq!(
+        b.objects["mm/ksm.o"].own,
+        ["ksm_do_scan".to_string()].into()
+    );
+    assert_eq!(
+        b.objects["mm/ksm.o"].from_headers,
+        ["pmd_flags".to_string()].into()
+    );
+    std::fs::write(build.join("mm/gone.o"), elf_object(&[("x", FUNC, 1)])).unwrap();
+    let err = read_build(&build).unwrap_err().to_string();
+    assert!(err.contains("cannot read mm/gone.c at"), "{err}");
+    std::fs::remove_file(build.join("mm/gone.o")).unwrap();
     std::fs::write(build.join("mm/bad.o"), b"junk").unwrap();
     let err = read_build(&build).unwrap_err().to_string();
     assert!(err.contains("mm/bad.o: not an ELF object"), "{err}");
