@@ -10,6 +10,7 @@
 //! The candidates are the campaign files of `ci/seeds/` with a `reaches:`
 //! block. `choose` and `render` are pure.
 
+pub mod coverage;
 pub mod cscan;
 pub mod evidence;
 pub mod map;
