@@ -485,3 +485,51 @@ fn a_build_directory_is_read_with_its_commit_config_and_mm_objects() {
     let err = read_build(&build).unwrap_err().to_string();
     assert!(err.contains("mm/bad.o: not an ELF object"), "{err}");
 }
+
+/// The committed map is of the committed runs it names, byte for byte, and
+/// names every kept run of results/mm (used or skipped, with its reason):
+/// a run kept again, or a new one, makes this fail until the map is built
+/// again (`patchbench reach build`, as docs/reach.md says).
+#[test]
+fn the_committed_map_is_of_the_committed_results_it_names() {
+    let map = ReachMap::load(&repo_file("results/reach/linux-6.12-mm-all.json")).unwrap();
+    let rebuild = "build it again: patchbench reach build --objects <the build> --results results/mm --out results/reach/linux-6.12-mm-all.json";
+    let mut named: BTreeSet<String> = map.skipped.iter().map(|s| s.results.clone()).collect();
+    for source in &map.sources {
+        let path = repo_file(&source.results);
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(
+            sha256(&bytes),
+            source.sha256,
+            "{} changed since the map was built; {rebuild}",
+            source.results
+        );
+        let results = Results::load(&path).unwrap();
+        assert_eq!(results.campaign, source.campaign);
+        assert_eq!(results.tree.base_commit, map.tree.base_commit);
+        let a = results.variants.iter().find(|v| v.name == "A").unwrap();
+        assert_eq!(a.kernel.config_sha256, map.config_sha256);
+        let mut again = of_results(&results).unwrap();
+        again.results = source.results.clone();
+        assert_eq!(
+            map.workloads[&source.campaign], again,
+            "{}: the map's figures are not what its results give; {rebuild}",
+            source.campaign
+        );
+        named.insert(source.results.clone());
+    }
+    let mut kept = BTreeSet::new();
+    for entry in std::fs::read_dir(repo_file("results/mm")).unwrap() {
+        let run = entry.unwrap().path().join("results.json");
+        if run.is_file() {
+            let rel = run.strip_prefix(repo_file("")).unwrap();
+            kept.insert(rel.to_string_lossy().into_owned());
+        }
+    }
+    assert_eq!(
+        named, kept,
+        "the map does not name every kept run; {rebuild}"
+    );
+    assert_eq!(map.workloads.len(), map.sources.len());
+    assert!(map.files.contains_key("mm/ksm.c") && map.files.contains_key("mm/vmscan.c"));
+}
