@@ -142,12 +142,59 @@ pub(super) async fn choose(
         }
     }
     text.push_str(&reach::render(&choice, &candidates));
+    let (touched, base, ci_dir, map_root) = (
+        choice.touched.clone(),
+        applied.base.to_string(),
+        ci.clone(),
+        root.clone(),
+    );
+    let library =
+        crate::blocking::unblock(move || library(&touched, &base, &ci_dir, &map_root)).await?;
+    match library {
+        Library::Ranked(ranked) => text.push_str(&ranked),
+        Library::Note(note) => sink.emit(Event::Note(format!("warning: {note}"))),
+    }
     Ok(Chose {
         candidates,
         choice,
         text,
         root,
     })
+}
+
+/// The mm library ranked by the shipped reach map, or why it is not.
+enum Library {
+    Ranked(String),
+    Note(String),
+}
+
+/// Rank the library campaigns (`ci/mm/`) for `touched` by the shipped
+/// reach map, when the map is of the tree at `base`.
+fn library(
+    touched: &[reach::Touched],
+    base: &str,
+    ci: &Path,
+    root: &Path,
+) -> anyhow::Result<Library> {
+    let path = root.join(super::reach::SHIPPED_MAP);
+    let shown = reach::shown(root, &path);
+    if !path.is_file() {
+        return Ok(Library::Note(format!(
+            "no reach map at {shown}: the mm library is not ranked for this series"
+        )));
+    }
+    let map = reach::map::ReachMap::load(&path)?;
+    if map.tree.base_commit != base {
+        return Ok(Library::Note(format!(
+            "the reach map {shown} is of {} at {}, and the series is read at {base}: the mm library is not ranked for it",
+            map.tree.origin, map.tree.base_commit
+        )));
+    }
+    let campaigns = reach::library::library_campaigns(ci)?;
+    let ranking = reach::library::rank(touched, &map, &campaigns);
+    Ok(Library::Ranked(reach::library::render(
+        &ranking, &campaigns, &shown,
+    )))
 }
 
 fn same_tree(a: &TreeSource, b: &TreeSource) -> bool {

@@ -12,7 +12,7 @@ use crate::reach::coverage;
 use crate::reach::map::{self, MapError, ReachMap};
 
 /// The map committed for the shipped tree, relative to the checkout.
-pub const SHIPPED_MAP: &str = "results/reach/linux-6.12-mm-all.json";
+pub(super) const SHIPPED_MAP: &str = "results/reach/linux-6.12-mm-all.json";
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]

@@ -13,6 +13,7 @@
 pub mod coverage;
 pub mod cscan;
 pub mod evidence;
+pub mod library;
 pub mod map;
 pub mod touched;
 
