@@ -3,14 +3,19 @@
 //! workload's kernel instructions per operation the series' changed
 //! functions take on the base kernel; for each changed function, the
 //! workload that executes it most, or why none does (init-only, not built
-//! in the library's kernel, or built but run in no workload's window).
+//! in the library's kernel, or built but run in no workload's window). A
+//! static function GCC inlined everywhere has no symbol a profile could
+//! name: it runs inside its callers in its file (`symbol_callers`), and is
+//! counted by theirs, as an upper bound that says so.
 //!
 //! `library_campaigns` reads the campaign files; `rank` and `render` are
 //! pure.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+use super::cscan::{ItemKind, Scan};
 use super::map::{Per, ReachMap, WorkloadReach};
 use super::{Place, ReachError, Touched};
 use crate::config::Campaign;
@@ -59,21 +64,37 @@ pub struct Ranked {
     pub campaign: usize,
     /// The changed functions' share of its kernel instructions, 0 to 1.
     pub share: f64,
-    /// Each changed function it executes: (file, name, share, insns per unit).
-    pub functions: Vec<(String, String, f64, f64)>,
+    /// Each changed function it executes, largest share first.
+    pub functions: Vec<Share>,
     pub per: Per,
+}
+
+/// A changed function's part of one workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Share {
+    pub file: String,
+    pub name: String,
+    /// Of the workload's kernel instructions, 0 to 1.
+    pub share: f64,
+    /// Kernel instructions per unit.
+    pub insns: f64,
+    /// For a function with no symbol of its own (inlined everywhere): the
+    /// callers it runs inside, whose instructions these are, so the share
+    /// is an upper bound. Empty for a function the profile names.
+    pub via: Vec<String>,
 }
 
 /// Where a changed function runs, or why it does not.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FunctionReach {
     /// The campaign (index) that executes it most, its share there and its
-    /// instructions per unit.
+    /// instructions per unit (`via`: as for [`Share`]).
     Most {
         campaign: usize,
         share: f64,
         insns: f64,
         per: Per,
+        via: Vec<String>,
     },
     /// No workload of the map executes it, and why.
     Not(String),
@@ -105,9 +126,16 @@ pub fn insns_of(workload: &WorkloadReach, function: &str) -> Option<f64> {
     (!parts.is_empty()).then(|| parts.iter().sum())
 }
 
-/// Why no workload executes `function` of `file`, as the map can tell.
-fn why_not(map: &ReachMap, file: &str, function: &str) -> String {
+/// Why no workload executes `function` of `file`, as the map can tell;
+/// `callers`: for a function with no symbol of its own, the callers with
+/// one that it may be inlined into.
+fn why_not(map: &ReachMap, file: &str, function: &str, callers: Option<&Vec<String>>) -> String {
     match map.files.get(file) {
+        Some(f) if callers.is_some_and(|c| !c.is_empty()) => format!(
+            "no symbol of its own in {}: inlined into {}, which no workload's window runs",
+            f.object,
+            callers.map(|c| c.join(", ")).unwrap_or_default()
+        ),
         Some(f) if f.init_exit.contains(function) => {
             "init-only: it runs at boot or unload, in no workload's window".into()
         }
@@ -116,7 +144,7 @@ fn why_not(map: &ReachMap, file: &str, function: &str) -> String {
             f.object
         ),
         Some(f) => format!(
-            "not built: {} does not define it in the library's configuration (an #ifdef, another architecture, or inlined everywhere)",
+            "not built: {} has no symbol of it and no caller of it in the file has one (an #ifdef or another architecture compiles it out)",
             f.object
         ),
         None if file.starts_with("mm/") && file.ends_with(".c") => format!(
@@ -127,9 +155,104 @@ fn why_not(map: &ReachMap, file: &str, function: &str) -> String {
     }
 }
 
+/// The functions of a scanned C file whose bodies call `function`
+/// (`function(` outside another identifier), in file order; not itself.
+pub fn callers_in(src: &[u8], scan: &Scan, function: &str) -> Vec<String> {
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            src.iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let needle = function.as_bytes();
+    let mut out = Vec::new();
+    for item in &scan.items {
+        let ItemKind::Function(name) = &item.kind else {
+            continue;
+        };
+        if name == function || out.contains(name) {
+            continue;
+        }
+        let from = starts.get(item.start - 1).copied().unwrap_or(src.len());
+        let to = starts.get(item.end).copied().unwrap_or(src.len());
+        let body = &src[from..to];
+        let calls = body.windows(needle.len()).enumerate().any(|(i, w)| {
+            w == needle
+                && (i == 0 || !ident(body[i - 1]))
+                && body[i + needle.len()..]
+                    .iter()
+                    .find(|b| !b.is_ascii_whitespace())
+                    == Some(&b'(')
+        });
+        // The header names the function itself; only calls in the body
+        // of another count, and the header line is the item's first.
+        if calls {
+            out.push(name.clone());
+        }
+    }
+    out
+}
+
+/// For a function with no symbol of its own, the callers with one that it
+/// runs inside: its callers in the file, and theirs, three levels up.
+pub fn symbol_callers(
+    src: &[u8],
+    scan: &Scan,
+    function: &str,
+    has_symbol: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut seen: BTreeSet<String> = [function.to_string()].into();
+    let mut frontier = vec![function.to_string()];
+    let mut out = BTreeSet::new();
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for f in &frontier {
+            for caller in callers_in(src, scan, f) {
+                if seen.insert(caller.clone()) {
+                    if has_symbol(&caller) {
+                        out.insert(caller);
+                    } else {
+                        next.push(caller);
+                    }
+                }
+            }
+        }
+        frontier = next;
+    }
+    out.into_iter().collect()
+}
+
+/// (file, function) → the callers with a symbol it runs inside, for the
+/// changed functions with no symbol of their own.
+pub type Inlined = BTreeMap<(String, String), Vec<String>>;
+
+/// Whether the map's object for `file` has no symbol for `function`
+/// (neither its own nor init/exit), so it was inlined or compiled out.
+pub fn has_no_symbol(map: &ReachMap, file: &str, function: &str) -> bool {
+    map.files.get(file).is_some_and(|f| {
+        !f.functions.contains(function)
+            && !f.init_exit.contains(function)
+            && !f.from_headers.contains(function)
+            && !map
+                .workloads
+                .values()
+                .any(|w| insns_of(w, function).is_some())
+    })
+}
+
 /// Rank `library` by the share of each workload's kernel instructions the
-/// series' changed functions (those the base defines) take.
-pub fn rank(touched: &[Touched], map: &ReachMap, library: &[LibraryCampaign]) -> Ranking {
+/// series' changed functions (those the base defines) take; a function
+/// with no symbol of its own counts as the callers in `inlined` it runs
+/// inside (an upper bound, said so).
+pub fn rank(
+    touched: &[Touched],
+    map: &ReachMap,
+    library: &[LibraryCampaign],
+    inlined: &Inlined,
+) -> Ranking {
     let changed: Vec<(&str, &str)> = touched
         .iter()
         .filter_map(|t| match &t.place {
@@ -142,32 +265,59 @@ pub fn rank(touched: &[Touched], map: &ReachMap, library: &[LibraryCampaign]) ->
         .collect();
     let mut ranked = Vec::new();
     let mut unmapped = Vec::new();
-    let mut most: Vec<Option<(usize, f64, f64, Per)>> = vec![None; changed.len()];
+    let mut most: Vec<Option<(usize, Share, Per)>> = vec![None; changed.len()];
     for (c, campaign) in library.iter().enumerate() {
         let Some(workload) = map.workloads.get(&campaign.name) else {
             unmapped.push(c);
             continue;
         };
-        let mut functions = Vec::new();
+        let mut functions: Vec<Share> = Vec::new();
         for (k, (file, name)) in changed.iter().enumerate() {
-            let Some(insns) = insns_of(workload, name) else {
-                continue;
+            let (insns, via) = match insns_of(workload, name) {
+                Some(insns) => (insns, Vec::new()),
+                None => {
+                    let key = (file.to_string(), name.to_string());
+                    let ran: Vec<(String, f64)> = inlined
+                        .get(&key)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|caller| {
+                            insns_of(workload, caller).map(|v| (caller.clone(), v))
+                        })
+                        .collect();
+                    if ran.is_empty() {
+                        continue;
+                    }
+                    (
+                        ran.iter().map(|(_, v)| v).sum(),
+                        ran.into_iter().map(|(c, _)| c).collect(),
+                    )
+                }
             };
-            let share = workload.share(insns);
+            let share = Share {
+                file: file.to_string(),
+                name: name.to_string(),
+                share: workload.share(insns),
+                insns,
+                via,
+            };
+            if most[k]
+                .as_ref()
+                .is_none_or(|(_, best, _)| share.share > best.share)
+            {
+                most[k] = Some((c, share.clone(), workload.per));
+            }
             // The same function changed twice (two files' statics of one
             // name) counts once.
-            if !functions.iter().any(|(_, n, _, _)| n == name) {
-                functions.push((file.to_string(), name.to_string(), share, insns));
-            }
-            if most[k].is_none_or(|(_, s, _, _)| share > s) {
-                most[k] = Some((c, share, insns, workload.per));
+            if !functions.iter().any(|f| f.name == share.name) {
+                functions.push(share);
             }
         }
         if !functions.is_empty() {
-            functions.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.1.cmp(&b.1)));
+            functions.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.name.cmp(&b.name)));
             ranked.push(Ranked {
                 campaign: c,
-                share: functions.iter().map(|f| f.2).sum(),
+                share: functions.iter().map(|f| f.share).sum(),
                 functions,
                 per: workload.per,
             });
@@ -183,13 +333,19 @@ pub fn rank(touched: &[Touched], map: &ReachMap, library: &[LibraryCampaign]) ->
         .zip(most)
         .map(|((file, name), most)| {
             let reach = match most {
-                Some((campaign, share, insns, per)) => FunctionReach::Most {
+                Some((campaign, share, per)) => FunctionReach::Most {
                     campaign,
-                    share,
-                    insns,
+                    share: share.share,
+                    insns: share.insns,
                     per,
+                    via: share.via,
                 },
-                None => FunctionReach::Not(why_not(map, file, name)),
+                None => FunctionReach::Not(why_not(
+                    map,
+                    file,
+                    name,
+                    inlined.get(&(file.to_string(), name.to_string())),
+                )),
             };
             (file.to_string(), name.to_string(), reach)
         })
@@ -229,12 +385,17 @@ pub fn render(ranking: &Ranking, library: &[LibraryCampaign], map_shown: &str) -
             c.name,
             c.shown
         );
-        for (file, name, share, insns) in &r.functions {
+        for f in &r.functions {
             let _ = writeln!(
                 s,
-                "            {file}: {name} {:.3}%, {insns:.1} insns/{}",
-                100.0 * share,
-                r.per
+                "            {}: {} {}{:.3}%, {:.1} insns/{}{}",
+                f.file,
+                f.name,
+                if f.via.is_empty() { "" } else { "<= " },
+                100.0 * f.share,
+                f.insns,
+                r.per,
+                inside(&f.via)
             );
         }
     }
@@ -259,12 +420,15 @@ pub fn render(ranking: &Ranking, library: &[LibraryCampaign], map_shown: &str) -
                 share,
                 insns,
                 per,
+                via,
             } => {
                 let _ = writeln!(
                     s,
-                    "  {file}: {name}  {} ({:.3}%, {insns:.1} insns/{per})",
+                    "  {file}: {name}  {} ({}{:.3}%, {insns:.1} insns/{per}){}",
                     library[*campaign].name,
-                    100.0 * share
+                    if via.is_empty() { "" } else { "<= " },
+                    100.0 * share,
+                    inside(via)
                 );
             }
             FunctionReach::Not(why) => {
@@ -289,6 +453,18 @@ pub fn render(ranking: &Ranking, library: &[LibraryCampaign], map_shown: &str) -
         "`run --series` runs the ci/seeds campaigns chosen above; to measure the series with a library workload, pass its campaign file: patchbench run ci/mm/<name>.yaml --series ..."
     );
     s
+}
+
+/// For a function counted by the callers it is inlined into: which.
+fn inside(via: &[String]) -> String {
+    if via.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; no symbol of its own: inlined into {}, whose instructions these are",
+            via.join(", ")
+        )
+    }
 }
 
 #[cfg(test)]

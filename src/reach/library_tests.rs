@@ -97,7 +97,7 @@ fn campaigns_rank_by_the_share_the_changed_functions_take() {
         function("mm/madvise.c", "sys_madvise", true),
         function("mm/ksm.c", "added_by_the_series", false),
     ];
-    let r = rank(&touched, &map(), &library());
+    let r = rank(&touched, &map(), &library(), &Inlined::new());
     // mm-madvise: shared 20% + madvise 30% = 50%; mm-ksm-merge: 10% + 5%.
     let order: Vec<(usize, String)> = r
         .ranked
@@ -105,13 +105,19 @@ fn campaigns_rank_by_the_share_the_changed_functions_take() {
         .map(|x| (x.campaign, format!("{:.6}", x.share)))
         .collect();
     assert_eq!(order, [(1, "0.500000".into()), (0, "0.150000".into())]);
+    let shares: Vec<(&str, &str, f64, f64)> = r.ranked[0]
+        .functions
+        .iter()
+        .map(|f| (f.file.as_str(), f.name.as_str(), f.share, f.insns))
+        .collect();
     assert_eq!(
-        r.ranked[0].functions,
+        shares,
         [
-            ("mm/madvise.c".into(), "sys_madvise".into(), 0.3, 30.0),
-            ("mm/ksm.c".into(), "shared".into(), 0.2, 20.0),
+            ("mm/madvise.c", "sys_madvise", 0.3, 30.0),
+            ("mm/ksm.c", "shared", 0.2, 20.0),
         ]
     );
+    assert!(r.ranked[0].functions.iter().all(|f| f.via.is_empty()));
     assert_eq!(r.unmapped, [2]);
     // Each changed function of the base, with the workload where it takes
     // the largest share: `shared` is 50 of 1000 in ksm-merge, 20 of 100
@@ -164,7 +170,7 @@ fn a_changed_function_no_workload_executes_says_why() {
         function("kernel/fork.c", "not_profiled", true),
         function("kernel/fork.c", "copy_process", true),
     ];
-    let r = rank(&touched, &map(), &library());
+    let r = rank(&touched, &map(), &library(), &Inlined::new());
     let why: Vec<String> = r
         .functions
         .iter()
@@ -179,7 +185,7 @@ fn a_changed_function_no_workload_executes_says_why() {
         "{why:?}"
     );
     assert!(
-        why[2].starts_with("not built: mm/ksm.o does not define it"),
+        why[2].starts_with("not built: mm/ksm.o has no symbol of it"),
         "{why:?}"
     );
     assert!(
@@ -214,7 +220,7 @@ fn the_shipped_library_campaigns_are_the_maps_workloads() {
     )
     .unwrap();
     let touched = [function("mm/ksm.c", "ksm_scan_thread", true)];
-    let r = rank(&touched, &map, &library);
+    let r = rank(&touched, &map, &library, &Inlined::new());
     assert!(
         r.unmapped.is_empty(),
         "library campaigns without a kept run: {:?}",
@@ -240,7 +246,12 @@ fn a_function_every_workload_runs_shows_the_top_campaigns_and_counts_the_rest() 
             shown: format!("ci/mm/{name}.yaml"),
         });
     }
-    let r = rank(&[function("mm/ksm.c", "shared", true)], &m, &library);
+    let r = rank(
+        &[function("mm/ksm.c", "shared", true)],
+        &m,
+        &library,
+        &Inlined::new(),
+    );
     assert_eq!(r.ranked.len(), 14);
     let text = render(&r, &library, "m.json");
     assert!(
@@ -249,4 +260,91 @@ fn a_function_every_workload_runs_shows_the_top_campaigns_and_counts_the_rest() 
     );
     assert!(!text.contains("mm-w11 ("), "{text}");
     assert!(text.contains("... and 6 more, each at "), "{text}");
+}
+
+const KSM_C: &str = "static inline int helper(int x)
+{
+\treturn x + 1;
+}
+
+static int deeper(int x)
+{
+\treturn helper(x) * 2;
+}
+
+int ksm_do_scan(int x)
+{
+\t/* helper (not a call) */
+\treturn deeper(x) + helper (x);
+}
+
+int other(int x)
+{
+\tint not_helper(int);
+\treturn not_helper(x) + unhelpered;
+}
+";
+
+#[test]
+fn a_functions_callers_are_the_bodies_that_call_it() {
+    let scan = crate::reach::cscan::scan(KSM_C.as_bytes());
+    assert_eq!(
+        callers_in(KSM_C.as_bytes(), &scan, "helper"),
+        ["deeper", "ksm_do_scan"]
+    );
+    assert_eq!(
+        callers_in(KSM_C.as_bytes(), &scan, "deeper"),
+        ["ksm_do_scan"]
+    );
+    assert!(callers_in(KSM_C.as_bytes(), &scan, "ksm_do_scan").is_empty());
+    // Up the callers until one with a symbol.
+    let has = |f: &str| f == "ksm_do_scan";
+    assert_eq!(
+        symbol_callers(KSM_C.as_bytes(), &scan, "helper", has),
+        ["ksm_do_scan"]
+    );
+    assert!(symbol_callers(KSM_C.as_bytes(), &scan, "other", has).is_empty());
+}
+
+#[test]
+fn an_inlined_function_counts_by_the_callers_it_runs_inside_and_says_so() {
+    let m = map();
+    // `inlined_away` has no symbol: the object does not define it.
+    assert!(has_no_symbol(&m, "mm/ksm.c", "inlined_away"));
+    assert!(!has_no_symbol(&m, "mm/ksm.c", "ksm_do_scan"));
+    assert!(!has_no_symbol(&m, "mm/ksm.c", "ksm_init"));
+    let inlined: Inlined = [
+        (
+            ("mm/ksm.c".to_string(), "inlined_away".to_string()),
+            vec!["ksm_do_scan".to_string()],
+        ),
+        (
+            ("mm/ksm.c".to_string(), "inlined_unrun".to_string()),
+            vec!["error_path".to_string()],
+        ),
+    ]
+    .into();
+    let touched = [
+        function("mm/ksm.c", "inlined_away", true),
+        function("mm/ksm.c", "inlined_unrun", true),
+    ];
+    let r = rank(&touched, &m, &library(), &inlined);
+    assert_eq!(r.ranked.len(), 1);
+    let f = &r.ranked[0].functions[0];
+    assert_eq!(
+        (f.name.as_str(), f.share, f.via.as_slice()),
+        ("inlined_away", 0.1, &["ksm_do_scan".to_string()][..])
+    );
+    let FunctionReach::Not(why) = &r.functions[1].2 else {
+        panic!("{:?}", r.functions)
+    };
+    assert!(
+        why.contains("inlined into error_path, which no workload"),
+        "{why}"
+    );
+    let text = render(&r, &library(), "m.json");
+    assert!(
+        text.contains("mm/ksm.c: inlined_away  mm-ksm-merge (<= 10.000%, 100.0 insns/op); no symbol of its own: inlined into ksm_do_scan"),
+        "{text}"
+    );
 }
