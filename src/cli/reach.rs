@@ -43,7 +43,9 @@ enum ReachAction {
 #[derive(clap::Args)]
 struct BuildArgs {
     /// A kernel build directory of the cache (`builds/<tree>/<key>`): its
-    /// .config, patchbench-build.json and mm/ objects.
+    /// .config, patchbench-build.json (the commit built), mm/ objects, and
+    /// `source` link (the tree's repository, where each object's C file is
+    /// read at that commit).
     #[arg(long, value_name = "DIR")]
     objects: PathBuf,
     /// A directory of kept runs, `<run>/results.json` each; runs of
@@ -64,8 +66,8 @@ The build directory is the library's kernel (ci/mm/*.yaml build it: its
 names it below the cache. Per workload the map holds the base kernel's
 (variant A) instructions per function per operation, the mean over
 samples of the profile's count over `ops`; per mm/ object, the functions
-it defines, .init/.exit ones apart. It records the tree, the .config's
-sha256 and each results.json's sha256.";
+its C file defines, with .init/.exit ones and headers' copies apart. It
+records the tree, the .config's sha256 and each results.json's sha256.";
 
 /// The `after_help` of `patchbench reach`.
 pub(super) const AFTER_HELP: &str = "\
@@ -76,7 +78,9 @@ Examples:
   patchbench reach --map results/reach/linux-6.12-mm-all.json --file mm/vmscan.c
   patchbench reach build --objects ~/.cache/patchbench/builds/<tree>/<key> --results results/mm --out results/reach/linux-6.12-mm-all.json
 
-Built: defined in the file's object outside .init/.exit sections.
+Built: defined in the file's C, and in its object outside .init/.exit
+sections (a header's static functions the object also holds are listed
+apart, as `headers`).
 Executed: named by some workload's base profile inside its window. The
 workload that runs a function most is the one where it takes the largest
 share of the kernel's instructions; its instructions per op (per run for
