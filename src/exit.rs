@@ -88,6 +88,13 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         // A results document that is not one (truncated, hand-edited, of a
         // future schema, of another experiment) is bad input; one that
         // cannot be read is the host's.
+        if let Some(map) = cause.downcast_ref::<crate::reach::map::MapError>() {
+            return if map.is_usage() {
+                USAGE
+            } else {
+                INFRASTRUCTURE
+            };
+        }
         if let Some(hunt) = cause.downcast_ref::<crate::results::hunt::HuntError>() {
             use crate::results::hunt::HuntError;
             return match hunt {

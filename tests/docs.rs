@@ -244,6 +244,8 @@ struct Stand {
     patch_file: String,
     repo: String,
     kernel: String,
+    /// A kernel build directory of the cache (`reach build --objects`).
+    build_dir: String,
     results_dir: String,
     results_file: String,
 }
@@ -276,8 +278,12 @@ impl Stand {
             .unwrap();
         let kernel = dir.path().join("bzImage");
         std::fs::write(&kernel, b"not booted: `check` only looks that it is there").unwrap();
+        let build_dir = dir.path().join("builds/linux/key");
+        std::fs::create_dir_all(&build_dir).unwrap();
+        std::fs::write(build_dir.join(".config"), b"CONFIG_KSM=y\n").unwrap();
         let s = |p: &Path| p.to_string_lossy().into_owned();
         Stand {
+            build_dir: s(&build_dir),
             series_dir: s(&series),
             patch_file: s(&first.expect("a .patch in patches/zswap-counter")),
             repo: s(&repo),
@@ -302,6 +308,7 @@ impl Stand {
             "~/linux" | "~/src/linux" => self.repo.clone(),
             "KERNEL" | "bzImage" => self.kernel.clone(),
             _ if w.ends_with("/bzImage") => self.kernel.clone(),
+            _ if w.starts_with("~/.cache/patchbench/builds/") => self.build_dir.clone(),
             _ if results_placeholder => self.results_dir.clone(),
             _ if w.ends_with("results.json") && !root().join(w).exists() => {
                 self.results_file.clone()
@@ -672,4 +679,23 @@ fn every_error_rate_table_in_the_statistics_doc_is_its_examples_file() {
         ["sequential.md", "changepoint.md", "kvm.md"]
     );
     assert!(checked.len() >= 5, "only {checked:?}");
+}
+
+/// docs/reach.md's coverage table is `patchbench reach --markdown` of the
+/// committed map, as it stands between its markers.
+#[test]
+fn the_reach_coverage_table_is_the_committed_maps() {
+    let doc = read(&root().join("docs/reach.md"));
+    let (start, end) = ("<!-- patchbench reach --markdown -->\n", "<!-- end -->");
+    let at = doc.find(start).expect("docs/reach.md: no table marker") + start.len();
+    let table = &doc[at..at + doc[at..].find(end).expect("docs/reach.md: no end marker")];
+    let map = patchbench::reach::map::ReachMap::load(
+        &root().join("results/reach/linux-6.12-mm-all.json"),
+    )
+    .unwrap();
+    assert_eq!(
+        table,
+        patchbench::reach::coverage::markdown(&map),
+        "docs/reach.md: the table is not the committed map's; paste `patchbench reach --markdown` again"
+    );
 }

@@ -127,6 +127,47 @@ fn bad_usage_exits_2_and_names_the_culprit() {
     );
 }
 
+/// `patchbench reach` refuses a map, --file or directory it cannot use
+/// with exit 2, naming the option and the value at fault.
+#[test]
+fn a_reach_map_or_file_that_cannot_be_used_exits_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_map = dir.path().join("not-a-map.json");
+    std::fs::write(&not_a_map, b"[]").unwrap();
+    let missing = dir.path().join("missing.json");
+    let cases: [(Vec<&str>, &str); 4] = [
+        (vec!["reach", "--map", missing.to_str().unwrap()], "--map"),
+        (
+            vec!["reach", "--map", not_a_map.to_str().unwrap()],
+            "not-a-map.json is not a reach map",
+        ),
+        (
+            vec!["reach", "--file", "mm/no-such-file.c"],
+            "--file mm/no-such-file.c",
+        ),
+        (
+            vec![
+                "reach",
+                "build",
+                "--objects",
+                dir.path().to_str().unwrap(),
+                "--results",
+                "results/mm",
+                "--out",
+                missing.to_str().unwrap(),
+            ],
+            "--objects",
+        ),
+    ];
+    for (args, named) in cases {
+        let output = patchbench(&args);
+        let err = stderr(&output);
+        assert_eq!(code(&output), Some(2), "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+    }
+    assert!(!missing.exists());
+}
+
 /// A hunt (`run --bisect`, `per_patch: bisect`) refuses, with exit 2 and
 /// before anything is imported or built, what it cannot do: a waterfall,
 /// prebuilt kernels or a shard at once, `patchbench build` or a CI matrix

@@ -232,6 +232,38 @@ fn each_series_chooses_the_campaigns_that_execute_what_it_changes() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Beside the seeds' choice, the plan ranks the mm library by the
+/// committed reach map: a KSM change is first in ksm-merge's window, and
+/// names it as the workload that runs the function most.
+#[test]
+fn the_plan_ranks_the_library_by_the_reach_map() {
+    let out = plan("tests/fixtures/reach/ksm-nice.patch", 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let section: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("the mm library by the reach map"))
+        .collect();
+    assert!(
+        section
+            .get(1)
+            .is_some_and(|l| l.contains("mm-ksm-merge (ci/mm/ksm-merge.yaml)")),
+        "{stdout}"
+    );
+    assert!(
+        section
+            .iter()
+            .any(|l| l.starts_with("  mm/ksm.c: ksm_scan_thread  mm-ksm-merge (")),
+        "{stdout}"
+    );
+    // The seeds' choice is unchanged: none of them runs KSM.
+    assert!(chosen(&stdout).is_empty(), "{stdout}");
+}
+
 #[test]
 fn a_series_that_chooses_prints_a_matrix_of_its_campaigns() {
     let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))

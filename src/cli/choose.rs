@@ -142,12 +142,85 @@ pub(super) async fn choose(
         }
     }
     text.push_str(&reach::render(&choice, &candidates));
+    let (touched, base, ci_dir, map_root, repo_path) = (
+        choice.touched.clone(),
+        applied.base,
+        ci.clone(),
+        root.clone(),
+        tree.repo_path.clone(),
+    );
+    let library =
+        crate::blocking::unblock(move || library(&touched, base, &repo_path, &ci_dir, &map_root))
+            .await?;
+    match library {
+        Library::Ranked(ranked) => text.push_str(&ranked),
+        Library::Note(note) => sink.emit(Event::Note(format!("warning: {note}"))),
+    }
     Ok(Chose {
         candidates,
         choice,
         text,
         root,
     })
+}
+
+/// The mm library ranked by the shipped reach map, or why it is not.
+enum Library {
+    Ranked(String),
+    Note(String),
+}
+
+/// Rank the library campaigns (`ci/mm/`) for `touched` by the shipped
+/// reach map, when the map is of the tree at `base`; a changed function
+/// with no symbol in the map's object is found in its callers in the
+/// base's C.
+fn library(
+    touched: &[reach::Touched],
+    base: git2::Oid,
+    repo_path: &Path,
+    ci: &Path,
+    root: &Path,
+) -> anyhow::Result<Library> {
+    let path = root.join(super::reach::SHIPPED_MAP);
+    let shown = reach::shown(root, &path);
+    if !path.is_file() {
+        return Ok(Library::Note(format!(
+            "no reach map at {shown}: the mm library is not ranked for this series"
+        )));
+    }
+    let map = reach::map::ReachMap::load(&path)?;
+    if map.tree.base_commit != base.to_string() {
+        return Ok(Library::Note(format!(
+            "the reach map {shown} is of {} at {}, and the series is read at {base}: the mm library is not ranked for it",
+            map.tree.origin, map.tree.base_commit
+        )));
+    }
+    let mut inlined = reach::library::Inlined::new();
+    let repo = crate::tree::Tree::open_path(repo_path)?;
+    let tree = repo.find_commit(base)?.tree()?;
+    for t in touched {
+        let reach::Place::Function {
+            name,
+            in_base: true,
+        } = &t.place
+        else {
+            continue;
+        };
+        if !reach::library::has_no_symbol(&map, &t.file, name) {
+            continue;
+        }
+        let blob = repo.find_blob(tree.get_path(Path::new(&t.file))?.id())?;
+        let scan = reach::cscan::scan(blob.content());
+        let own = &map.files[&t.file].functions;
+        let callers =
+            reach::library::symbol_callers(blob.content(), &scan, name, |f| own.contains(f));
+        inlined.insert((t.file.clone(), name.clone()), callers);
+    }
+    let campaigns = reach::library::library_campaigns(ci)?;
+    let ranking = reach::library::rank(touched, &map, &campaigns, &inlined);
+    Ok(Library::Ranked(reach::library::render(
+        &ranking, &campaigns, &shown,
+    )))
 }
 
 fn same_tree(a: &TreeSource, b: &TreeSource) -> bool {

@@ -24,6 +24,7 @@ mod judge;
 mod merge;
 mod plan;
 mod publish;
+mod reach;
 mod watch;
 
 #[derive(Parser)]
@@ -124,6 +125,13 @@ pub enum Command {
     /// one across its commits, and write a report per change point.
     #[command(after_help = watch::AFTER_HELP)]
     Watch(watch::WatchArgs),
+    /// The reach map: what each mm library workload's base kernel executes
+    /// and what each mm/ file defines. Alone, the coverage per mm/ file
+    /// (functions built, executed in some workload's window, %); with
+    /// --file, per function, with the workload that runs it most; `reach
+    /// build` makes the map.
+    #[command(after_help = reach::AFTER_HELP)]
+    Reach(reach::ReachArgs),
 }
 
 impl Cli {
@@ -143,6 +151,7 @@ impl Cli {
             Command::Publish(args) => publish::publish(args, sink.clone()).await,
             Command::Cache(args) => cache::cache(args, events).await,
             Command::Watch(args) => watch::watch(args, events).await,
+            Command::Reach(args) => reach::reach(args, events),
             Command::Doctor { cache_dir } => {
                 let dir = cache_dir.unwrap_or_else(default_cache_dir);
                 let (text, ready) = doctor::render(&doctor::checks(&dir).await);
@@ -573,6 +582,7 @@ impl Cli {
             Command::Merge(a) => results_paths(&a.shards),
             Command::Publish(a) => results_paths(&a.results),
             Command::Watch(a) => watch::check(a),
+            Command::Reach(a) => reach::check(a),
             Command::Cache(_) | Command::Doctor { .. } => Ok(()),
         }
     }

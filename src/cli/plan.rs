@@ -95,6 +95,12 @@ whose committed runs saw the base kernel execute it, are chosen, and the
 plan says which function each executes and how that is known. A series
 that changes nothing any campaign executes is told so: `run` would run the
 smoke campaign as a sanity check only. Nothing is built or booted.
+When the series is read at the tree of the reach map
+(results/reach/linux-6.12-mm-all.json, `patchbench reach`), the plan also
+ranks the mm library (ci/mm/) by the share of each workload's kernel
+instructions the changed functions take on the base kernel, and names for
+each changed function the workload that runs it most, or why none does
+(init-only, not built, or built but run in no workload's window).
 
 Examples:
   patchbench plan --series patches/memcg-dfl-local-skip      # which campaigns, and why

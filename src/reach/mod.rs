@@ -10,8 +10,11 @@
 //! The candidates are the campaign files of `ci/seeds/` with a `reaches:`
 //! block. `choose` and `render` are pure.
 
+pub mod coverage;
 pub mod cscan;
 pub mod evidence;
+pub mod library;
+pub mod map;
 pub mod touched;
 
 use std::fmt::Write;
