@@ -5,7 +5,8 @@
 //!
 //! Once per boot, untimed: `vm.overcommit_memory` is set to 1 for a
 //! program that maps more than the guest has
-//! ([`SelftestProgram::overcommits`]). Per sample, timed in the `run`
+//! ([`SelftestProgram::overcommits`]), and address-space randomization
+//! is turned off ([`RANDOMIZE`]). Per sample, timed in the `run`
 //! window: the program with its fixed arguments, from spawn to exit
 //! ([`crate::program`]), in a scratch directory, its output to a log.
 //! It must exit 0 (every case passed or failed as expected); then its
@@ -29,6 +30,14 @@ use crate::sys;
 
 /// The program's working directory and its log.
 const SCRATCH: &str = "/run/mm-selftest";
+/// The sysctl that randomizes where user mappings go. A selftest places
+/// some mappings at addresses derived from its own earlier ones
+/// (mremap_test's "40MB Preamble" case maps with MAP_FIXED_NOREPLACE and
+/// fails with EEXIST when a randomly placed mapping is already there: the
+/// second sample of the first boot of an A/A run on 6.12); with it at 0 every sample maps the same addresses,
+/// so a case passes or fails the same way each time and the window's
+/// page-table work repeats.
+const RANDOMIZE: &str = "/proc/sys/kernel/randomize_va_space";
 /// The sysctl that lets a mapping larger than memory and swap through.
 const OVERCOMMIT: &str = "/proc/sys/vm/overcommit_memory";
 
@@ -46,6 +55,7 @@ impl Run for MmSelftest {
         if self.program.overcommits() {
             files::write(OVERCOMMIT, "1")?;
         }
+        files::write(RANDOMIZE, "0")?;
         std::fs::create_dir_all(SCRATCH).with_context(|| format!("creating {SCRATCH}"))?;
         let disks = hostio::Watch::disks()?;
         console::say(format!(
