@@ -28,12 +28,15 @@ def row(run: pathlib.Path):
     work = campaign["workload"]
     kind = work["kind"]
     spec = yaml.safe_load((ROOT / "workloads" / f"{kind}.yaml").read_text())
-    if spec.get("harness") != "ops":
-        return None
+    def shown(v):
+        if isinstance(v, bool):
+            return str(v).lower()
+        if isinstance(v, dict):
+            return ", ".join(f"{k} {x}" for k, x in sorted(v.items()))
+        return str(v)
+
     params = ", ".join(
-        f"{k} {str(v).lower() if isinstance(v, bool) else v}"
-        for k, v in sorted(work.items())
-        if k not in ("kind", "tasks", "ops")
+        f"{k} {shown(v)}" for k, v in sorted(work.items()) if k not in ("kind", "tasks", "ops")
     )
     facts = results["boots"][0].get("facts") or {}
     release = facts.get("kernel_release", "?").rstrip("+")
@@ -41,25 +44,38 @@ def row(run: pathlib.Path):
     online = facts.get("online_cpus", "")
     if online == "0":
         tree += ", 1 vCPU"
+    needs = ", ".join(spec.get("needs") or []) or "—"
     barrier = facts.get("rcu_barrier")
     barrier = {True: "yes", False: "no", None: "—"}[barrier]
+    failed = [b for b in results["boots"] if not b["samples"]]
+    if failed:
+        what = failed[0].get("failure", {}).get("what", "no sample")
+        what = what.splitlines()[0].split(" (MemFree")[0].rstrip(":; ").replace("|", "/")
+        return (
+            f"| [{kind}](../workloads/{kind}.yaml) | {params} | {tree} | {needs} "
+            f"| stopped: {what} | | | {barrier} | [{run.name}](../results/mm/{run.name}/report.md) |"
+        )
+    metric = next(
+        m for m in ("ops_kernel_insns", "run_kernel_insns")
+        if m in results["boots"][0]["samples"][0]["metrics"]
+    )
     cvs, per_op = [], []
     for boot in results["boots"]:
-        xs = [s["metrics"]["ops_kernel_insns"] for s in boot["samples"]]
-        per_op += [s["metrics"]["ops_kernel_insns"] / s["metrics"]["ops"] for s in boot["samples"]]
+        samples = [s["metrics"] for s in boot["samples"]]
+        xs = [m[metric] for m in samples]
+        per_op += [m[metric] / m["ops"] for m in samples if m.get("ops")]
         if len(xs) > 1:
             cvs.append(100 * statistics.stdev(xs) / statistics.mean(xs))
-    needs = ", ".join(spec.get("needs") or []) or "—"
     met = "met" if max(cvs) <= TARGET else "not met"
     return (
         f"| [{kind}](../workloads/{kind}.yaml) | {params} | {tree} | {needs} "
-        f"| {statistics.mean(per_op):,.0f} | {min(cvs):.3f}–{max(cvs):.3f}% | {met} "
+        f"| {f'{statistics.mean(per_op):,.0f}' if per_op else 'a run: ' + f'{statistics.mean(xs):,.0f}'} | {min(cvs):.3f}–{max(cvs):.3f}% | {met} "
         f"| {barrier} | [{run.name}](../results/mm/{run.name}/report.md) |"
     )
 
 
 def main():
-    print("| benchmark | parameters run | tree | needs | kernel insns/op "
+    print("| workload | parameters run | tree | needs | kernel insns/op "
           "| within-boot CV (per boot) | ≤ 0.1% | RCU barrier | kept run |")
     print("|---|---|---|---|---|---|---|---|---|")
     for run in sorted((ROOT / "results" / "mm").iterdir()):
