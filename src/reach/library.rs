@@ -31,18 +31,7 @@ pub struct LibraryCampaign {
 
 /// Every campaign file directly in `ci_dir/mm`, in name order.
 pub fn library_campaigns(ci_dir: &Path) -> Result<Vec<LibraryCampaign>, ReachError> {
-    let dir = ci_dir.join("mm");
-    let list = |source| ReachError::List {
-        dir: dir.clone(),
-        source,
-    };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(list)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()
-        .map_err(list)?;
-    files.retain(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml"));
-    files.sort();
+    let files = super::campaign_files(&ci_dir.join("mm"))?;
     let root = ci_dir.parent().unwrap_or(ci_dir);
     files
         .into_iter()

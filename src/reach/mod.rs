@@ -65,22 +65,27 @@ pub enum ReachError {
     Evidence(#[from] evidence::EvidenceError),
 }
 
-/// Every campaign file directly in `ci_dir/seeds` that has a `reaches:`
-/// block, in name order (the cost lane's after the others), with its
-/// evidence read.
-pub fn candidates(ci_dir: &Path) -> Result<Vec<Candidate>, ReachError> {
-    let dir = ci_dir.join("seeds");
+/// The campaign files (`*.yaml`) directly in `dir`, in name order.
+pub(crate) fn campaign_files(dir: &Path) -> Result<Vec<PathBuf>, ReachError> {
     let list = |source| ReachError::List {
-        dir: dir.clone(),
+        dir: dir.to_path_buf(),
         source,
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(list)?
         .map(|e| e.map(|e| e.path()))
         .collect::<Result<_, _>>()
         .map_err(list)?;
     files.retain(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml"));
     files.sort();
+    Ok(files)
+}
+
+/// Every campaign file directly in `ci_dir/seeds` that has a `reaches:`
+/// block, in name order (the cost lane's after the others), with its
+/// evidence read.
+pub fn candidates(ci_dir: &Path) -> Result<Vec<Candidate>, ReachError> {
+    let files = campaign_files(&ci_dir.join("seeds"))?;
     let root = ci_dir.parent().unwrap_or(ci_dir);
     let mut out = Vec::new();
     for file in files {
