@@ -115,6 +115,12 @@ pub(super) fn headline(
         format!("{variant} vs {baseline}")
     };
     let text = match self_check {
+        // Every boot of a side stopped before its samples: nothing was
+        // compared, so the check neither passed nor failed.
+        Some(_) if of.is_empty() => {
+            "A/A self-check not made: no boot of a side completed, so nothing was compared"
+                .to_string()
+        }
         Some(check) if check.false_calls.is_empty() => format!(
             "A/A self-check passed: no change called between identical kernels; {}",
             parts.join("; ")

@@ -110,6 +110,31 @@ fn an_a_a_self_check_is_for_identical_variants_only() {
 }
 
 #[test]
+fn an_a_a_run_whose_boots_all_stopped_made_no_self_check() {
+    let mut results = smoke();
+    results.series.patches.clear();
+    for v in &mut results.variants {
+        v.patches = 0;
+    }
+    for boot in &mut results.boots {
+        boot.samples.clear();
+        boot.complete = false;
+    }
+    let j = judge(&results);
+    assert!(
+        j.headlines[0].text.starts_with("A/A self-check not made"),
+        "{}",
+        j.headlines[0].text
+    );
+    let check = j.self_check.expect("an A/A run has a self-check record");
+    assert!(
+        check.sentence().contains("self-check not made"),
+        "{}",
+        check.sentence()
+    );
+}
+
+#[test]
 /// Judged, saved and loaded: the judgement as stored, bit for bit (here,
 /// not in `results`, which must not import the judge).
 fn schema_5_round_trips() {

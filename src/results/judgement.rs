@@ -113,7 +113,9 @@ pub struct SelfCheckRecord {
 impl SelfCheckRecord {
     /// The self-check in a sentence.
     pub fn sentence(&self) -> String {
-        let outcome = if self.false_calls.is_empty() {
+        let outcome = if self.false_calls.is_empty() && self.directed == 0 {
+            "**A/A self-check not made**: no metric with a direction was compared".to_string()
+        } else if self.false_calls.is_empty() {
             format!(
                 "**A/A self-check passed**: none of {} metric(s) with a direction was called an improvement or a regression",
                 self.directed
