@@ -242,6 +242,34 @@ pub fn check_held(
     Ok(())
 }
 
+/// Checks [`check_held`] for `each`, and that every task holding twice
+/// `each` (`twice`: what the second copy is) fits in half the guest's
+/// memory.
+pub fn check_held_twice(
+    param: &'static str,
+    each: Bytes,
+    tasks: u32,
+    guest: GuestSize,
+    twice: &str,
+) -> Result<(), ParamError> {
+    check_held(param, each, tasks, guest)?;
+    let held = each
+        .get()
+        .saturating_mul(2)
+        .saturating_mul(u64::from(tasks));
+    let half = half_memory(guest);
+    if held > half.get() {
+        return Err(ParamError::new(
+            param,
+            each,
+            format!(
+                "with {tasks} tasks, twice it ({twice}) must fit in half the guest's memory ({half})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Thin, checked wrappers over the system calls the benchmarks make.
 pub mod sys {
     use std::ffi::CString;

@@ -17,7 +17,7 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::sys::{Map, fork_child, page_size, wait_ok};
-use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, half_memory};
+use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held_twice};
 use crate::kind::Kind;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,25 +54,14 @@ impl Bench for ForkCow {
     }
 
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
-        check_held("size", self.size, self.tasks, guest)?;
         // Each task holds its region and its child as much again in copies.
-        let held = self
-            .size
-            .get()
-            .saturating_mul(2)
-            .saturating_mul(u64::from(self.tasks));
-        let half = half_memory(guest);
-        if held > half.get() {
-            return Err(ParamError::new(
-                "size",
-                self.size,
-                format!(
-                    "with {} tasks, twice it (the region and the child's copy) must fit in half the guest's memory ({half})",
-                    self.tasks
-                ),
-            ));
-        }
-        Ok(())
+        check_held_twice(
+            "size",
+            self.size,
+            self.tasks,
+            guest,
+            "the region and the child's copy",
+        )
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {

@@ -16,7 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::sys::{Map, mount, page_size};
-use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, half_memory};
+use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held_twice};
 use crate::kind::Kind;
 
 /// The tmpfs each task's file is made on, mounted once per boot with no
@@ -59,26 +59,15 @@ impl Bench for PageFaultFile {
     }
 
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
-        check_held("size", self.size, self.tasks, guest)?;
         // Each task holds its file and, inside an operation, as much again
         // in private copies.
-        let held = self
-            .size
-            .get()
-            .saturating_mul(2)
-            .saturating_mul(u64::from(self.tasks));
-        let half = half_memory(guest);
-        if held > half.get() {
-            return Err(ParamError::new(
-                "size",
-                self.size,
-                format!(
-                    "with {} tasks, twice it (the file and its private copy) must fit in half the guest's memory ({half})",
-                    self.tasks
-                ),
-            ));
-        }
-        Ok(())
+        check_held_twice(
+            "size",
+            self.size,
+            self.tasks,
+            guest,
+            "the file and its private copy",
+        )
     }
 
     fn prepare(&self) -> io::Result<()> {
