@@ -72,16 +72,19 @@ pub fn run<B: Bench>(bench: &B, boot: Boot<'_>) -> Result<()> {
         load.ops,
         bench.describe()
     ));
+    let barrier = settle::has_rcu_barrier();
     let total = boot.warmups + boot.samples;
     for index in 0..total {
-        let metrics = sample(bench, &cgroups).with_context(|| format!("sample {index}"))?;
+        let metrics =
+            sample(bench, &cgroups, barrier).with_context(|| format!("sample {index}"))?;
         emit(boot.port, index, boot.warmups, total, metrics)?;
     }
     Ok(())
 }
 
 /// One sample: the tasks' operations in one window.
-fn sample<B: Bench>(bench: &B, cgroups: &[PathBuf]) -> Result<Fields> {
+/// `barrier`: whether the kernel can run the window's RCU barriers.
+fn sample<B: Bench>(bench: &B, cgroups: &[PathBuf], barrier: bool) -> Result<Fields> {
     let load = bench.load();
     let pin = load.tasks <= online_cpus();
     let slots: Vec<Slot> = (0..load.tasks as usize)
@@ -108,7 +111,6 @@ fn sample<B: Bench>(bench: &B, cgroups: &[PathBuf]) -> Result<Fields> {
             ("sys_ns".to_string(), after.1 - before.1),
         ]))
     };
-    let barrier = settle::has_rcu_barrier();
     let window: RefCell<Option<(cpustat::Meter, u64)>> = RefCell::new(None);
     let ended: RefCell<Option<(Fields, u64)>> = RefCell::new(None);
     let mut on_gate = |gate: usize| -> Result<()> {
