@@ -593,6 +593,9 @@ impl CostWindows {
         }
         if !warmup {
             sample.profile = cost::sample_profiles(&windows);
+            if self.model == cost::PluginModel::Cache {
+                sample.split = cost::sample_splits(&windows);
+            }
         }
         Ok(())
     }
@@ -905,12 +908,34 @@ mod tests {
         assert_eq!(measured.metrics["pageout_insns"], 150);
         assert_eq!(measured.metrics["pageout_cpu_ns"], 5);
         assert_eq!(measured.profile["pageout"]["do_flush_stats"], 300);
+        // Where its cycles went: 150 instructions, the rest misses.
+        let split = measured.split["pageout"]["do_flush_stats"];
+        assert_eq!((split.insns, split.class_cycles), (150, 0));
+        assert_eq!(split.miss_cycles(300), 150);
+        assert!(warm.split.is_empty());
         // A sample without windows, and a window of another model, fail.
         let err = windows.add_to(&mut sample(false), false, None).unwrap_err();
         assert!(format!("{err:#}").contains("no cost windows"), "{err:#}");
         std::fs::write(&path, [text, window(3, "verify", "other", 1)].concat()).unwrap();
         let err = windows.add_to(&mut sample(false), false, None).unwrap_err();
         assert!(err.to_string().contains("modeled on other"), "{err}");
+    }
+
+    #[test]
+    fn a_counting_lane_sample_keeps_no_split() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(cost::WINDOWS_FILE);
+        let mut windows = CostWindows {
+            reader: cost::WindowReader::new(&path),
+            model: cost::PluginModel::Count,
+            per_call: None,
+        };
+        std::fs::write(&path, window(1, "pageout", "count", 100)).unwrap();
+        let mut measured = sample(false);
+        windows.add_to(&mut measured, false, None).unwrap();
+        assert_eq!(measured.metrics["pageout_insns"], 50);
+        assert_eq!(measured.profile["pageout"]["do_flush_stats"], 100);
+        assert!(measured.split.is_empty(), "{:?}", measured.split);
     }
 
     #[test]

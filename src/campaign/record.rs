@@ -86,6 +86,7 @@ impl From<&patchbench_agent::Sample> for results::SampleRecord {
             condition: s.condition.clone(),
             metrics: s.metrics.clone(),
             profile: BTreeMap::new(),
+            split: BTreeMap::new(),
         }
     }
 }

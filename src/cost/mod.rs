@@ -292,6 +292,32 @@ pub fn sample_profiles(windows: &[WindowRecord]) -> BTreeMap<String, SymbolProfi
         .collect()
 }
 
+/// A cost-lane sample's splits per phase: for every symbol of its
+/// profile, its instructions, its classes and the cycles they were
+/// charged beyond one each ([`crate::model::profile::CycleSplit`]).
+pub fn sample_splits(
+    windows: &[WindowRecord],
+) -> BTreeMap<String, crate::model::profile::SplitProfile> {
+    windows
+        .iter()
+        .map(|w| {
+            let split = w
+                .symbols
+                .iter()
+                .map(|s| {
+                    let split = crate::model::profile::CycleSplit {
+                        insns: s.cost.insns,
+                        class_cycles: s.cost.class_cycles,
+                        classes: s.cost.classes,
+                    };
+                    (s.symbol.clone(), split)
+                })
+                .collect();
+            (w.phase.clone(), split)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +333,7 @@ mod tests {
             coherence_misses: 1,
             modeled_cycles: cycles,
             classes: Default::default(),
+            class_cycles: 0,
         }
     }
 

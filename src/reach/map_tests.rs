@@ -23,6 +23,7 @@ fn results(campaign: &str, a: &[Window], b_insns: u64) -> Results {
             syms.iter().map(|(s, v)| (s.to_string(), *v)).collect(),
         )]
         .into(),
+        split: Default::default(),
     };
     let template = r.boots[0].clone();
     let mut boot_a = template.clone();

@@ -517,6 +517,34 @@ fn profile_markdown(out: &mut String, results: &Results) {
                 pct(s * 100.0)
             )),
         );
+        split_markdown(out, &table);
+    }
+}
+
+/// Where each listed symbol's Δ modeled cycles went: one cycle for each
+/// instruction, the cost table's classes beyond that, and misses; then
+/// the classes whose counts changed. Absent without splits.
+fn split_markdown(out: &mut String, table: &super::ProfileTable) {
+    let Some(phase) = &table.phase_split else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\nWhere the \u{394} went, per sample: instructions at one cycle each, the \
+         cost table's classes beyond that (docs/cost-model.md, \"Instruction costs\"), and \
+         miss penalties (Mcycles); then each changed class's \u{394} count.\n\n\
+         | symbol | instructions | classes | misses | class counts |\n|---|---:|---:|---:|---|"
+    );
+    let rows = table.splits.iter().map(|(s, d)| (code_span(s), d));
+    for (name, d) in rows.chain([("(whole phase)".to_string(), phase)]) {
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | {} |",
+            signed_mcycles(d.insns),
+            signed_mcycles(d.class_cycles),
+            signed_mcycles(d.miss_cycles),
+            super::profile::classes_cell(d),
+        );
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::profile::{self, SymbolDelta, SymbolProfile};
+use crate::model::profile::{self, SplitDelta, SplitProfile, SymbolDelta, SymbolProfile};
 use crate::results::Results;
 
 /// Symbols listed per table.
@@ -30,6 +30,10 @@ pub struct ProfileTable {
     pub series_rows: Vec<SymbolDelta>,
     /// The counting lane's table: instructions, not modeled cycles.
     pub counting: bool,
+    /// The cost lane, where samples carry splits: where each row's Δ went
+    /// (`rows` then `series_rows`, by symbol), and the whole phase's.
+    pub splits: Vec<(String, SplitDelta)>,
+    pub phase_split: Option<SplitDelta>,
 }
 
 impl ProfileTable {
@@ -100,6 +104,23 @@ pub fn profile_tables(results: &Results) -> Vec<ProfileTable> {
             let rows = profile::top_symbol_deltas(pa, pb, TOP_SYMBOLS);
             let mut series_rows = profile::function_deltas(pa, pb, &changed);
             series_rows.retain(|r| !rows.iter().any(|t| t.symbol == r.symbol));
+            let (sa, sb) = (
+                split_side(results, baseline, phase),
+                split_side(results, &variant.name, phase),
+            );
+            let (sa, sb) = (pairs(&sa), pairs(&sb));
+            let phase_split = profile::split_delta(&sa, &sb, None);
+            let splits = if phase_split.is_some() {
+                rows.iter()
+                    .chain(&series_rows)
+                    .filter_map(|r| {
+                        profile::split_delta(&sa, &sb, Some(&r.symbol))
+                            .map(|d| (r.symbol.clone(), d))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
             tables.push(ProfileTable {
                 phase: phase.clone(),
                 baseline: baseline.to_string(),
@@ -111,6 +132,8 @@ pub fn profile_tables(results: &Results) -> Vec<ProfileTable> {
                 rows,
                 series_rows,
                 counting: results.host.lane == crate::model::Lane::Counting,
+                splits,
+                phase_split,
             });
         }
     }
@@ -131,6 +154,41 @@ fn profiles(results: &Results, variant: &str) -> BTreeMap<String, Vec<SymbolProf
         }
     }
     by_phase
+}
+
+/// A variant's main-workload samples of `phase` that carry a split, each
+/// with its profile (samples written before splits existed carry none).
+fn split_side(results: &Results, variant: &str, phase: &str) -> Vec<(SymbolProfile, SplitProfile)> {
+    results
+        .samples_by_boot(variant, None)
+        .into_iter()
+        .flat_map(|(_, samples)| samples)
+        .filter_map(|sample| {
+            let split = sample.split.get(phase)?;
+            Some((sample.profile.get(phase)?.clone(), split.clone()))
+        })
+        .collect()
+}
+
+/// References to a side's (profile, split) pairs, as `split_delta` takes.
+fn pairs(side: &[(SymbolProfile, SplitProfile)]) -> Vec<(&SymbolProfile, &SplitProfile)> {
+    side.iter().map(|(p, s)| (p, s)).collect()
+}
+
+/// A split's classes that changed, for a table cell: `pause −8192,
+/// locked +4` (mean instructions per sample, largest change first).
+pub fn classes_cell(d: &SplitDelta) -> String {
+    if d.classes.is_empty() {
+        return "none".into();
+    }
+    d.classes
+        .iter()
+        .map(|(c, n)| {
+            let sign = if *n < 0.0 { "\u{2212}" } else { "+" };
+            format!("{} {sign}{:.0}", c.name(), n.abs())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The cost lane's banner, or `None` outside it: "Cost lane: modeled
@@ -214,6 +272,67 @@ mod tests {
         let plain = crate::results::tests::with_control(None);
         assert!(profile_tables(&plain).is_empty());
         assert!(cost_banner(&plain).is_none());
+    }
+
+    #[test]
+    fn where_each_rows_cycles_went_is_shown_when_samples_carry_splits() {
+        use crate::model::profile::{Class, ClassCounts, CycleSplit};
+        let mut results = crate::results::tests::cost_lane();
+        // Samples written before splits existed: no split table.
+        assert!(
+            profile_tables(&results)
+                .iter()
+                .all(|t| t.phase_split.is_none())
+        );
+        for boot in &mut results.boots {
+            for s in &mut boot.samples {
+                let split = s.profile["pageout"]
+                    .iter()
+                    .map(|(symbol, &cycles)| {
+                        // The flush: a fifth of its cycles instructions, 8192
+                        // PAUSEs at 139 beyond one each, the rest misses.
+                        let mut classes = ClassCounts::default();
+                        let split = if symbol == "do_flush_stats" {
+                            classes.add(Class::Pause, 8192);
+                            CycleSplit {
+                                insns: cycles / 5,
+                                class_cycles: 8192 * 139,
+                                classes,
+                            }
+                        } else {
+                            CycleSplit {
+                                insns: cycles,
+                                class_cycles: 0,
+                                classes,
+                            }
+                        };
+                        (symbol.clone(), split)
+                    })
+                    .collect();
+                s.split = [("pageout".to_string(), split)].into();
+            }
+        }
+        let tables = profile_tables(&results);
+        let pageout = &tables[0];
+        let flush = &pageout.splits[0];
+        assert_eq!(flush.0, "do_flush_stats");
+        assert_eq!(flush.1.class_cycles, -(8192.0 * 139.0));
+        assert_eq!(flush.1.classes, [(Class::Pause, -8192.0)]);
+        let phase = pageout.phase_split.as_ref().unwrap();
+        let parts = phase.insns + phase.class_cycles + phase.miss_cycles;
+        assert!((parts - pageout.total_delta()).abs() < 1e-6, "{parts}");
+        assert_eq!(classes_cell(phase), "pause \u{2212}8192");
+        assert!(tables[1].phase_split.is_none(), "verify has no split");
+        let mut judged = results.clone();
+        crate::judge::judge_into(&mut judged);
+        let md = super::super::markdown(&judged);
+        assert!(
+            md.contains("| `do_flush_stats` | \u{2212}60.000 | \u{2212}1.139 | \u{2212}238.863 | pause \u{2212}8192 |"),
+            "{md}"
+        );
+        assert!(md.contains("| (whole phase) |"), "{md}");
+        let text = super::super::terminal(&judged);
+        assert!(text.contains("delta went to"), "{text}");
     }
 
     #[test]

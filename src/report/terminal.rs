@@ -208,8 +208,39 @@ fn profile_text(results: &Results) -> String {
                 .map_or_else(String::new, |s| format!("listed {:.1}%", s * 100.0)),
         ]);
         out.push_str(&aligned(&rows, |c| c == 0));
+        out.push_str(&split_text(&table));
     }
     out
+}
+
+/// Where each listed symbol's Δ went (the cost lane with splits): its
+/// instructions, the cost table's classes, its misses, in Mcycles.
+fn split_text(table: &super::ProfileTable) -> String {
+    let Some(phase) = &table.phase_split else {
+        return String::new();
+    };
+    let mut rows = vec![
+        [
+            "delta went to",
+            "insns",
+            "classes",
+            "misses",
+            "class counts",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let listed = table.splits.iter().map(|(s, d)| (s.as_str(), d));
+    for (name, d) in listed.chain([("(whole phase)", phase)]) {
+        rows.push(vec![
+            name.to_string(),
+            format!("{:+.3}", d.insns / 1e6),
+            format!("{:+.3}", d.class_cycles / 1e6),
+            format!("{:+.3}", d.miss_cycles / 1e6),
+            super::profile::classes_cell(d),
+        ]);
+    }
+    format!("\n{}", aligned(&rows, |c| c == 0 || c == 4))
 }
 
 /// Rows as aligned text, two spaces apart: the columns `left` says are

@@ -266,6 +266,7 @@ pub(crate) mod tests {
                         ]
                         .into(),
                         profile: Default::default(),
+                        split: Default::default(),
                     })
                     .collect();
                 Boot {

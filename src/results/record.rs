@@ -614,6 +614,12 @@ pub struct SampleRecord {
     /// phase of the sample, phase → symbol → cycles.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub profile: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The cost lane only, beside `profile`: where each symbol's modeled
+    /// cycles went (instructions, the cost table's classes, misses),
+    /// phase → symbol → split. Absent in the counting lane and in older
+    /// documents.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub split: BTreeMap<String, crate::model::profile::SplitProfile>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -111,6 +111,7 @@ impl From<SampleV2> for SampleRecord {
             condition: s.condition,
             metrics: s.metrics,
             profile: BTreeMap::new(),
+            split: BTreeMap::new(),
         }
     }
 }

@@ -48,6 +48,15 @@ pub struct Cost {
     /// that did; absent when none did, and in the counting lane).
     #[serde(default, skip_serializing_if = "ClassCounts::is_zero")]
     pub classes: ClassCounts,
+    /// The cycles those classes were charged beyond one per instruction
+    /// (absent when zero): `modeled_cycles` is `insns + class_cycles` plus
+    /// the misses' penalties.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub class_cycles: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Cost {
@@ -61,6 +70,7 @@ impl Cost {
             coherence_misses: counts.coherence_misses,
             modeled_cycles: counts.modeled_cycles(latency),
             classes: counts.classes,
+            class_cycles: counts.extra_cycles,
         }
     }
 }
@@ -159,9 +169,25 @@ mod tests {
         };
         let text = serde_json::to_string(&symbol).unwrap();
         assert!(text.ends_with(r#""classes":{"pause":8192}}"#), "{text}");
+        let charged = SymbolCost {
+            cost: Cost {
+                class_cycles: 8_192 * 139,
+                ..cost
+            },
+            ..symbol.clone()
+        };
+        let text_charged = serde_json::to_string(&charged).unwrap();
+        assert!(
+            text_charged.ends_with(r#""classes":{"pause":8192},"class_cycles":1138688}"#),
+            "{text_charged}"
+        );
+        assert_eq!(
+            serde_json::from_str::<SymbolCost>(&text_charged).unwrap(),
+            charged
+        );
         assert_eq!(serde_json::from_str::<SymbolCost>(&text).unwrap(), symbol);
         let plain = serde_json::to_string(&Cost::default()).unwrap();
-        assert!(!plain.contains("classes"), "{plain}");
+        assert!(!plain.contains("class"), "{plain}");
         // Windows written before the classes existed still read.
         assert_eq!(
             serde_json::from_str::<Cost>(&plain).unwrap(),
