@@ -568,8 +568,16 @@ fn every_figure_in_the_outside_series_table_is_its_results_file_compared_again()
 fn figures_are_their_files(doc: &str, no_figure: &str, pages: bool, at_least: usize) {
     let path = root().join(doc);
     let text = read(&path);
+    let checked = rows_are_their_files(doc, headline_rows(&text), no_figure, pages);
+    assert!(checked >= at_least, "{doc}: only {checked} figures checked");
+}
+
+/// [`figures_are_their_files`] over some rows of `doc`: how many figures
+/// it checked.
+fn rows_are_their_files(doc: &str, rows: Vec<&str>, no_figure: &str, pages: bool) -> usize {
+    let path = root().join(doc);
     let mut checked = 0;
-    for row in headline_rows(&text) {
+    for row in rows {
         let files: Vec<String> = links(row)
             .into_iter()
             .filter(|l| l.ends_with("results.json"))
@@ -627,7 +635,89 @@ fn figures_are_their_files(doc: &str, no_figure: &str, pages: bool, at_least: us
             checked += 1;
         }
     }
-    assert!(checked >= at_least, "{doc}: only {checked} figures checked");
+    checked
+}
+
+/// The rows of the table under the heading `heading` of `text`.
+fn table_under<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
+    let start = text
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("no heading {heading:?}"));
+    headline_rows(&text[start..])
+}
+
+/// The first percentage of `cell` as a number: `−44.69%` → −44.69.
+fn first_pct(cell: &str) -> Option<f64> {
+    let end = cell.find('%')?;
+    let start = cell[..end]
+        .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or(0, |i| i + cell[i..].chars().next().unwrap().len_utf8());
+    let number: f64 = cell[start..end].parse().ok()?;
+    let sign = cell[..start].chars().next_back();
+    Some(if sign == Some('\u{2212}') || sign == Some('-') {
+        -number
+    } else {
+        number
+    })
+}
+
+/// Each row's `share` cell is its first figure's change over the first
+/// percentage of its hardware cell, rounded to a whole percent: `40%`.
+/// Rows without a figure say `—`. Returns how many shares it checked.
+fn shares_are_their_figures(
+    doc: &str,
+    rows: &[&str],
+    hardware: usize,
+    figure: usize,
+    share: usize,
+) -> usize {
+    let mut checked = 0;
+    for row in rows {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let found = figures(cells[figure]);
+        let Some(f) = found.first() else {
+            assert_eq!(
+                cells[share], "\u{2014}",
+                "{doc}: a row without a figure has no share: {row}"
+            );
+            continue;
+        };
+        let hw = first_pct(cells[hardware])
+            .unwrap_or_else(|| panic!("{doc}: no hardware figure: {row}"));
+        let pct: f64 = f.pct.replace('\u{2212}', "-").parse().unwrap();
+        assert_eq!(
+            cells[share],
+            format!("{:.0}%", 100.0 * pct / hw).replacen('-', "\u{2212}", 1),
+            "{doc}: the share of {} against {hw}%: {row}",
+            f.pct
+        );
+        checked += 1;
+    }
+    checked
+}
+
+#[test]
+fn every_lane_against_hardware_is_its_file_and_its_share() {
+    let doc = "docs/cost-model.md";
+    let text = read(&root().join(doc));
+    let rows = table_under(&text, "## Against hardware");
+    assert!(rows_are_their_files(doc, rows.clone(), "\u{2014}", false) >= 6);
+    // | seed | the seed's figure | lane | patchbench | share | run |
+    assert!(shares_are_their_figures(doc, &rows, 2, 4, 5) >= 6);
+    let seeds = read(&root().join("docs/seeds.md"));
+    // | seed | experiment | the seed's figure | patchbench | share | lane | run |
+    assert!(shares_are_their_figures("docs/seeds.md", &headline_rows(&seeds), 3, 4, 5) >= 8);
+}
+
+#[test]
+fn a_hardware_percentage_reads_with_its_sign() {
+    assert_eq!(
+        first_pct("PAGEOUT CPU \u{2212}44.69%, whole-program \u{2212}21.78%"),
+        Some(-44.69)
+    );
+    assert_eq!(first_pct("sys \u{2212}14 to \u{2212}15%"), Some(-15.0));
+    assert_eq!(first_pct("zswpout +6.8%"), Some(6.8));
+    assert_eq!(first_pct("no figure"), None);
 }
 
 /// The error-rate tables docs/statistics.md quotes, each under a link to

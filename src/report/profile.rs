@@ -176,7 +176,7 @@ fn pairs(side: &[(SymbolProfile, SplitProfile)]) -> Vec<(&SymbolProfile, &SplitP
 }
 
 /// A split's classes that changed, for a table cell: `pause −8192,
-/// locked +4` (mean instructions per sample, largest change first).
+/// locked +4.0` (mean instructions per sample, largest change first).
 pub fn classes_cell(d: &SplitDelta) -> String {
     if d.classes.is_empty() {
         return "none".into();
@@ -185,7 +185,9 @@ pub fn classes_cell(d: &SplitDelta) -> String {
         .iter()
         .map(|(c, n)| {
             let sign = if *n < 0.0 { "\u{2212}" } else { "+" };
-            format!("{} {sign}{:.0}", c.name(), n.abs())
+            // A mean over samples: whole counts unless it is small.
+            let digits = if n.abs() < 10.0 { 1 } else { 0 };
+            format!("{} {sign}{:.*}", c.name(), digits, n.abs())
         })
         .collect::<Vec<_>>()
         .join(", ")
