@@ -170,6 +170,20 @@ pub struct ProfileView {
     pub rows: Vec<ProfileRowView>,
     /// The whole phase: A, B, Δ, and the listed symbols' share of it.
     pub whole: String,
+    /// The cost lane with splits: where each row's Δ went, then the whole
+    /// phase's (empty otherwise).
+    pub split: Vec<SplitRowView>,
+}
+
+/// One row of "where the Δ went": instructions, the cost table's
+/// classes, misses (signed Mcycles), and the classes' counts.
+pub struct SplitRowView {
+    pub symbol: String,
+    pub whole: bool,
+    pub insns: String,
+    pub classes: String,
+    pub misses: String,
+    pub counts: String,
 }
 
 pub struct ProfileRowView {
@@ -207,7 +221,25 @@ fn profiles(r: &Results) -> Result<Vec<ProfileView>, plot::PlotError> {
             } else {
                 Some(plot::symbol_delta_plot(&t.title(), &bars)?)
             };
+            let split_row = |symbol: &str, whole: bool, d: &crate::model::profile::SplitDelta| {
+                SplitRowView {
+                    symbol: symbol.to_string(),
+                    whole,
+                    insns: signed(d.insns),
+                    classes: signed(d.class_cycles),
+                    misses: signed(d.miss_cycles),
+                    counts: crate::report::profile::classes_cell(d),
+                }
+            };
+            let split = t.phase_split.as_ref().map_or_else(Vec::new, |phase| {
+                t.splits
+                    .iter()
+                    .map(|(s, d)| split_row(s, false, d))
+                    .chain([split_row("", true, phase)])
+                    .collect()
+            });
             Ok(ProfileView {
+                split,
                 title: t.title(),
                 anchor: format!("profile-{i}"),
                 baseline: t.baseline.clone(),

@@ -139,3 +139,24 @@ fn rows_are_grouped_by_role_in_their_own_order_with_one_group_per_context_reason
         ]
     );
 }
+
+#[test]
+fn a_cost_lane_page_says_where_each_rows_delta_went() {
+    let mut results = crate::results::tests::cost_lane_with_splits();
+    crate::judge::judge_into(&mut results);
+    let run = Run::new(&results, Path::new("/out"));
+    let page = crate::html::render_run(&run).unwrap();
+    assert!(page.contains(r#"<table class="profile split">"#), "{page}");
+    assert!(
+        page.contains(
+            "<tr><td><code>do_flush_stats</code></td><td class=\"num\">\u{2212}60.000</td><td class=\"num\">\u{2212}1.139</td><td class=\"num\">\u{2212}238.863</td><td>pause \u{2212}8192</td></tr>"
+        ),
+        "{page}"
+    );
+    assert!(page.contains("<tr><td>(whole phase)</td>"), "{page}");
+    // Without splits (runs before the cost table): no such table.
+    let mut plain = crate::results::tests::cost_lane();
+    crate::judge::judge_into(&mut plain);
+    let page = crate::html::render_run(&Run::new(&plain, Path::new("/out"))).unwrap();
+    assert!(!page.contains("profile split"), "{page}");
+}

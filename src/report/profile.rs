@@ -278,42 +278,15 @@ mod tests {
 
     #[test]
     fn where_each_rows_cycles_went_is_shown_when_samples_carry_splits() {
-        use crate::model::profile::{Class, ClassCounts, CycleSplit};
-        let mut results = crate::results::tests::cost_lane();
+        use crate::model::profile::Class;
         // Samples written before splits existed: no split table.
+        let plain = crate::results::tests::cost_lane();
         assert!(
-            profile_tables(&results)
+            profile_tables(&plain)
                 .iter()
                 .all(|t| t.phase_split.is_none())
         );
-        for boot in &mut results.boots {
-            for s in &mut boot.samples {
-                let split = s.profile["pageout"]
-                    .iter()
-                    .map(|(symbol, &cycles)| {
-                        // The flush: a fifth of its cycles instructions, 8192
-                        // PAUSEs at 139 beyond one each, the rest misses.
-                        let mut classes = ClassCounts::default();
-                        let split = if symbol == "do_flush_stats" {
-                            classes.add(Class::Pause, 8192);
-                            CycleSplit {
-                                insns: cycles / 5,
-                                class_cycles: 8192 * 139,
-                                classes,
-                            }
-                        } else {
-                            CycleSplit {
-                                insns: cycles,
-                                class_cycles: 0,
-                                classes,
-                            }
-                        };
-                        (symbol.clone(), split)
-                    })
-                    .collect();
-                s.split = [("pageout".to_string(), split)].into();
-            }
-        }
+        let results = crate::results::tests::cost_lane_with_splits();
         let tables = profile_tables(&results);
         let pageout = &tables[0];
         let flush = &pageout.splits[0];

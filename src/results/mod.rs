@@ -207,6 +207,42 @@ pub(crate) mod tests {
         results
     }
 
+    /// [`cost_lane`] with each sample's split of its `pageout` profile:
+    /// the flush (`do_flush_stats`) a fifth instructions, 8192 PAUSEs at
+    /// 139 cycles beyond one each, the rest misses; every other symbol
+    /// instructions alone.
+    pub(crate) fn cost_lane_with_splits() -> Results {
+        use crate::model::profile::{Class, ClassCounts, CycleSplit};
+        let mut results = cost_lane();
+        for boot in &mut results.boots {
+            for s in &mut boot.samples {
+                let split = s.profile["pageout"]
+                    .iter()
+                    .map(|(symbol, &cycles)| {
+                        let mut classes = ClassCounts::default();
+                        let split = if symbol == "do_flush_stats" {
+                            classes.add(Class::Pause, 8192);
+                            CycleSplit {
+                                insns: cycles / 5,
+                                class_cycles: 8192 * 139,
+                                classes,
+                            }
+                        } else {
+                            CycleSplit {
+                                insns: cycles,
+                                class_cycles: 0,
+                                classes,
+                            }
+                        };
+                        (symbol.clone(), split)
+                    })
+                    .collect();
+                s.split = [("pageout".to_string(), split)].into();
+            }
+        }
+        results
+    }
+
     /// A per-patch run made from the stored smoke run: variants base, p1,
     /// p2, p3 in boots base/p1/p2/p3/base', three samples each. p2 (the
     /// counter) drops PAGEOUT CPU by 20% and the flushes to 0; p1 and p3
