@@ -379,8 +379,10 @@ fn the_front_doors_stay_short() {
     );
     let seeds = read(&root().join("docs/seeds.md"));
     let table = headline_rows(&seeds);
+    // A row per seed experiment and lane: five seeds, each in the lanes
+    // that measure it.
     assert!(
-        !table.is_empty() && table.len() <= 12,
+        !table.is_empty() && table.len() <= 14,
         "{} rows",
         table.len()
     );
