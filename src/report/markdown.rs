@@ -524,7 +524,7 @@ fn profile_markdown(out: &mut String, results: &Results) {
 /// Where each listed symbol's Δ modeled cycles went: one cycle for each
 /// instruction, the cost table's classes beyond that, and misses; then
 /// the classes whose counts changed. Absent without splits.
-fn split_markdown(out: &mut String, table: &super::ProfileTable) {
+fn split_markdown(out: &mut String, table: &super::profile::ProfileTable) {
     let Some(phase) = &table.phase_split else {
         return;
     };

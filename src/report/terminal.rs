@@ -215,7 +215,7 @@ fn profile_text(results: &Results) -> String {
 
 /// Where each listed symbol's Δ went (the cost lane with splits): its
 /// instructions, the cost table's classes, its misses, in Mcycles.
-fn split_text(table: &super::ProfileTable) -> String {
+fn split_text(table: &super::profile::ProfileTable) -> String {
     let Some(phase) = &table.phase_split else {
         return String::new();
     };
