@@ -570,13 +570,13 @@ fn every_figure_in_the_outside_series_table_is_its_results_file_compared_again()
 fn figures_are_their_files(doc: &str, no_figure: &str, pages: bool, at_least: usize) {
     let path = root().join(doc);
     let text = read(&path);
-    let checked = rows_are_their_files(doc, headline_rows(&text), no_figure, pages);
+    let checked = rows_are_their_files(doc, &headline_rows(&text), no_figure, pages);
     assert!(checked >= at_least, "{doc}: only {checked} figures checked");
 }
 
 /// [`figures_are_their_files`] over some rows of `doc`: how many figures
 /// it checked.
-fn rows_are_their_files(doc: &str, rows: Vec<&str>, no_figure: &str, pages: bool) -> usize {
+fn rows_are_their_files(doc: &str, rows: &[&str], no_figure: &str, pages: bool) -> usize {
     let path = root().join(doc);
     let mut checked = 0;
     for row in rows {
@@ -703,7 +703,7 @@ fn every_lane_against_hardware_is_its_file_and_its_share() {
     let doc = "docs/cost-model.md";
     let text = read(&root().join(doc));
     let rows = table_under(&text, "## Against hardware");
-    assert!(rows_are_their_files(doc, rows.clone(), "\u{2014}", false) >= 6);
+    assert!(rows_are_their_files(doc, &rows, "\u{2014}", false) >= 6);
     // | seed | the seed's figure | lane | patchbench | share | run |
     assert!(shares_are_their_figures(doc, &rows, 2, 4, 5) >= 6);
     let seeds = read(&root().join("docs/seeds.md"));

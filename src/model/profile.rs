@@ -52,18 +52,20 @@ pub struct SplitDelta {
     pub classes: Vec<(Class, f64)>,
 }
 
-/// The mean split of `symbols` (all of them when `None`) over one side's
+/// The mean split of `symbol` (every symbol when `None`) over one side's
 /// samples, each a profile and its split.
-fn mean_split(side: &[(&SymbolProfile, &SplitProfile)], symbols: Option<&str>) -> SplitDelta {
+fn mean_split(side: &[(&SymbolProfile, &SplitProfile)], symbol: Option<&str>) -> SplitDelta {
     let mut sum = SplitDelta {
         classes: Class::ALL.iter().map(|&c| (c, 0.0)).collect(),
         ..SplitDelta::default()
     };
     for (profile, split) in side {
-        for (symbol, s) in split.iter() {
-            if symbols.is_some_and(|want| want != symbol) {
-                continue;
-            }
+        // One symbol: a lookup, not a walk over the whole window.
+        let chosen: Vec<(&String, &CycleSplit)> = match symbol {
+            Some(want) => split.get_key_value(want).into_iter().collect(),
+            None => split.iter().collect(),
+        };
+        for (symbol, s) in chosen {
             let cycles = profile.get(symbol).copied().unwrap_or(0);
             sum.insns += s.insns as f64;
             sum.class_cycles += s.class_cycles as f64;

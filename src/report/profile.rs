@@ -108,7 +108,6 @@ pub fn profile_tables(results: &Results) -> Vec<ProfileTable> {
                 split_side(results, baseline, phase),
                 split_side(results, &variant.name, phase),
             );
-            let (sa, sb) = (pairs(&sa), pairs(&sb));
             let phase_split = profile::split_delta(&sa, &sb, None);
             let splits = if phase_split.is_some() {
                 rows.iter()
@@ -158,21 +157,17 @@ fn profiles(results: &Results, variant: &str) -> BTreeMap<String, Vec<SymbolProf
 
 /// A variant's main-workload samples of `phase` that carry a split, each
 /// with its profile (samples written before splits existed carry none).
-fn split_side(results: &Results, variant: &str, phase: &str) -> Vec<(SymbolProfile, SplitProfile)> {
+fn split_side<'a>(
+    results: &'a Results,
+    variant: &str,
+    phase: &str,
+) -> Vec<(&'a SymbolProfile, &'a SplitProfile)> {
     results
         .samples_by_boot(variant, None)
         .into_iter()
         .flat_map(|(_, samples)| samples)
-        .filter_map(|sample| {
-            let split = sample.split.get(phase)?;
-            Some((sample.profile.get(phase)?.clone(), split.clone()))
-        })
+        .filter_map(|sample| Some((sample.profile.get(phase)?, sample.split.get(phase)?)))
         .collect()
-}
-
-/// References to a side's (profile, split) pairs, as `split_delta` takes.
-fn pairs(side: &[(SymbolProfile, SplitProfile)]) -> Vec<(&SymbolProfile, &SplitProfile)> {
-    side.iter().map(|(p, s)| (p, s)).collect()
 }
 
 /// A split's classes that changed, for a table cell: `pause −8192,
