@@ -318,6 +318,11 @@ impl World {
         patchbench_fakes::install(&world.bin(), &exe).unwrap();
         world.write_tree(patches);
         std::fs::write(world.path("fake.config"), FRAGMENT).unwrap();
+        // The world's host has hardware KVM loaded; ENV_KVM says whether
+        // its trial guest runs.
+        for module in ["kvm", "kvm_intel"] {
+            std::fs::create_dir_all(world.path("sys-module").join(module)).unwrap();
+        }
         world
     }
 
@@ -448,7 +453,11 @@ impl World {
             // takes anyway.
             .env("PATCHBENCH_AGENT", "/bin/busybox")
             .env(ENV_LOG, self.path("fakes.log"))
-            .env(ENV_NOISE, "0.2");
+            .env(ENV_NOISE, "0.2")
+            .env(
+                patchbench::vm::accel::ENV_SYS_MODULE,
+                self.path("sys-module"),
+            );
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -1216,18 +1225,26 @@ fn kvm_with_icount_is_refused_before_anything_runs() {
 }
 
 /// `patchbench doctor`'s KVM line follows the trial: usable where its
-/// guest ran (QEMU exited with the guest's status), and on a closed
-/// /dev/kvm a warning with both fixes, the kvm group and the udev rule.
+/// guest ran (QEMU exited with the guest's status) on a hardware KVM
+/// module, a warning naming the modules where only kvm_pvm is loaded, and
+/// on a closed /dev/kvm a warning with both fixes, the kvm group and the
+/// udev rule.
 fn doctor_calls_kvm_usable_only_where_the_trial_guest_ran() {
     let world = World::new(&[]);
-    let kvm_line = |host: &str| {
-        let output = world.patchbench(&["doctor"], &[(ENV_KVM, host)]);
+    let pvm = world.path("pvm-host");
+    std::fs::create_dir_all(pvm.join("kvm_pvm")).unwrap();
+    let pvm = pvm.to_str().unwrap();
+    let kvm_line_on = |host: &str, modules: &[(&str, &str)]| {
+        let mut env = vec![(ENV_KVM, host)];
+        env.extend_from_slice(modules);
+        let output = world.patchbench(&["doctor"], &env);
         String::from_utf8_lossy(&output.stdout)
             .lines()
             .find(|l| l.contains(" KVM "))
             .unwrap_or_else(|| panic!("no KVM line: {}", stderr(&output)))
             .to_string()
     };
+    let kvm_line = |host: &str| kvm_line_on(host, &[]);
     let runs = kvm_line("runs");
     assert!(
         runs.starts_with("ok   KVM") && runs.contains("a guest ran"),
@@ -1239,6 +1256,14 @@ fn doctor_calls_kvm_usable_only_where_the_trial_guest_ran() {
             && denied.contains("sudo usermod -aG kvm")
             && denied.contains(patchbench::vm::accel::UDEV_RULE),
         "{denied}"
+    );
+    // The guest runs, but the host's only KVM module is kvm_pvm.
+    let only_pvm = kvm_line_on("runs", &[(patchbench::vm::accel::ENV_SYS_MODULE, pvm)]);
+    assert!(
+        only_pvm.starts_with("warn KVM")
+            && only_pvm
+                .contains("neither kvm_intel nor kvm_amd is loaded; KVM modules loaded: kvm_pvm"),
+        "{only_pvm}"
     );
 }
 

@@ -1,20 +1,20 @@
-//! Accelerator detection: KVM only where a guest has run under it, TCG
-//! otherwise.
+//! Accelerator detection: KVM only where a guest has run under it on a
+//! hardware KVM module, TCG otherwise.
 //!
 //! `/dev/kvm` opening proves little: VT-x held by another hypervisor, a
 //! seccomp filter, broken nested virtualization, or this project's own
-//! machine (module `kvm_pvm`, where a normal guest hangs after "Booting
-//! from ROM") all open it. So the probe runs a guest: [`trial`] starts
-//! QEMU for a moment with the boots' own KVM arguments, before the first
-//! build, and KVM counts as usable only if that guest ran. Every failure
-//! comes back as a [`KvmUnfit`] that names its cause and, for `/dev/kvm`
-//! itself, the fix.
+//! machine (module `kvm_pvm`, where a normal guest hangs) all open it. So
+//! the probe runs a guest: [`trial`] starts QEMU for a moment with the
+//! boots' own KVM arguments, before the first build, and KVM counts as
+//! usable only if that guest ran and `kvm_intel` or `kvm_amd` is loaded.
+//! Every failure comes back as a [`KvmUnfit`] that names its cause and,
+//! for `/dev/kvm` itself, the fix.
 
 pub mod trial;
 
 pub use crate::model::Accel;
 
-pub use trial::{KvmUnfit, UDEV_RULE, loaded_modules};
+pub use trial::{ENV_SYS_MODULE, KvmUnfit, UDEV_RULE, loaded_modules};
 
 /// What the host does with a KVM guest.
 #[derive(Debug, Clone, PartialEq, Eq)]

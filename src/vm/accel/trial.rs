@@ -1,19 +1,27 @@
 //! The KVM trial: QEMU started for a moment with the boots' own KVM
 //! arguments ([`args::accel_args`]), running a guest of three instructions
-//! that reports through QEMU's `isa-debug-exit` device.
+//! that reports through QEMU's `isa-debug-exit` device, and the host's KVM
+//! modules read beside it.
 //!
-//! Only a guest that ran proves KVM works: `/dev/kvm` opens on hosts where
-//! another hypervisor holds VT-x, where a seccomp filter refuses the
-//! ioctls, or where nested virtualization is broken. On this project's
-//! own machine (module `kvm_pvm`, QEMU 7.2, 2026-12-06) the trial aborts
-//! in about 0.2 s with "failed to set MSR 0x10a" under `-cpu host`, the
-//! CPU model every KVM boot uses, while the same guest runs under
-//! `-cpu qemu64`: which is why the trial takes its CPU model from the
-//! boots' arguments and never from a list of its own.
+//! Only a guest that ran proves KVM opens and runs code: `/dev/kvm` opens
+//! on hosts where another hypervisor holds VT-x, where a seccomp filter
+//! refuses the ioctls, or where nested virtualization is broken. The
+//! trial takes its CPU model from the boots' arguments and never from a
+//! list of its own: on this project's machine (module `kvm_pvm`, QEMU 7.2,
+//! host 6.1, 2026-12-06) it aborted in about 0.2 s with "failed to set MSR
+//! 0x10a" under `-cpu host`, the model every KVM boot uses.
 //!
-//! Whether the guest ran is decided from QEMU's exit status and stderr
-//! alone ([`judge`], pure), so the hermetic tier's fake QEMU stands in
-//! for every host.
+//! A guest that ran is not enough either. The same machine on a later host
+//! kernel (6.18.44, 2026-12-06, evening) runs the three instructions under
+//! `-cpu host`, yet a real kernel prints nothing in 20 s: `kvm_pvm` runs
+//! only PVM guests, kernels built to run under it. So KVM counts as usable
+//! only where the guest ran *and* a hardware KVM module, `kvm_intel` or
+//! `kvm_amd`, is loaded (a built-in one is listed in `/sys/module` too,
+//! since both have parameters).
+//!
+//! Whether KVM is usable is decided from QEMU's exit status, its stderr and
+//! the modules alone ([`judge`], pure), so the hermetic tier's fake QEMU
+//! and a fake module directory ([`ENV_SYS_MODULE`]) stand in for every host.
 
 use std::path::Path;
 use std::time::Duration;
@@ -26,6 +34,13 @@ use crate::vm::args;
 /// workflow writes it on GitHub's hosted runners.
 pub const UDEV_RULE: &str =
     r#"KERNEL=="kvm", GROUP="kvm", MODE="0666", OPTIONS+="static_node=kvm""#;
+
+/// The directory [`run`] reads the loaded modules from instead of
+/// `/sys/module`, when set: the hermetic tier describes a host with it.
+pub const ENV_SYS_MODULE: &str = "PATCHBENCH_SYS_MODULE";
+
+/// The modules that run an unmodified guest kernel under KVM.
+pub const HARDWARE_MODULES: [&str; 2] = ["kvm_intel", "kvm_amd"];
 
 /// Why KVM cannot run this campaign's guests here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -52,6 +67,13 @@ pub enum KvmUnfit {
         /// PVM guests).
         modules: Vec<String>,
     },
+    /// The guest ran, but no module that runs an unmodified kernel is
+    /// loaded.
+    #[error(
+        "QEMU ran a three-instruction guest under KVM, but neither kvm_intel nor kvm_amd is loaded{}: no hardware KVM runs an unmodified kernel here (kvm_pvm runs only PVM guests, and a normal kernel hangs under it)",
+        modules_part(.modules)
+    )]
+    NoHardware { modules: Vec<String> },
     /// The guest did not run within the trial's deadline.
     #[error(
         "QEMU under KVM ({args}) did not run a three-instruction guest within {}: KVM hangs here{}",
@@ -166,21 +188,34 @@ pub async fn run(qemu: &str, deadline: Duration) -> Result<(), KvmUnfit> {
         why: format!("cannot write {}: {e}", rom.display()),
     })?;
     let cmd = Cmd::new(qemu, deadline).args(qemu_args(&rom));
+    let sys_module = std::env::var_os(ENV_SYS_MODULE).unwrap_or_else(|| "/sys/module".into());
     judge(
         process::run(&cmd).await,
-        &loaded_modules(Path::new("/sys/module")),
+        &loaded_modules(Path::new(&sys_module)),
     )
 }
 
-/// What QEMU's end says of KVM. `modules` (the KVM modules loaded) is
-/// evidence for a guest that did not run.
+/// What QEMU's end and the KVM modules loaded (`modules`) say of KVM: a
+/// guest that ran on a hardware module is usable; the modules are evidence
+/// for a guest that did not run.
 pub fn judge(
     end: Result<process::Output, ProcessError>,
     modules: &[String],
 ) -> Result<(), KvmUnfit> {
     let args = args::accel_args(Accel::Kvm, false, TcgThreads::Multi).join(" ");
     match end {
-        Err(ProcessError::Failed { status, .. }) if status.code() == Some(GUEST_RAN) => Ok(()),
+        Err(ProcessError::Failed { status, .. }) if status.code() == Some(GUEST_RAN) => {
+            if modules
+                .iter()
+                .any(|m| HARDWARE_MODULES.contains(&m.as_str()))
+            {
+                Ok(())
+            } else {
+                Err(KvmUnfit::NoHardware {
+                    modules: modules.to_vec(),
+                })
+            }
+        }
         Err(ProcessError::Failed { status, tail, .. }) => {
             Err(from_stderr(&tail, &args, status.to_string(), modules))
         }
@@ -272,8 +307,32 @@ mod tests {
     }
 
     #[test]
-    fn the_guests_exit_status_is_success() {
-        assert_eq!(judge(failed(85, &[]), &[]), Ok(()));
+    fn the_guests_exit_status_on_a_hardware_module_is_success() {
+        assert_eq!(judge(failed(85, &[]), &["kvm_intel".into()]), Ok(()));
+        assert_eq!(
+            judge(failed(85, &[]), &["kvm_amd".into(), "kvm_pvm".into()]),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_guest_that_ran_under_kvm_pvm_alone_is_not_usable_kvm() {
+        // This machine on host kernel 6.18.44 (2026-12-06): the trial's
+        // guest ran, and a real kernel printed nothing in 20 s.
+        let err = judge(failed(85, &[]), &["kvm_pvm".into()]).unwrap_err();
+        assert_eq!(
+            err,
+            KvmUnfit::NoHardware {
+                modules: vec!["kvm_pvm".into()]
+            }
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("neither kvm_intel nor kvm_amd is loaded; KVM modules loaded: kvm_pvm"),
+            "{text}"
+        );
+        let none = judge(failed(85, &[]), &[]).unwrap_err().to_string();
+        assert!(none.contains("no KVM module is loaded"), "{none}");
     }
 
     #[test]
