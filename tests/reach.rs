@@ -148,6 +148,15 @@ fn chosen(stdout: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
+/// The library workloads the plan says `run --series` runs besides.
+fn library_runs(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .find_map(|l| l.split_once("the workload that runs each changed function most: "))
+        .map(|(_, names)| names.split(", ").map(String::from).collect())
+        .unwrap_or_default()
+}
+
 /// The functions the plan says the series changes.
 fn changed(stdout: &str) -> Vec<String> {
     stdout
@@ -212,7 +221,22 @@ fn each_series_chooses_the_campaigns_that_execute_what_it_changes() {
                 failures.push(format!("{series}: {campaign} should execute {function}"));
             }
         }
-        if expected.is_empty() {
+        // The library workloads `run --series` adds are planned too.
+        let library = library_runs(&stdout);
+        for name in &library {
+            assert!(
+                stdout.contains(&format!("\ncampaign {name} (")),
+                "{series}: {name} is not planned\n{stdout}"
+            );
+        }
+        if expected.is_empty() && !library.is_empty() {
+            assert!(chosen.is_empty(), "{series}: {chosen:?}\n{stdout}");
+            assert!(
+                !stdout.contains("campaign smoke (built-in)")
+                    && !stdout.contains(patchbench::reach::NOTHING_REACHED),
+                "{series}: a library workload runs it, not the sanity check\n{stdout}"
+            );
+        } else if expected.is_empty() {
             assert!(chosen.is_empty(), "{series}: {chosen:?}\n{stdout}");
             assert!(stdout.contains("no campaign chosen"), "{series}\n{stdout}");
             assert!(
@@ -260,8 +284,10 @@ fn the_plan_ranks_the_library_by_the_reach_map() {
             .any(|l| l.starts_with("  mm/ksm.c: ksm_scan_thread  mm-ksm-merge (")),
         "{stdout}"
     );
-    // The seeds' choice is unchanged: none of them runs KSM.
+    // The seeds' choice is unchanged: none of them runs KSM; run --series
+    // runs ksm-merge, and nothing else.
     assert!(chosen(&stdout).is_empty(), "{stdout}");
+    assert_eq!(library_runs(&stdout), ["mm-ksm-merge"], "{stdout}");
 }
 
 #[test]
@@ -288,7 +314,9 @@ fn a_series_that_chooses_prints_a_matrix_of_its_campaigns() {
         campaigns,
         [
             "seed-004-swapin-margin-anon",
-            "seed-003-reclaim-refault-cost"
+            "seed-003-reclaim-refault-cost",
+            // The library's workload that runs the changed function most.
+            "mm-swap"
         ]
     );
 }
@@ -548,4 +576,41 @@ fn each_upstream_mm_commit_gets_a_workload_or_a_reason() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert_eq!((aimed, UPSTREAM_MM.len()), (6, 20));
+}
+
+/// `run --suite mm` runs the whole library: with its budget spent before
+/// the first, each campaign of ci/mm/ is named as not run, nothing is
+/// built, and the same --out is how the rest would run.
+#[test]
+fn a_suite_whose_budget_is_spent_names_every_library_campaign_not_run() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(["run", "--suite", "mm", "--budget", "0s", "--out"])
+        .arg(out_dir.path())
+        .current_dir(repo_root())
+        .output()
+        .expect("patchbench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut library: Vec<String> = std::fs::read_dir(repo_root().join("ci/mm"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yaml") && !n.starts_with('.'))
+        .map(|n| format!("ci/mm/{n}"))
+        .collect();
+    library.sort();
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("NOT RUN: the 0s budget was spent before "))
+        .unwrap_or_else(|| panic!("no NOT RUN line:\n{stdout}"));
+    let (count, names) = line.split_once(" of the campaigns started: ").unwrap();
+    assert_eq!(count, library.len().to_string(), "{stdout}");
+    assert_eq!(names.split(", ").collect::<Vec<_>>(), library, "{stdout}");
+    assert!(stdout.contains("with the same --out"), "{stdout}");
+    assert_eq!(std::fs::read_dir(out_dir.path()).unwrap().count(), 0);
 }

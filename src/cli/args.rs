@@ -11,9 +11,10 @@ use crate::config::{self, AccelChoice, Campaign, ConfigError, Overrides, TreeSou
 #[derive(clap::Args)]
 pub struct CampaignArgs {
     /// The campaign file (YAML). Without one and with --series, the series
-    /// chooses the campaigns of ci/seeds/ that execute what it changes (see
-    /// `patchbench plan --series`); without either, the built-in smoke
-    /// campaign runs.
+    /// chooses the campaigns that execute what it changes: those of
+    /// ci/seeds/, and from the mm library (ci/mm/) the workload that runs
+    /// each changed function most (see `patchbench plan --series`);
+    /// without either, the built-in smoke campaign runs.
     pub campaign: Option<PathBuf>,
     #[command(flatten)]
     pub sources: SourceArgs,

@@ -11,27 +11,32 @@ use anyhow::Context;
 use super::args::{SourceArgs, tree_override};
 use crate::config::{self, Campaign, TreeSource};
 use crate::events::{Event, Sink};
-use crate::reach::{self, Candidate, Choice};
+use crate::reach::{self, Choice};
+use crate::results::ReachRecord;
 use crate::series::SeriesSource;
 
-/// The choice for one series, and the candidates it chose from.
+/// The choice for one series: the campaigns to run, in order.
 pub(super) struct Chose {
-    pub candidates: Vec<Candidate>,
     pub choice: Choice,
+    /// The ci/seeds campaigns chosen, then the library's (each once).
+    pub runs: Vec<ChosenRun>,
     /// The choice for people, headed by the tree, base and series.
     pub text: String,
-    /// The source checkout (where `ci/` is): paths are shown relative to it.
-    pub root: PathBuf,
+}
+
+/// One campaign chosen for the series, and why.
+pub(super) struct ChosenRun {
+    pub file: PathBuf,
+    /// Its file relative to the checkout.
+    pub shown: String,
+    /// What results.json keeps of why it ran.
+    pub record: ReachRecord,
 }
 
 impl Chose {
     /// The chosen campaigns' files, in order.
     pub fn files(&self) -> Vec<PathBuf> {
-        self.choice
-            .chosen
-            .iter()
-            .map(|c| self.candidates[c.candidate].file.clone())
-            .collect()
+        self.runs.iter().map(|r| r.file.clone()).collect()
     }
 }
 
@@ -141,7 +146,6 @@ pub(super) async fn choose(
             );
         }
     }
-    text.push_str(&reach::render(&choice, &candidates));
     let (touched, base, ci_dir, map_root, repo_path) = (
         choice.touched.clone(),
         applied.base,
@@ -152,22 +156,94 @@ pub(super) async fn choose(
     let library =
         crate::blocking::unblock(move || library(&touched, base, &repo_path, &ci_dir, &map_root))
             .await?;
-    match library {
-        Library::Ranked(ranked) => text.push_str(&ranked),
-        Library::Note(note) => sink.emit(Event::Note(format!("warning: {note}"))),
+    let ranked = match library {
+        Library::Ranked(ranked) => Some(ranked),
+        Library::Note(note) => {
+            sink.emit(Event::Note(format!("warning: {note}")));
+            None
+        }
+    };
+    let runs = runs(&choice, &candidates, ranked.as_ref(), &root);
+    let library_runs = runs.len() - choice.chosen.len();
+    text.push_str(&reach::render(&choice, &candidates, library_runs));
+    if let Some(ranked) = &ranked {
+        text.push_str(&reach::library::render(
+            &ranked.ranking,
+            &ranked.campaigns,
+            &ranked.map_shown,
+        ));
     }
-    Ok(Chose {
-        candidates,
-        choice,
-        text,
-        root,
-    })
+    Ok(Chose { choice, runs, text })
+}
+
+/// The campaigns to run: the ci/seeds campaigns chosen, then the library
+/// workloads that run a changed function most (`Ranking::to_run`). Each
+/// record's `unreached` is what no campaign of either kind executes.
+fn runs(
+    choice: &Choice,
+    candidates: &[reach::Candidate],
+    library: Option<&RankedLibrary>,
+    root: &Path,
+) -> Vec<ChosenRun> {
+    let unreached = |record: &mut ReachRecord| {
+        if let Some(l) = library {
+            record.unreached.retain(|u| {
+                !u.split_once(": ")
+                    .is_some_and(|(file, function)| l.ranking.runs(file, function))
+            });
+        }
+    };
+    let mut runs: Vec<ChosenRun> = choice
+        .chosen
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let file = candidates[c.candidate].file.clone();
+            let shown = reach::shown(root, &file);
+            let mut record = choice.record(Some(i), &shown);
+            unreached(&mut record);
+            ChosenRun {
+                file,
+                shown,
+                record,
+            }
+        })
+        .collect();
+    for c in library.map(|l| l.ranking.to_run()).unwrap_or_default() {
+        let l = library.expect("to_run comes from the library");
+        let campaign = &l.campaigns[c];
+        if runs.iter().any(|r| same_file(&r.file, &campaign.file)) {
+            continue;
+        }
+        let mut record = choice.record(None, &campaign.shown);
+        record.executes = l.ranking.executes(c, &l.map_shown);
+        unreached(&mut record);
+        runs.push(ChosenRun {
+            file: campaign.file.clone(),
+            shown: campaign.shown.clone(),
+            record,
+        });
+    }
+    runs
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    canon(a) == canon(b)
 }
 
 /// The mm library ranked by the shipped reach map, or why it is not.
 enum Library {
-    Ranked(String),
+    Ranked(RankedLibrary),
     Note(String),
+}
+
+/// The library's campaigns, their ranking for the series, and the map's
+/// file as shown.
+struct RankedLibrary {
+    ranking: reach::library::Ranking,
+    campaigns: Vec<reach::library::LibraryCampaign>,
+    map_shown: String,
 }
 
 /// Rank the library campaigns (`ci/mm/`) for `touched` by the shipped
@@ -218,15 +294,16 @@ fn library(
     }
     let campaigns = reach::library::library_campaigns(ci)?;
     let ranking = reach::library::rank(touched, &map, &campaigns, &inlined);
-    Ok(Library::Ranked(reach::library::render(
-        &ranking, &campaigns, &shown,
-    )))
+    Ok(Library::Ranked(RankedLibrary {
+        ranking,
+        campaigns,
+        map_shown: shown,
+    }))
 }
 
 fn same_tree(a: &TreeSource, b: &TreeSource) -> bool {
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
     match (a, b) {
-        (TreeSource::Tarball(x), TreeSource::Tarball(y)) => canon(x) == canon(y),
+        (TreeSource::Tarball(x), TreeSource::Tarball(y)) => same_file(x, y),
         _ => a == b,
     }
 }

@@ -25,6 +25,7 @@ mod merge;
 mod plan;
 mod publish;
 mod reach;
+mod runs;
 mod watch;
 
 #[derive(Parser)]
@@ -50,7 +51,7 @@ pub struct Cli {
 pub enum Command {
     /// Run an A/B campaign: apply, build, boot, measure, report.
     #[command(
-        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch: the campaigns that execute what it changes\n  patchbench plan --series ./my-series/                 # which campaigns, and why, without running\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml\n  patchbench build --out /tmp/k && patchbench run --kernels /tmp/k   # boot kernels built elsewhere\n  patchbench run --bisect --series ./my-series/ --out /tmp/hunt   # which patch of the series did it?"
+        after_help = "Examples:\n  patchbench run                         # the built-in smoke campaign (ci/smoke.yaml)\n  patchbench run ci/smoke.yaml\n  patchbench run --tree ~/linux --series ./my-series/   # try your own patch: the campaigns that execute what it changes\n  patchbench plan --series ./my-series/                 # which campaigns, and why, without running\n  patchbench run --accel tcg --out /tmp/pb ci/smoke.yaml\n  patchbench build --out /tmp/k && patchbench run --kernels /tmp/k   # boot kernels built elsewhere\n  patchbench run --bisect --series ./my-series/ --out /tmp/hunt   # which patch of the series did it?\n  patchbench run --suite mm --series ./my-series/ --budget 45m --out /tmp/suite   # the whole mm library"
     )]
     Run(RunArgs),
     /// Apply a series to a tree and report, per patch, whether and how it
@@ -247,11 +248,39 @@ pub struct RunArgs {
     /// instruction; the report marks it. A warm verdict then boots only B.
     #[arg(long, env = "PATCHBENCH_FRESH_BOOTS")]
     fresh_boots: bool,
+    /// Run a whole suite of campaigns, one after another, each into
+    /// OUT/<name>/: `mm`, every campaign of the mm library (ci/mm/), an
+    /// A/A self-check each, or with --series the series on every one. No
+    /// campaign starts once --budget is spent; the same --out runs those
+    /// left.
+    #[arg(long, value_enum, conflicts_with_all = ["campaign", "kernels", "shard", "bisect", "per_patch"])]
+    suite: Option<runs::Suite>,
+    /// With --suite: the time within which campaigns start (`45m`,
+    /// `1h30m`); the one running when it is spent finishes, and those not
+    /// started are listed as NOT RUN (the exit code is still the measured
+    /// campaigns') [default: 30m].
+    #[arg(long, value_name = "DURATION", requires = "suite", value_parser = humantime::parse_duration)]
+    budget: Option<std::time::Duration>,
+}
+
+impl RunArgs {
+    /// What `run` over several campaigns takes of the command line.
+    fn many(self) -> runs::Many {
+        runs::Many {
+            campaign: self.campaign,
+            accel: self.accel.map(Into::into),
+            out: self.out,
+            bisect: self.bisect,
+            fresh_boots: self.fresh_boots,
+            budget: self.budget,
+        }
+    }
 }
 
 async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     let (plan, shard) = match check_run(&args)? {
-        RunCheck::Chosen => return run_chosen(args, sink).await,
+        RunCheck::Chosen => return runs::run_chosen(args.many(), sink).await,
+        RunCheck::Suite(suite) => return runs::run_suite(args.many(), suite, sink).await,
         RunCheck::Plan { plan, shard } => (*plan, shard),
     };
     let out_dir = args.out.unwrap_or_else(|| {
@@ -271,7 +300,7 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
         replay: !args.fresh_boots,
     };
     if plan.variants == crate::variants::VariantSet::Bisect {
-        return hunt(&plan, &opts, sink).await;
+        return runs::hunt(&plan, &opts, sink).await;
     }
     let outcome = campaign::run(&plan, &opts, sink).await?;
     if let Some(shard) = outcome.results.shard {
@@ -293,214 +322,6 @@ async fn run(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
     }
     sink.emit(Event::Output(crate::report::terminal(&outcome.results)));
     compare::written(&outcome, sink)
-}
-
-/// `run --series X` without a campaign file: the campaigns that execute
-/// what the series changes, one after another, each into its own
-/// subdirectory of --out; or, when none does, the built-in smoke campaign
-/// as a sanity check whose report says it tells nothing about the series.
-/// A regression or a guest failure in one campaign lets the next run (the
-/// exit code is the guest's, else 1); any other failure would repeat in
-/// the next one, and stops the command with its own code.
-async fn run_chosen(args: RunArgs, sink: &dyn Sink) -> anyhow::Result<()> {
-    let chose = choose::choose(&args.campaign.sources, &cache_dir(&args.campaign), sink).await?;
-    sink.emit(Event::Output(chose.text.clone()));
-    if args.bisect && chose.choice.chosen.is_empty() {
-        return Err(crate::config::ConfigError::Invalid {
-            path: PathBuf::from("--bisect"),
-            message: format!(
-                "{}, so a hunt would look for nothing: pass a campaign file that runs what the series changes",
-                crate::reach::NOTHING_REACHED
-            ),
-        }
-        .into());
-    }
-    // A hunt's regression (exit 1) lets the next campaign hunt too.
-    let mut hunted: Option<anyhow::Error> = None;
-    let base_out = args.out.clone().unwrap_or_else(|| {
-        let stamp = jiff::ZonedDateTime::now()
-            .strftime("%Y%m%d-%H%M%S")
-            .to_string();
-        PathBuf::from("patchbench-out").join(format!("series-{stamp}"))
-    });
-    let runs: Vec<(Option<PathBuf>, Option<usize>)> = if chose.choice.chosen.is_empty() {
-        vec![(None, None)]
-    } else {
-        chose
-            .files()
-            .into_iter()
-            .map(Some)
-            .zip((0..).map(Some))
-            .collect()
-    };
-    let agent = crate::find_agent()?;
-    let mut regressed = Vec::new();
-    let mut guest: Option<anyhow::Error> = None;
-    // Each campaign's headlines and the series' functions it reached, or
-    // how it ended: the summary across them all, at the end.
-    let mut summary: Vec<String> = Vec::new();
-    for (file, chosen) in runs {
-        let campaign_args = CampaignArgs {
-            campaign: file.clone(),
-            sources: args.campaign.sources.clone(),
-            cache_dir: args.campaign.cache_dir.clone(),
-            cache_max: args.campaign.cache_max,
-        };
-        let plan = args::load_run_plan(&campaign_args, args.accel.map(Into::into), args.bisect)?;
-        let shown = file.as_deref().map_or("ci/smoke.yaml".to_string(), |f| {
-            crate::reach::shown(&chose.root, f)
-        });
-        let stem = file
-            .as_deref()
-            .and_then(|f| f.file_stem())
-            .map_or("smoke".to_string(), |s| s.to_string_lossy().into_owned());
-        let out_dir = base_out.join(stem);
-        sink.emit(Event::Note(format!(
-            "campaign {} ({shown}) into {}",
-            plan.name,
-            out_dir.display()
-        )));
-        let opts = campaign::RunOptions {
-            out_dir,
-            cache_dir: cache_dir(&args.campaign),
-            agent: agent.clone(),
-            cache_max: args.campaign.cache_max,
-            kernels: None,
-            shard: None,
-            reach: Some(chose.choice.record(chosen, &shown)),
-            replay: !args.fresh_boots,
-        };
-        if plan.variants == crate::variants::VariantSet::Bisect {
-            match hunt(&plan, &opts, sink).await {
-                Ok(()) => summary.push(format!(
-                    "{} ({shown}): hunted, nothing regressed\n",
-                    plan.name
-                )),
-                Err(e) if crate::exit::code_for(&e) == crate::exit::REGRESSION => {
-                    summary.push(format!("{} ({shown}): {e:#}\n", plan.name));
-                    hunted.get_or_insert(e);
-                }
-                Err(e) => return Err(e.context(format!("campaign {} ({shown})", plan.name))),
-            }
-            continue;
-        }
-        match campaign::run(&plan, &opts, sink).await {
-            Ok(outcome) => {
-                sink.emit(Event::Output(format!(
-                    "== {} ({shown})\n{}",
-                    plan.name,
-                    crate::report::terminal(&outcome.results)
-                )));
-                compare::files_written(&outcome, sink);
-                summary.push(campaign_summary(&plan.name, &shown, &outcome.results));
-                regressed.extend(
-                    outcome
-                        .regressed()
-                        .into_iter()
-                        .map(|m| format!("{}: {m}", plan.name)),
-                );
-            }
-            Err(e) if crate::exit::code_for(&e) == crate::exit::GUEST => {
-                let e = e.context(format!("campaign {} ({shown})", plan.name));
-                sink.emit(Event::Note(format!(
-                    "warning: {e:#}; the next campaign runs"
-                )));
-                summary.push(format!(
-                    "{} ({shown}): stopped by a guest failure ({e:#})",
-                    plan.name
-                ));
-                guest.get_or_insert(e);
-            }
-            Err(e) => return Err(e.context(format!("campaign {} ({shown})", plan.name))),
-        }
-    }
-    if summary.len() > 1 {
-        sink.emit(Event::Output(format!(
-            "\n== The series, across {} campaigns\n{}",
-            summary.len(),
-            summary.join("")
-        )));
-    }
-    if chose.choice.chosen.is_empty() {
-        sink.emit(Event::Output(format!(
-            "WARNING: {}.\n",
-            crate::reach::NOTHING_REACHED
-        )));
-    }
-    if let Some(e) = guest.or(hunted) {
-        return Err(e);
-    }
-    if regressed.is_empty() {
-        Ok(())
-    } else {
-        Err(crate::exit::Regressed { metrics: regressed }.into())
-    }
-}
-
-/// One campaign of a `run --series` in the summary across them: its
-/// headlines, and the series' functions it executes.
-fn campaign_summary(name: &str, shown: &str, results: &crate::results::Results) -> String {
-    let mut out = format!("{name} ({shown})\n");
-    let reached: Vec<&str> = results
-        .reach
-        .iter()
-        .flat_map(|r| &r.executes)
-        .map(|r| r.function.as_str())
-        .collect();
-    if !reached.is_empty() {
-        out.push_str(&format!("  reaches {}\n", reached.join(", ")));
-    }
-    match &results.judgement {
-        Some(j) => {
-            for h in &j.headlines {
-                out.push_str(&format!("  {}\n", h.text));
-            }
-        }
-        None => out.push_str("  not judged\n"),
-    }
-    out
-}
-
-/// `run --bisect`: the hunt, its report, and the whole series' exit code.
-async fn hunt(
-    plan: &crate::config::Plan,
-    opts: &campaign::RunOptions,
-    sink: &dyn Sink,
-) -> anyhow::Result<()> {
-    let outcome = crate::bisect::run(plan, opts, sink).await?;
-    let spec = crate::workload::spec_for_kind(&outcome.hunt.workload);
-    sink.emit(Event::Output(crate::report::hunt::terminal(
-        &outcome.hunt,
-        spec.as_ref(),
-    )));
-    sink.emit(Event::Note(format!(
-        "hunt:   {}",
-        outcome.hunt_path.display()
-    )));
-    sink.emit(Event::Note(format!(
-        "report: {}",
-        outcome.markdown_path.display()
-    )));
-    if outcome.regressed.is_empty() {
-        return Ok(());
-    }
-    let found = match &outcome.hunt.state {
-        crate::results::hunt::HuntState::Found { .. }
-            if crate::bisect::hunts_regression(&outcome.hunt) =>
-        {
-            crate::report::hunt::conclusion(&outcome.hunt)
-        }
-        crate::results::hunt::HuntState::Stopped { lo, hi, .. } => format!(
-            "the hunt stopped with the first patch somewhere in {}",
-            crate::report::hunt::patch_range(*lo, *hi)
-        ),
-        _ => "no primary metric regressed, so the hunt looked for another change".to_string(),
-    };
-    Err(crate::exit::HuntRegressed {
-        metrics: outcome.regressed,
-        found,
-    }
-    .into())
 }
 
 async fn apply(args: ApplyArgs, sink: &dyn Sink) -> anyhow::Result<()> {
@@ -553,6 +374,8 @@ async fn apply(args: ApplyArgs, sink: &dyn Sink) -> anyhow::Result<()> {
 enum RunCheck {
     /// `--series` without a campaign file: the series chooses the campaigns.
     Chosen,
+    /// `--suite`: every campaign of the suite.
+    Suite(runs::Suite),
     /// One campaign (or the built-in smoke campaign), with its shard.
     Plan {
         plan: Box<crate::config::Plan>,
@@ -592,6 +415,10 @@ impl Cli {
 /// the campaigns (no `--kernels` or `--shard` then); else the campaign with
 /// its overrides, its shard, and the local paths it names.
 fn check_run(a: &RunArgs) -> anyhow::Result<RunCheck> {
+    if let Some(suite) = a.suite {
+        args::sources_paths(&a.campaign.sources)?;
+        return Ok(RunCheck::Suite(suite));
+    }
     if choose::wanted(
         usize::from(a.campaign.campaign.is_some()),
         &a.campaign.sources,

@@ -100,7 +100,8 @@ When the series is read at the tree of the reach map
 ranks the mm library (ci/mm/) by the share of each workload's kernel
 instructions the changed functions take on the base kernel, and names for
 each changed function the workload that runs it most, or why none does
-(init-only, not built, or built but run in no workload's window).
+(init-only, not built, or built but run in no workload's window). `run
+--series` runs those workloads after the ci/seeds campaigns.
 
 Examples:
   patchbench plan --series patches/memcg-dfl-local-skip      # which campaigns, and why

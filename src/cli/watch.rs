@@ -14,9 +14,9 @@ pub const AFTER_HELP: &str = "Examples:\n  patchbench watch --tree ~/linux --bra
 pub struct WatchArgs {
     /// The campaign files every night runs (the default A/B variants: B is
     /// the new head, A the head before). Without any, each night runs the
-    /// campaigns of ci/seeds/ that execute what its commits change, as
-    /// `plan --series` chooses them; the first night then only records
-    /// its head.
+    /// campaigns that execute what its commits change, as `plan --series`
+    /// chooses them (ci/seeds/, and the mm library's); the first night
+    /// then only records its head.
     pub campaigns: Vec<PathBuf>,
     /// The kernel tree: a local git repository (clone or fetch it first).
     #[arg(long, value_name = "PATH")]
@@ -135,14 +135,14 @@ pub async fn watch(a: WatchArgs, sink: &dyn Sink) -> anyhow::Result<()> {
             let chose = super::choose::choose(&sources, &cache_dir, sink).await?;
             sink.emit(Event::Output(chose.text.clone()));
             chose
-                .files()
-                .into_iter()
-                .zip(&chose.choice.chosen)
-                .map(|(file, c)| Chosen {
-                    file,
+                .runs
+                .iter()
+                .map(|r| Chosen {
+                    file: r.file.clone(),
                     why: format!(
                         "the new commits change {}",
-                        c.hits
+                        r.record
+                            .executes
                             .iter()
                             .map(|h| h.function.as_str())
                             .collect::<Vec<_>>()

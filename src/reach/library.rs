@@ -19,6 +19,7 @@ use super::cscan::{ItemKind, Scan};
 use super::map::{Per, ReachMap, WorkloadReach};
 use super::{Place, ReachError, Touched};
 use crate::config::Campaign;
+use crate::results::ReachedRecord;
 
 /// A library campaign: its name (the map's workload key) and file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -346,6 +347,59 @@ pub fn rank(
     }
 }
 
+impl Ranking {
+    /// The library campaigns `run --series` measures the series with: for
+    /// each changed function, the workload that executes it most, so that
+    /// every function any workload runs is measured where it weighs most;
+    /// largest share first, each once.
+    pub fn to_run(&self) -> Vec<usize> {
+        let most: BTreeSet<usize> = self
+            .functions
+            .iter()
+            .filter_map(|(_, _, reach)| match reach {
+                FunctionReach::Most { campaign, .. } => Some(*campaign),
+                FunctionReach::Not(_) => None,
+            })
+            .collect();
+        self.ranked
+            .iter()
+            .map(|r| r.campaign)
+            .filter(|c| most.contains(c))
+            .collect()
+    }
+
+    /// Why the library campaign `campaign` runs for the series: each
+    /// changed function it executes, with its share (`map_shown`: the
+    /// reach map's file, named as the evidence).
+    pub fn executes(&self, campaign: usize, map_shown: &str) -> Vec<ReachedRecord> {
+        let Some(r) = self.ranked.iter().find(|r| r.campaign == campaign) else {
+            return Vec::new();
+        };
+        r.functions
+            .iter()
+            .map(|f| ReachedRecord {
+                function: f.name.clone(),
+                file: f.file.clone(),
+                how: vec![format!(
+                    "{}{:.3}% of its kernel instructions, {:.1} insns/{} on the base kernel{} ({map_shown})",
+                    if f.via.is_empty() { "" } else { "<= " },
+                    100.0 * f.share,
+                    f.insns,
+                    r.per,
+                    inside(&f.via)
+                )],
+            })
+            .collect()
+    }
+
+    /// Whether some library workload executes `function` of `file`.
+    pub fn runs(&self, file: &str, function: &str) -> bool {
+        self.functions.iter().any(|(f, name, reach)| {
+            f == file && name == function && matches!(reach, FunctionReach::Most { .. })
+        })
+    }
+}
+
 /// The ranking for people: the campaigns, largest share first, with the
 /// functions each executes; each changed function with the workload that
 /// runs it most, or why none does.
@@ -437,10 +491,18 @@ pub fn render(ranking: &Ranking, library: &[LibraryCampaign], map_shown: &str) -
                 .join(", ")
         );
     }
-    let _ = writeln!(
-        s,
-        "`run --series` runs the ci/seeds campaigns chosen above; to measure the series with a library workload, pass its campaign file: patchbench run ci/mm/<name>.yaml --series ..."
-    );
+    let run: Vec<&str> = ranking
+        .to_run()
+        .into_iter()
+        .map(|c| library[c].name.as_str())
+        .collect();
+    if !run.is_empty() {
+        let _ = writeln!(
+            s,
+            "`run --series` runs, besides the ci/seeds campaigns chosen above, the workload that runs each changed function most: {}",
+            run.join(", ")
+        );
+    }
     s
 }
 

@@ -348,3 +348,49 @@ fn an_inlined_function_counts_by_the_callers_it_runs_inside_and_says_so() {
         "{text}"
     );
 }
+
+#[test]
+fn run_series_measures_each_changed_function_where_it_weighs_most() {
+    let touched = [
+        function("mm/ksm.c", "ksm_do_scan", true),
+        function("mm/ksm.c", "shared", true),
+        function("mm/ksm.c", "error_path", true),
+    ];
+    let r = rank(&touched, &map(), &library(), &Inlined::new());
+    // ksm_do_scan runs only in ksm-merge; shared weighs most in madvise
+    // (20% against 5%): both run, the larger share first.
+    assert_eq!(r.to_run(), [1, 0]);
+    // Only ksm_do_scan: madvise runs none of it, and is not run.
+    let only = rank(&touched[..1], &map(), &library(), &Inlined::new());
+    assert_eq!(only.to_run(), [0]);
+    let why = r.executes(0, "results/reach/x.json");
+    let lines: Vec<(&str, &str, &str)> = why
+        .iter()
+        .map(|w| (w.file.as_str(), w.function.as_str(), w.how[0].as_str()))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (
+                "mm/ksm.c",
+                "ksm_do_scan",
+                "10.000% of its kernel instructions, 100.0 insns/op on the base kernel (results/reach/x.json)"
+            ),
+            (
+                "mm/ksm.c",
+                "shared",
+                "5.000% of its kernel instructions, 50.0 insns/op on the base kernel (results/reach/x.json)"
+            ),
+        ]
+    );
+    assert!(r.runs("mm/ksm.c", "shared"));
+    assert!(!r.runs("mm/ksm.c", "error_path"));
+    assert!(r.executes(2, "m").is_empty(), "a campaign not ranked");
+    let text = render(&r, &library(), "results/reach/x.json");
+    assert!(
+        text.contains(
+            "the workload that runs each changed function most: mm-madvise, mm-ksm-merge"
+        ),
+        "{text}"
+    );
+}

@@ -369,8 +369,9 @@ fn how(hit: &Hit, campaign_file: &str) -> Vec<String> {
 
 /// The choice for people: what the series changes, each chosen campaign
 /// with the functions it executes and how that is known, and what no
-/// campaign executes.
-pub fn render(choice: &Choice, candidates: &[Candidate]) -> String {
+/// campaign executes. `library_runs`: how many workloads of the mm library
+/// run besides (listed after this by `library::render`).
+pub fn render(choice: &Choice, candidates: &[Candidate], library_runs: usize) -> String {
     let mut s = String::new();
     let functions: Vec<&Touched> = choice
         .touched
@@ -437,6 +438,14 @@ pub fn render(choice: &Choice, candidates: &[Candidate]) -> String {
                 );
             }
         }
+    }
+    if choice.chosen.is_empty() && library_runs > 0 {
+        let _ = writeln!(
+            s,
+            "\nno ci/seeds campaign chosen: none of the {} shipped campaign(s) with a `reaches:` block executes a function this series changes; {library_runs} workload(s) of the mm library do (below).",
+            candidates.len()
+        );
+        return s;
     }
     if choice.chosen.is_empty() {
         let _ = writeln!(

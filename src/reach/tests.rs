@@ -78,7 +78,7 @@ fn a_declared_function_chooses_its_campaign_and_says_so() {
     assert_eq!(choice.chosen.len(), 1);
     assert_eq!(choice.chosen[0].candidate, 0);
     assert_eq!(choice.unreached, [1]);
-    let text = render(&choice, &candidates);
+    let text = render(&choice, &candidates, 0);
     assert!(
         text.contains("zswap (ci/seeds/zswap.yaml, workload zswap-pageout)"),
         "{text}"
@@ -160,12 +160,21 @@ fn a_series_no_campaign_reaches_is_told_it_says_nothing() {
     )];
     let choice = choose(&touched, &candidates, Path::new("/src"));
     assert!(choice.chosen.is_empty());
-    let text = render(&choice, &candidates);
+    let text = render(&choice, &candidates, 0);
     assert!(text.contains("no campaign chosen"), "{text}");
     assert!(text.contains(NOTHING_REACHED), "{text}");
     assert!(
         text.contains("Documentation/mm/x.rst: (not C source)  (patch 2)"),
         "{text}"
+    );
+    // A library workload runs instead: no smoke run, no warning.
+    let library = render(&choice, &candidates, 2);
+    assert!(
+        library.contains("no ci/seeds campaign chosen")
+            && library.contains("2 workload(s) of the mm library do (below)")
+            && !library.contains(NOTHING_REACHED)
+            && !library.contains("smoke"),
+        "{library}"
     );
     let record = choice.record(None, "ci/smoke.yaml");
     assert!(record.executes.is_empty());
@@ -348,6 +357,7 @@ fn a_new_header_shows_its_first_lines_and_how_many_more() {
     let text = render(
         &choose(&touched, &candidates, Path::new("/src")),
         &candidates,
+        0,
     );
     let header: Vec<&str> = text
         .lines()
@@ -377,6 +387,7 @@ fn a_declaration_no_profile_can_show_says_why() {
     let text = render(
         &choose(&touched, &candidates, Path::new("/src")),
         &candidates,
+        0,
     );
     assert!(
         text.contains("      no profile can show it: inlined into shrink_node()"),

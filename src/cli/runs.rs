@@ -1,0 +1,320 @@
+//! `run` over several campaigns, one after another, each into its own
+//! subdirectory of `--out`: the campaigns a series chooses (`run --series`
+//! without a campaign file) and a suite (`run --suite mm`, the whole mm
+//! library, within a time budget).
+//!
+//! A regression or a guest failure in one campaign lets the next run (the
+//! exit code is the guest's, else 1); any other failure would repeat in
+//! the next one, and stops the command with its own code.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::args::{self, CampaignArgs, cache_dir};
+use super::{choose, compare};
+use crate::campaign;
+use crate::config::AccelChoice;
+use crate::events::{Event, Sink};
+use crate::results::ReachRecord;
+
+/// What `run` over several campaigns takes of its command line.
+pub(super) struct Many {
+    pub campaign: CampaignArgs,
+    pub accel: Option<AccelChoice>,
+    pub out: Option<PathBuf>,
+    pub bisect: bool,
+    pub fresh_boots: bool,
+    pub budget: Option<Duration>,
+}
+
+/// A suite of campaigns `run --suite` runs whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Suite {
+    /// The mm benchmark library: every campaign of ci/mm/, in name order.
+    Mm,
+}
+
+/// The budget `--suite` runs within unless `--budget` says otherwise:
+/// issue 50's target for the mm library on cached kernels, on two cores.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(30 * 60);
+
+/// One campaign of the list: its file (None: the built-in smoke
+/// campaign), as shown, and why it runs (for a series).
+struct Item {
+    file: Option<PathBuf>,
+    shown: String,
+    reach: Option<ReachRecord>,
+}
+
+/// `run --series X` without a campaign file: the campaigns that execute
+/// what the series changes (ci/seeds/, then the library workloads that
+/// run a changed function most); or, when none does, the built-in smoke
+/// campaign as a sanity check whose report says it tells nothing about
+/// the series.
+pub(super) async fn run_chosen(args: Many, sink: &dyn Sink) -> anyhow::Result<()> {
+    let chose = choose::choose(&args.campaign.sources, &cache_dir(&args.campaign), sink).await?;
+    sink.emit(Event::Output(chose.text.clone()));
+    if args.bisect && chose.runs.is_empty() {
+        return Err(crate::config::ConfigError::Invalid {
+            path: PathBuf::from("--bisect"),
+            message: format!(
+                "{}, so a hunt would look for nothing: pass a campaign file that runs what the series changes",
+                crate::reach::NOTHING_REACHED
+            ),
+        }
+        .into());
+    }
+    let items = if chose.runs.is_empty() {
+        vec![Item {
+            file: None,
+            shown: "ci/smoke.yaml".into(),
+            reach: Some(chose.choice.record(None, "ci/smoke.yaml")),
+        }]
+    } else {
+        chose
+            .runs
+            .iter()
+            .map(|r| Item {
+                file: Some(r.file.clone()),
+                shown: r.shown.clone(),
+                reach: Some(r.record.clone()),
+            })
+            .collect()
+    };
+    let nothing_reached = chose.runs.is_empty();
+    let ended = run_list(&args, items, "series", None, sink).await;
+    if nothing_reached {
+        sink.emit(Event::Output(format!(
+            "WARNING: {}.\n",
+            crate::reach::NOTHING_REACHED
+        )));
+    }
+    ended
+}
+
+/// `run --suite S`: every campaign of the suite, with `--series` if given
+/// (else each campaign's own: an A/A self-check for the library), until
+/// the budget is spent.
+pub(super) async fn run_suite(args: Many, suite: Suite, sink: &dyn Sink) -> anyhow::Result<()> {
+    let budget = args.budget.unwrap_or(DEFAULT_BUDGET);
+    let ci = crate::config::default_campaign_dir();
+    let root = ci.parent().unwrap_or(&ci).to_path_buf();
+    let items = match suite {
+        Suite::Mm => suite_items(&ci)?,
+    };
+    sink.emit(Event::Note(format!(
+        "suite mm: {} campaigns of {}, within {}",
+        items.len(),
+        crate::reach::shown(&root, &ci.join("mm")),
+        humantime::format_duration(budget)
+    )));
+    run_list(&args, items, "suite-mm", Some(budget), sink).await
+}
+
+fn suite_items(ci: &Path) -> anyhow::Result<Vec<Item>> {
+    Ok(crate::reach::library::library_campaigns(ci)?
+        .into_iter()
+        .map(|c| Item {
+            file: Some(c.file),
+            shown: c.shown,
+            reach: None,
+        })
+        .collect())
+}
+
+/// Run `items` in order, into `--out/<file stem>/` (default
+/// `patchbench-out/<what>-<time>/`). With a budget, no campaign starts
+/// once it is spent (the one running finishes); those left are named, and
+/// the same `--out` runs them, resuming.
+async fn run_list(
+    args: &Many,
+    items: Vec<Item>,
+    what: &str,
+    budget: Option<Duration>,
+    sink: &dyn Sink,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    // A hunt's regression (exit 1) lets the next campaign hunt too.
+    let mut hunted: Option<anyhow::Error> = None;
+    let base_out = args.out.clone().unwrap_or_else(|| {
+        let stamp = jiff::ZonedDateTime::now()
+            .strftime("%Y%m%d-%H%M%S")
+            .to_string();
+        PathBuf::from("patchbench-out").join(format!("{what}-{stamp}"))
+    });
+    let agent = crate::find_agent()?;
+    let mut regressed = Vec::new();
+    let mut guest: Option<anyhow::Error> = None;
+    // Each campaign's headlines and the series' functions it reached, or
+    // how it ended: the summary across them all, at the end.
+    let mut summary: Vec<String> = Vec::new();
+    let mut left: Vec<String> = Vec::new();
+    for item in items {
+        if budget.is_some_and(|b| started.elapsed() >= b) {
+            left.push(item.shown);
+            continue;
+        }
+        let campaign_args = CampaignArgs {
+            campaign: item.file.clone(),
+            sources: args.campaign.sources.clone(),
+            cache_dir: args.campaign.cache_dir.clone(),
+            cache_max: args.campaign.cache_max,
+        };
+        let plan = args::load_run_plan(&campaign_args, args.accel, args.bisect)?;
+        let shown = item.shown;
+        let stem = item
+            .file
+            .as_deref()
+            .and_then(|f| f.file_stem())
+            .map_or("smoke".to_string(), |s| s.to_string_lossy().into_owned());
+        let out_dir = base_out.join(stem);
+        sink.emit(Event::Note(format!(
+            "campaign {} ({shown}) into {}",
+            plan.name,
+            out_dir.display()
+        )));
+        let opts = campaign::RunOptions {
+            out_dir,
+            cache_dir: cache_dir(&args.campaign),
+            agent: agent.clone(),
+            cache_max: args.campaign.cache_max,
+            kernels: None,
+            shard: None,
+            reach: item.reach,
+            replay: !args.fresh_boots,
+        };
+        if plan.variants == crate::variants::VariantSet::Bisect {
+            match hunt(&plan, &opts, sink).await {
+                Ok(()) => summary.push(format!(
+                    "{} ({shown}): hunted, nothing regressed\n",
+                    plan.name
+                )),
+                Err(e) if crate::exit::code_for(&e) == crate::exit::REGRESSION => {
+                    summary.push(format!("{} ({shown}): {e:#}\n", plan.name));
+                    hunted.get_or_insert(e);
+                }
+                Err(e) => return Err(e.context(format!("campaign {} ({shown})", plan.name))),
+            }
+            continue;
+        }
+        match campaign::run(&plan, &opts, sink).await {
+            Ok(outcome) => {
+                sink.emit(Event::Output(format!(
+                    "== {} ({shown})\n{}",
+                    plan.name,
+                    crate::report::terminal(&outcome.results)
+                )));
+                compare::files_written(&outcome, sink);
+                summary.push(campaign_summary(&plan.name, &shown, &outcome.results));
+                regressed.extend(
+                    outcome
+                        .regressed()
+                        .into_iter()
+                        .map(|m| format!("{}: {m}", plan.name)),
+                );
+            }
+            Err(e) if crate::exit::code_for(&e) == crate::exit::GUEST => {
+                let e = e.context(format!("campaign {} ({shown})", plan.name));
+                sink.emit(Event::Note(format!(
+                    "warning: {e:#}; the next campaign runs"
+                )));
+                summary.push(format!(
+                    "{} ({shown}): stopped by a guest failure ({e:#})\n",
+                    plan.name
+                ));
+                guest.get_or_insert(e);
+            }
+            Err(e) => return Err(e.context(format!("campaign {} ({shown})", plan.name))),
+        }
+    }
+    if summary.len() > 1 || !left.is_empty() {
+        sink.emit(Event::Output(format!(
+            "\n== The {what}, across {} campaigns, in {}\n{}",
+            summary.len(),
+            humantime::format_duration(Duration::from_secs(started.elapsed().as_secs())),
+            summary.join("")
+        )));
+    }
+    if let (Some(b), false) = (budget, left.is_empty()) {
+        sink.emit(Event::Output(format!(
+            "NOT RUN: the {} budget was spent before {} of the campaigns started: {}\nrun the same command with the same --out to run them (finished campaigns are kept)\n",
+            humantime::format_duration(b),
+            left.len(),
+            left.join(", ")
+        )));
+    }
+    if let Some(e) = guest.or(hunted) {
+        return Err(e);
+    }
+    if regressed.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::exit::Regressed { metrics: regressed }.into())
+    }
+}
+
+/// One campaign of a `run --series` in the summary across them: its
+/// headlines, and the series' functions it executes.
+fn campaign_summary(name: &str, shown: &str, results: &crate::results::Results) -> String {
+    let mut out = format!("{name} ({shown})\n");
+    let reached: Vec<&str> = results
+        .reach
+        .iter()
+        .flat_map(|r| &r.executes)
+        .map(|r| r.function.as_str())
+        .collect();
+    if !reached.is_empty() {
+        out.push_str(&format!("  reaches {}\n", reached.join(", ")));
+    }
+    match &results.judgement {
+        Some(j) => {
+            for h in &j.headlines {
+                out.push_str(&format!("  {}\n", h.text));
+            }
+        }
+        None => out.push_str("  not judged\n"),
+    }
+    out
+}
+
+/// `run --bisect`: the hunt, its report, and the whole series' exit code.
+pub(super) async fn hunt(
+    plan: &crate::config::Plan,
+    opts: &campaign::RunOptions,
+    sink: &dyn Sink,
+) -> anyhow::Result<()> {
+    let outcome = crate::bisect::run(plan, opts, sink).await?;
+    let spec = crate::workload::spec_for_kind(&outcome.hunt.workload);
+    sink.emit(Event::Output(crate::report::hunt::terminal(
+        &outcome.hunt,
+        spec.as_ref(),
+    )));
+    sink.emit(Event::Note(format!(
+        "hunt:   {}",
+        outcome.hunt_path.display()
+    )));
+    sink.emit(Event::Note(format!(
+        "report: {}",
+        outcome.markdown_path.display()
+    )));
+    if outcome.regressed.is_empty() {
+        return Ok(());
+    }
+    let found = match &outcome.hunt.state {
+        crate::results::hunt::HuntState::Found { .. }
+            if crate::bisect::hunts_regression(&outcome.hunt) =>
+        {
+            crate::report::hunt::conclusion(&outcome.hunt)
+        }
+        crate::results::hunt::HuntState::Stopped { lo, hi, .. } => format!(
+            "the hunt stopped with the first patch somewhere in {}",
+            crate::report::hunt::patch_range(*lo, *hi)
+        ),
+        _ => "no primary metric regressed, so the hunt looked for another change".to_string(),
+    };
+    Err(crate::exit::HuntRegressed {
+        metrics: outcome.regressed,
+        found,
+    }
+    .into())
+}
