@@ -26,6 +26,7 @@ pub mod hugetlb_fault;
 pub mod kernel_build;
 pub mod ksm_merge;
 pub mod madvise;
+pub mod malloc_free;
 pub mod memcg_charge;
 pub mod memcg_reclaim;
 pub mod mlock;
@@ -74,6 +75,7 @@ macro_rules! with_kinds {
             PageFaultFile("page-fault-file", page_fault_file::PageFaultFile, bench),
             PageFaultShmem("page-fault-shmem", page_fault_shmem::PageFaultShmem, bench),
             MmapMunmap("mmap-munmap", mmap_munmap::MmapMunmap, bench),
+            MallocFree("malloc-free", malloc_free::MallocFree, bench),
             Mprotect("mprotect", mprotect::Mprotect, bench),
             Mremap("mremap", mremap::Mremap, bench),
             Madvise("madvise", madvise::Madvise, bench),
