@@ -65,7 +65,8 @@ pub enum ReachError {
     Evidence(#[from] evidence::EvidenceError),
 }
 
-/// The campaign files (`*.yaml`) directly in `dir`, in name order.
+/// The campaign files (`*.yaml`, not hidden) directly in `dir`, in name
+/// order.
 pub(crate) fn campaign_files(dir: &Path) -> Result<Vec<PathBuf>, ReachError> {
     let list = |source| ReachError::List {
         dir: dir.to_path_buf(),
@@ -76,7 +77,15 @@ pub(crate) fn campaign_files(dir: &Path) -> Result<Vec<PathBuf>, ReachError> {
         .map(|e| e.map(|e| e.path()))
         .collect::<Result<_, _>>()
         .map_err(list)?;
-    files.retain(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml"));
+    // A hidden file is a copy made to run (ci/mm-library.sh --online) or
+    // an editor's, not a shipped campaign.
+    files.retain(|p| {
+        p.is_file()
+            && p.extension().is_some_and(|e| e == "yaml")
+            && !p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+    });
     files.sort();
     Ok(files)
 }

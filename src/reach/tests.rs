@@ -424,3 +424,17 @@ fn a_shared_block_is_the_other_campaigns_and_needs_its_workload_and_kernel() {
         "{err}"
     );
 }
+
+#[test]
+fn a_hidden_copy_of_a_campaign_is_not_a_campaign() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["b.yaml", "a.yaml", ".mm-library-a.yaml", "notes.md"] {
+        std::fs::write(dir.path().join(name), "").unwrap();
+    }
+    let files = campaign_files(dir.path()).unwrap();
+    assert_eq!(
+        files,
+        [dir.path().join("a.yaml"), dir.path().join("b.yaml")],
+        "{files:?}"
+    );
+}
