@@ -791,3 +791,50 @@ fn the_reach_coverage_table_is_the_committed_maps() {
         "docs/reach.md: the table is not the committed map's; paste `patchbench reach --markdown` again"
     );
 }
+
+/// docs/robot.md's figures are its kept run compared again, and the
+/// ratios it quotes beside the robot's are that run's means.
+#[test]
+fn the_robot_finding_is_its_kept_run() {
+    let doc = "docs/robot.md";
+    let text = read(&root().join(doc));
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('|') && l.contains("results.json"))
+        .collect();
+    assert_eq!(rows_are_their_files(doc, &rows, "\u{2014}", false), 2);
+    let results =
+        Results::load(&root().join("results/robot/malloc1-d4148aeab412/results.json")).unwrap();
+    let row = |metric: &str| {
+        patchbench::report::rows(&results)
+            .into_iter()
+            .find(|r| r.metric == metric)
+            .unwrap_or_else(|| panic!("no {metric}"))
+    };
+    let insns = row("ops_kernel_insns_per_op");
+    let (a, b) = (insns.a.mean, insns.b.mean);
+    let ops = row("ops_per_s");
+    let quoted = format!(
+        "kernel instructions per op {} k \u{2192} {:.1} k: \u{d7}1/{:.1}; icount ops/s {:.1} \u{2192} {}: \u{d7}{:.1}",
+        thousands(b / 1e3),
+        a / 1e3,
+        b / a,
+        ops.b.mean,
+        thousands(ops.a.mean),
+        ops.a.mean / ops.b.mean
+    );
+    assert!(text.contains(&quoted), "{doc} lacks {quoted:?}");
+}
+
+/// `23178.3` as `23,178`.
+fn thousands(v: f64) -> String {
+    let whole = format!("{:.0}", v);
+    let mut out = String::new();
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
