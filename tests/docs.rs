@@ -807,7 +807,7 @@ fn the_robot_finding_is_its_kept_run() {
         Results::load(&root().join("results/robot/malloc1-d4148aeab412/results.json")).unwrap();
     let row = |metric: &str| {
         patchbench::report::rows(&results)
-            .into_iter()
+            .iter()
             .find(|r| r.metric == metric)
             .unwrap_or_else(|| panic!("no {metric}"))
     };
