@@ -8,8 +8,9 @@
 //! refuses the ioctls, or where nested virtualization is broken. The
 //! trial takes its CPU model from the boots' arguments and never from a
 //! list of its own: on this project's machine (module `kvm_pvm`, QEMU 7.2,
-//! host 6.1, 2026-12-06) it aborted in about 0.2 s with "failed to set MSR
-//! 0x10a" under `-cpu host`, the model every KVM boot uses.
+//! its earlier host kernel, 2026-12-06) it aborted in about 0.2 s with
+//! "failed to set MSR 0x10a" under `-cpu host`, the model every KVM boot
+//! uses.
 //!
 //! A guest that ran is not enough either. The same machine on a later host
 //! kernel (6.18.44, 2026-12-06, evening) runs the three instructions under
