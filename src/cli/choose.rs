@@ -185,14 +185,9 @@ fn runs(
     library: Option<&RankedLibrary>,
     root: &Path,
 ) -> Vec<ChosenRun> {
-    let unreached = |record: &mut ReachRecord| {
-        if let Some(l) = library {
-            record.unreached.retain(|u| {
-                !u.split_once(": ")
-                    .is_some_and(|(file, function)| l.ranking.runs(file, function))
-            });
-        }
-    };
+    let unreached = choice.unreached_but(|t| {
+        library.is_some_and(|l| t.function().is_some_and(|f| l.ranking.runs(&t.file, f)))
+    });
     let mut runs: Vec<ChosenRun> = choice
         .chosen
         .iter()
@@ -200,8 +195,10 @@ fn runs(
         .map(|(i, c)| {
             let file = candidates[c.candidate].file.clone();
             let shown = reach::shown(root, &file);
-            let mut record = choice.record(Some(i), &shown);
-            unreached(&mut record);
+            let record = ReachRecord {
+                unreached: unreached.clone(),
+                ..choice.record(Some(i), &shown)
+            };
             ChosenRun {
                 file,
                 shown,
@@ -209,27 +206,21 @@ fn runs(
             }
         })
         .collect();
-    for c in library.map(|l| l.ranking.to_run()).unwrap_or_default() {
-        let l = library.expect("to_run comes from the library");
-        let campaign = &l.campaigns[c];
-        if runs.iter().any(|r| same_file(&r.file, &campaign.file)) {
-            continue;
+    // Library campaigns are ci/mm's, never a ci/seeds one chosen above.
+    if let Some(l) = library {
+        for c in l.ranking.to_run() {
+            let campaign = &l.campaigns[c];
+            runs.push(ChosenRun {
+                file: campaign.file.clone(),
+                shown: campaign.shown.clone(),
+                record: ReachRecord {
+                    executes: l.ranking.executes(c, &l.map_shown),
+                    unreached: unreached.clone(),
+                },
+            });
         }
-        let mut record = choice.record(None, &campaign.shown);
-        record.executes = l.ranking.executes(c, &l.map_shown);
-        unreached(&mut record);
-        runs.push(ChosenRun {
-            file: campaign.file.clone(),
-            shown: campaign.shown.clone(),
-            record,
-        });
     }
     runs
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
-    canon(a) == canon(b)
 }
 
 /// The mm library ranked by the shipped reach map, or why it is not.
@@ -302,8 +293,9 @@ fn library(
 }
 
 fn same_tree(a: &TreeSource, b: &TreeSource) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
     match (a, b) {
-        (TreeSource::Tarball(x), TreeSource::Tarball(y)) => same_file(x, y),
+        (TreeSource::Tarball(x), TreeSource::Tarball(y)) => canon(x) == canon(y),
         _ => a == b,
     }
 }

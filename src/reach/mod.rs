@@ -330,17 +330,22 @@ pub fn choose(touched: &[Touched], candidates: &[Candidate], root: &Path) -> Cho
 pub const NOTHING_REACHED: &str = ReachRecord::NOTHING_REACHED;
 
 impl Choice {
+    /// The changed functions no chosen campaign executes, as results.json
+    /// lists them (`file: function`), leaving out those `reached_elsewhere`
+    /// says another kind of campaign runs.
+    pub fn unreached_but(&self, reached_elsewhere: impl Fn(&Touched) -> bool) -> Vec<String> {
+        self.unreached
+            .iter()
+            .map(|&t| &self.touched[t])
+            .filter(|t| !reached_elsewhere(t))
+            .map(|t| format!("{}: {}", t.file, t.function().unwrap_or("?")))
+            .collect()
+    }
+
     /// What each chosen campaign's results record about why it ran; for
     /// the sanity run when none is chosen, `None` as the index.
     pub fn record(&self, chosen: Option<usize>, candidate_file: &str) -> ReachRecord {
-        let unreached = self
-            .unreached
-            .iter()
-            .map(|&t| {
-                let t = &self.touched[t];
-                format!("{}: {}", t.file, t.function().unwrap_or("?"))
-            })
-            .collect();
+        let unreached = self.unreached_but(|_| false);
         let executes = chosen
             .and_then(|i| self.chosen.get(i))
             .map(|c| {
