@@ -177,7 +177,10 @@ pub(crate) fn log(line: &str) -> Result<(), Refused> {
                 Path::new(&path).display()
             ))
         })?;
-    writeln!(file, "{line}")?;
+    // One write(2) of the whole line: fakes of boots side by side append
+    // to the same file, and `writeln!` may write the line and its newline
+    // apart, letting another fake's line in between.
+    file.write_all(format!("{line}\n").as_bytes())?;
     Ok(())
 }
 
