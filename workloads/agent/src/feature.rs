@@ -38,10 +38,14 @@ pub enum Feature {
     RamDisk,
     /// The ext2 file system (on a RAM disk).
     Ext2,
+    /// DAMON and its sysfs interface.
+    Damon,
+    /// DAMON_RECLAIM, DAMON's proactive reclaim module.
+    DamonReclaim,
 }
 
 impl Feature {
-    pub const ALL: [Feature; 14] = [
+    pub const ALL: [Feature; 16] = [
         Feature::Thp,
         Feature::Ksm,
         Feature::Hugetlb,
@@ -56,6 +60,8 @@ impl Feature {
         Feature::Shmem,
         Feature::RamDisk,
         Feature::Ext2,
+        Feature::Damon,
+        Feature::DamonReclaim,
     ];
 
     /// The kconfig option that builds it.
@@ -75,6 +81,8 @@ impl Feature {
             Feature::Shmem => "CONFIG_SHMEM",
             Feature::RamDisk => "CONFIG_BLK_DEV_RAM",
             Feature::Ext2 => "CONFIG_EXT2_FS",
+            Feature::Damon => "CONFIG_DAMON_SYSFS",
+            Feature::DamonReclaim => "CONFIG_DAMON_RECLAIM",
         }
     }
 
@@ -95,6 +103,8 @@ impl Feature {
             Feature::Shmem => "shmem",
             Feature::RamDisk => "ram-disk",
             Feature::Ext2 => "ext2",
+            Feature::Damon => "damon",
+            Feature::DamonReclaim => "damon-reclaim",
         }
     }
 }
@@ -130,6 +140,8 @@ impl Feature {
             Feature::Shmem => Probe::Holds("/proc/filesystems", "tmpfs"),
             Feature::RamDisk => Probe::Exists("/sys/module/brd"),
             Feature::Ext2 => Probe::Holds("/proc/filesystems", "ext2"),
+            Feature::Damon => Probe::Exists("/sys/kernel/mm/damon/admin/kdamonds"),
+            Feature::DamonReclaim => Probe::Exists("/sys/module/damon_reclaim/parameters/enabled"),
         }
     }
 

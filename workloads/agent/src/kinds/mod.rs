@@ -18,6 +18,7 @@ use crate::memory::SwapBackend;
 
 pub mod brk;
 pub mod compaction;
+pub mod damon;
 pub mod exec;
 pub mod fork_cow;
 pub mod fork_exec;
@@ -99,6 +100,7 @@ macro_rules! with_kinds {
             Swap("swap", swap::Swap, bench),
             StressNg("stress-ng", stress_ng::StressNg, spec),
             MmSelftest("mm-selftest", mm_selftest::MmSelftest, spec),
+            Damon("damon", damon::Damon, bench),
         }
     };
 }
