@@ -278,7 +278,9 @@ const TREE: &[(&str, &str)] = &[
          config USERFAULTFD\n\tbool \"userfaultfd\"\n\nconfig LRU_GEN\n\tbool \"lru_gen\"\n\n\
          config MEMCG\n\tbool \"memcg\"\n\nconfig ZRAM\n\tbool \"zram\"\n\n\
          config SHMEM\n\tbool \"shmem\"\n\nconfig BLK_DEV_RAM\n\tbool \"brd\"\n\n\
-         config EXT2_FS\n\tbool \"ext2\"\n",
+         config EXT2_FS\n\tbool \"ext2\"\n\n\
+         config DAMON_SYSFS\n\tbool \"damon sysfs\"\n\n\
+         config DAMON_RECLAIM\n\tbool \"damon reclaim\"\n",
     ),
     ("init/main.c", "int start_kernel(void)\n{\n\treturn 0;\n}\n"),
     (
