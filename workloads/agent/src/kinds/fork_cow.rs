@@ -5,7 +5,10 @@
 //! in the window as vm-scalability's case-fork times forks.
 //!
 //! Each task maps `size` of private anonymous memory, advised
-//! MADV_NOHUGEPAGE, and writes every page, untimed. Each operation forks
+//! MADV_NOHUGEPAGE (with `page: thp`, 2 MiB aligned and advised
+//! MADV_HUGEPAGE: the fork copies huge PMDs, and the child's first write
+//! to each huge page splits its PMD before the base-page copy), and writes
+//! every page, untimed. Each operation forks
 //! a child, which writes one byte in every page of the region (a COW
 //! fault each: a new page, a copy, the parent's page left mapped) and
 //! exits (its copies freed); the task waits for it. The fork copies the
@@ -19,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::sys::{Map, fork_child, page_size, wait_ok};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held_twice};
 use crate::kind::Kind;
+use crate::kinds::page_fault_anon::PageSize;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -27,6 +31,8 @@ pub struct ForkCow {
     pub ops: u32,
     /// The populated region each operation's child writes.
     pub size: Bytes,
+    /// Its pages: base, or THP.
+    pub page: PageSize,
 }
 
 impl Default for ForkCow {
@@ -35,13 +41,14 @@ impl Default for ForkCow {
             tasks: 1,
             ops: 16,
             size: Bytes::mib(16),
+            page: PageSize::Base,
         }
     }
 }
 
 impl Kind for ForkCow {
     fn describe(&self) -> String {
-        format!("size={}", self.size)
+        format!("size={}{}", self.size, self.page.describe())
     }
 }
 
@@ -61,11 +68,12 @@ impl Bench for ForkCow {
             self.tasks,
             guest,
             "the region and the child's copy",
-        )
+        )?;
+        self.page.check("size", self.size)
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
-        Ok(Box::new(Forker::new(self.size.bytes())?))
+        Ok(Box::new(Forker::new(self.size.bytes(), self.page)?))
     }
 }
 
@@ -75,11 +83,11 @@ struct Forker {
 }
 
 impl Forker {
-    fn new(len: usize) -> io::Result<Forker> {
-        let mut map = Map::anon(len)?;
-        map.advise(libc::MADV_NOHUGEPAGE)?;
+    fn new(len: usize, size: PageSize) -> io::Result<Forker> {
+        let mut map = size.map(len)?;
         let page = page_size();
         map.touch(page);
+        size.check_backed(len)?;
         Ok(Forker { map, page })
     }
 }
@@ -106,7 +114,7 @@ mod tests {
 
     #[test]
     fn the_child_writes_its_own_copy() {
-        let mut task = Forker::new(256 << 10).unwrap();
+        let mut task = Forker::new(256 << 10, PageSize::Base).unwrap();
         for _ in 0..3 {
             task.op().unwrap();
         }

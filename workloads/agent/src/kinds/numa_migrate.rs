@@ -8,7 +8,9 @@
 //! The guest's two nodes are `numa=fake=2`'s (the campaign's
 //! `kernel.cmdline`); the agent checks once per boot that node 1 exists.
 //! Each task, before the window, maps `size` of anonymous memory with base
-//! pages (MADV_NOHUGEPAGE), writes every page and moves them all to node 0.
+//! pages (MADV_NOHUGEPAGE; with `page: thp`, 2 MiB aligned and advised
+//! MADV_HUGEPAGE, each huge page named by its first address and moved
+//! whole), writes every page and moves them all to node 0.
 //! Each operation moves every page to node 1 and back to node 0 with one
 //! move_pages(2) call each way (for each page: isolate it from the LRU,
 //! allocate on the target node, unmap, copy, remap, free the old page),
@@ -27,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::sys::{Map, last, page_size};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
+use crate::kinds::page_fault_anon::PageSize;
 
 const NODE1: &str = "/sys/devices/system/node/node1";
 /// `MPOL_MF_MOVE` of `include/uapi/linux/mempolicy.h`: move the pages
@@ -44,6 +47,8 @@ pub struct NumaMigrate {
     pub size: Bytes,
     /// The system call that moves the pages.
     pub call: MigrateCall,
+    /// The region's pages: base, or THP (each moved whole).
+    pub page: PageSize,
 }
 
 /// [`NumaMigrate::call`]: move_pages(2), the region's pages by address, or
@@ -63,16 +68,18 @@ impl Default for NumaMigrate {
             ops: 8,
             size: Bytes::mib(16),
             call: MigrateCall::MovePages,
+            page: PageSize::Base,
         }
     }
 }
 
 impl Kind for NumaMigrate {
     fn describe(&self) -> String {
-        match self.call {
-            MigrateCall::MovePages => format!("size={}", self.size),
-            MigrateCall::MigratePages => format!("size={} call=migrate_pages", self.size),
-        }
+        let call = match self.call {
+            MigrateCall::MovePages => "",
+            MigrateCall::MigratePages => " call=migrate_pages",
+        };
+        format!("size={}{call}{}", self.size, self.page.describe())
     }
 }
 
@@ -87,7 +94,8 @@ impl Bench for NumaMigrate {
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
         // Each fake node has half the guest's memory: every task's region
         // must fit on one, as check_held's half of the guest says.
-        check_held("size", self.size, self.tasks, guest)
+        check_held("size", self.size, self.tasks, guest)?;
+        self.page.check("size", self.size)
     }
 
     fn prepare(&self) -> io::Result<()> {
@@ -101,11 +109,14 @@ impl Bench for NumaMigrate {
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
         let page = page_size();
-        let mut map = Map::anon(self.size.bytes())?;
-        map.advise(libc::MADV_NOHUGEPAGE)?;
+        let mut map = self.page.map(self.size.bytes())?;
         map.touch(page);
+        self.page.check_backed(map.len)?;
+        // A huge page by its first address only: move_pages(2) moves the
+        // whole folio for it, and reports -EBUSY for the rest of its
+        // addresses, the folio being off the LRU by then.
         let pages: Vec<*mut libc::c_void> = (0..map.len)
-            .step_by(page)
+            .step_by(self.page.bytes())
             .map(|off| map.ptr.wrapping_add(off).cast())
             .collect();
         let mut mover = Mover {

@@ -10,7 +10,7 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::sys::{Map, page_size};
+use crate::bench::sys::{Map, page_size, read_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
 
@@ -30,11 +30,83 @@ pub struct PageFaultAnon {
 }
 
 /// The page size a fault maps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PageSize {
+    #[default]
     Base,
     Thp,
+}
+
+impl PageSize {
+    /// Private anonymous memory of `len` bytes in pages of this size:
+    /// `base` advised MADV_NOHUGEPAGE; `thp` aligned to 2 MiB and advised
+    /// MADV_HUGEPAGE, so that a huge page backs each 2 MiB of it where the
+    /// campaign's `thp:` allows (madvise or always).
+    pub fn map(self, len: usize) -> io::Result<Map> {
+        match self {
+            PageSize::Base => {
+                let map = Map::anon(len)?;
+                map.advise(libc::MADV_NOHUGEPAGE)?;
+                Ok(map)
+            }
+            PageSize::Thp => {
+                let map = Map::anon_aligned(len, THP_SIZE)?;
+                map.advise(libc::MADV_HUGEPAGE)?;
+                Ok(map)
+            }
+        }
+    }
+
+    /// With `thp`, `size` (the parameter `param`) must be whole huge pages.
+    pub fn check(self, param: &'static str, size: Bytes) -> Result<(), ParamError> {
+        if self == PageSize::Thp && size.bytes() % THP_SIZE != 0 {
+            return Err(ParamError::new(
+                param,
+                size,
+                "must be a whole number of 2 MiB huge pages with page: thp",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The bytes one page of this size spans.
+    pub fn bytes(self) -> usize {
+        match self {
+            PageSize::Base => page_size(),
+            PageSize::Thp => THP_SIZE,
+        }
+    }
+
+    /// With `thp`, fails unless huge pages back at least `len` bytes of
+    /// this process's anonymous memory (`/proc/self/smaps_rollup`'s
+    /// AnonHugePages), so that a benchmark of huge pages does not time
+    /// base pages where the campaign's `thp:` is `never`.
+    pub fn check_backed(self, len: usize) -> io::Result<()> {
+        if self == PageSize::Base {
+            return Ok(());
+        }
+        let rollup = read_file("/proc/self/smaps_rollup")?;
+        let kib: u64 = rollup
+            .lines()
+            .find_map(|l| l.strip_prefix("AnonHugePages:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .ok_or_else(|| io::Error::other("/proc/self/smaps_rollup has no AnonHugePages line"))?;
+        if kib * 1024 < len as u64 {
+            return Err(io::Error::other(format!(
+                "page: thp, but huge pages back {kib} KiB of the {len}-byte region (/proc/self/smaps_rollup AnonHugePages): the campaign's thp: must be madvise or always, and the guest 512 MiB or more"
+            )));
+        }
+        Ok(())
+    }
+
+    /// ` page=thp` for a description, nothing for base pages (the default).
+    pub fn describe(self) -> &'static str {
+        match self {
+            PageSize::Base => "",
+            PageSize::Thp => " page=thp",
+        }
+    }
 }
 
 impl Default for PageFaultAnon {
@@ -64,14 +136,7 @@ impl Bench for PageFaultAnon {
 
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
         check_held("size", self.size, self.tasks, guest)?;
-        if self.page == PageSize::Thp && self.size.bytes() % THP_SIZE != 0 {
-            return Err(ParamError::new(
-                "size",
-                self.size,
-                "must be a whole number of 2 MiB huge pages with page: thp",
-            ));
-        }
-        Ok(())
+        self.page.check("size", self.size)
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
@@ -89,19 +154,35 @@ struct Faulter {
 
 impl Task for Faulter {
     fn op(&mut self) -> io::Result<()> {
-        let mut map = match self.page {
-            PageSize::Base => {
-                let map = Map::anon(self.len)?;
-                map.advise(libc::MADV_NOHUGEPAGE)?;
-                map
-            }
-            PageSize::Thp => {
-                let map = Map::anon_aligned(self.len, THP_SIZE)?;
-                map.advise(libc::MADV_HUGEPAGE)?;
-                map
-            }
-        };
+        let mut map = self.page.map(self.len)?;
         map.touch(page_size());
         map.unmap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_pages_must_back_a_thp_region_and_sizes_must_be_whole() {
+        // No process has a TiB of huge pages: refused, and the message
+        // names the campaign setting to change.
+        let err = PageSize::Thp.check_backed(1 << 40).unwrap_err();
+        assert!(
+            err.to_string().contains("thp: must be madvise or always"),
+            "{err}"
+        );
+        PageSize::Base.check_backed(1 << 40).unwrap();
+        assert_eq!(
+            PageSize::Thp
+                .check("size", Bytes::mib(3))
+                .unwrap_err()
+                .param,
+            "size"
+        );
+        PageSize::Thp.check("size", Bytes::mib(4)).unwrap();
+        PageSize::Base.check("size", Bytes::mib(3)).unwrap();
+        assert_eq!(PageSize::Thp.bytes(), THP_SIZE);
     }
 }
