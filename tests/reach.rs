@@ -411,7 +411,7 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
         0,
         &[(
             "mm/huge_memory.c: split_huge_pmd_locked",
-            "mm-mprotect (0.001%",
+            "mm-fork-cow-thp (0.004%",
         )],
         &[],
     ),
