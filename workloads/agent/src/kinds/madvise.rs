@@ -14,6 +14,11 @@
 //! - `pageout`: MADV_PAGEOUT reclaims every page to swap (zram, twice
 //!   every task's mapping), so the next writes swap each page back in.
 //!
+//! With `page: thp` the mapping is 2 MiB aligned and advised
+//! MADV_HUGEPAGE instead, and written once before the window, which fails
+//! unless huge pages back all of it: each advice then meets huge PMDs
+//! (DONTNEED zaps them, FREE marks the huge pages lazily freeable whole).
+//!
 //! Spec: `workloads/madvise.yaml`.
 
 use std::io;
@@ -23,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::sys::{Map, page_size};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
+use crate::kinds::page_fault_anon::PageSize;
 use crate::memory::SwapBackend;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +40,8 @@ pub struct Madvise {
     pub size: Bytes,
     /// The advice each operation gives the whole mapping.
     pub advice: Advice,
+    /// The mapping's pages: base, or THP.
+    pub page: PageSize,
 }
 
 /// [`Madvise::advice`]: MADV_DONTNEED, MADV_FREE, MADV_COLD or
@@ -65,6 +73,7 @@ impl Default for Madvise {
             ops: 16,
             size: Bytes::mib(16),
             advice: Advice::Dontneed,
+            page: PageSize::Base,
         }
     }
 }
@@ -95,7 +104,12 @@ impl Kind for Madvise {
     }
 
     fn describe(&self) -> String {
-        format!("size={} advice={:?}", self.size, self.advice)
+        format!(
+            "size={} advice={:?}{}",
+            self.size,
+            self.advice,
+            self.page.describe()
+        )
     }
 }
 
@@ -108,11 +122,16 @@ impl Bench for Madvise {
     }
 
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
-        check_held("size", self.size, self.tasks, guest)
+        check_held("size", self.size, self.tasks, guest)?;
+        self.page.check("size", self.size)
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
-        Ok(Box::new(Adviser::new(self.size.bytes(), self.advice)?))
+        Ok(Box::new(Adviser::new(
+            self.size.bytes(),
+            self.advice,
+            self.page,
+        )?))
     }
 }
 
@@ -123,13 +142,17 @@ struct Adviser {
 }
 
 impl Adviser {
-    fn new(len: usize, advice: Advice) -> io::Result<Adviser> {
-        let map = Map::anon(len)?;
-        map.advise(libc::MADV_NOHUGEPAGE)?;
+    fn new(len: usize, advice: Advice, size: PageSize) -> io::Result<Adviser> {
+        let mut map = size.map(len)?;
+        let page = page_size();
+        if size == PageSize::Thp {
+            map.touch(page);
+            size.check_backed(len)?;
+        }
         Ok(Adviser {
             map,
             advice: advice.flag(),
-            page: page_size(),
+            page,
         })
     }
 }
@@ -153,7 +176,7 @@ mod tests {
             Advice::Cold,
             Advice::Pageout,
         ] {
-            let mut task = Adviser::new(256 << 10, advice).unwrap();
+            let mut task = Adviser::new(256 << 10, advice, PageSize::Base).unwrap();
             for _ in 0..3 {
                 task.op().unwrap();
             }

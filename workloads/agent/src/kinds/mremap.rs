@@ -12,13 +12,16 @@
 //! moves the region from A to B and back. With `align: pmd` B is 2 MiB
 //! aligned too, so every whole page table moves at once (a PMD entry
 //! each); with `align: page` B is one page past a 2 MiB boundary, so every
-//! page table entry moves on its own. Spec: `workloads/mremap.yaml`.
+//! page table entry moves on its own. With `page: thp` the region is
+//! advised MADV_HUGEPAGE instead, and the task fails before its window
+//! unless huge pages back all of it: with `align: pmd` each huge page then
+//! moves as one PMD entry (move_huge_pmd). Spec: `workloads/mremap.yaml`.
 
 use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use super::page_fault_anon::THP_SIZE;
+use super::page_fault_anon::{PageSize, THP_SIZE};
 use crate::bench::sys::{Map, last, page_size};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
@@ -36,6 +39,8 @@ pub struct Mremap {
     /// The destination's alignment: `pmd` (whole page tables move) or
     /// `page` (page table entries move one by one).
     pub align: Align,
+    /// The region's pages: base, or THP.
+    pub page: PageSize,
 }
 
 /// [`Mremap::align`].
@@ -53,13 +58,19 @@ impl Default for Mremap {
             ops: 16384,
             size: Bytes::mib(16),
             align: Align::Pmd,
+            page: PageSize::Base,
         }
     }
 }
 
 impl Kind for Mremap {
     fn describe(&self) -> String {
-        format!("size={} align={:?}", self.size, self.align)
+        format!(
+            "size={} align={:?}{}",
+            self.size,
+            self.align,
+            self.page.describe()
+        )
     }
 }
 
@@ -88,11 +99,15 @@ impl Bench for Mremap {
                 ),
             ));
         }
-        Ok(())
+        self.page.check("size", self.size)
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
-        Ok(Box::new(Mover::new(self.size.bytes(), self.align)?))
+        Ok(Box::new(Mover::new(
+            self.size.bytes(),
+            self.align,
+            self.page,
+        )?))
     }
 }
 
@@ -106,7 +121,7 @@ struct Mover {
 }
 
 impl Mover {
-    fn new(len: usize, align: Align) -> io::Result<Mover> {
+    fn new(len: usize, align: Align, size: PageSize) -> io::Result<Mover> {
         let span = len.next_multiple_of(PMD);
         // A PMD of slack to align A, a PMD below A and between the two
         // ranges, and a PMD above B (its page of offset included).
@@ -148,8 +163,12 @@ impl Mover {
         // SAFETY: the region just mapped at A, and B's range inside the
         // reservation, left a hole so that every move lands in one.
         unsafe {
-            if libc::madvise(a as *mut libc::c_void, len, libc::MADV_NOHUGEPAGE) != 0 {
-                return Err(last("madvise(MADV_NOHUGEPAGE) of the region"));
+            let advice = match size {
+                PageSize::Base => libc::MADV_NOHUGEPAGE,
+                PageSize::Thp => libc::MADV_HUGEPAGE,
+            };
+            if libc::madvise(a as *mut libc::c_void, len, advice) != 0 {
+                return Err(last(&format!("madvise({advice}) of the region")));
             }
             let mut off = 0;
             while off < len {
@@ -160,6 +179,7 @@ impl Mover {
                 return Err(last("munmap of B's range"));
             }
         }
+        size.check_backed(len)?;
         Ok(mover)
     }
 
@@ -196,7 +216,7 @@ mod tests {
     #[test]
     fn the_region_moves_there_and_back_with_its_contents() {
         for align in [Align::Pmd, Align::Page] {
-            let mut task = Mover::new(4 << 20, align).unwrap();
+            let mut task = Mover::new(4 << 20, align, PageSize::Base).unwrap();
             assert!(task.b > task.a);
             assert!(task.b + task.len <= task._reserved.ptr as usize + task._reserved.len);
             assert_eq!(task.a % PMD, 0);
