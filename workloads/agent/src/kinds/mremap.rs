@@ -163,10 +163,7 @@ impl Mover {
         // SAFETY: the region just mapped at A, and B's range inside the
         // reservation, left a hole so that every move lands in one.
         unsafe {
-            let advice = match size {
-                PageSize::Base => libc::MADV_NOHUGEPAGE,
-                PageSize::Thp => libc::MADV_HUGEPAGE,
-            };
+            let advice = size.advice();
             if libc::madvise(a as *mut libc::c_void, len, advice) != 0 {
                 return Err(last(&format!("madvise({advice}) of the region")));
             }

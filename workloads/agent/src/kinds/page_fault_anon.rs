@@ -44,17 +44,19 @@ impl PageSize {
     /// MADV_HUGEPAGE, so that a huge page backs each 2 MiB of it where the
     /// campaign's `thp:` allows (madvise or always).
     pub fn map(self, len: usize) -> io::Result<Map> {
+        let map = match self {
+            PageSize::Base => Map::anon(len)?,
+            PageSize::Thp => Map::anon_aligned(len, THP_SIZE)?,
+        };
+        map.advise(self.advice())?;
+        Ok(map)
+    }
+
+    /// The madvise(2) advice that asks for pages of this size.
+    pub fn advice(self) -> libc::c_int {
         match self {
-            PageSize::Base => {
-                let map = Map::anon(len)?;
-                map.advise(libc::MADV_NOHUGEPAGE)?;
-                Ok(map)
-            }
-            PageSize::Thp => {
-                let map = Map::anon_aligned(len, THP_SIZE)?;
-                map.advise(libc::MADV_HUGEPAGE)?;
-                Ok(map)
-            }
+            PageSize::Base => libc::MADV_NOHUGEPAGE,
+            PageSize::Thp => libc::MADV_HUGEPAGE,
         }
     }
 
