@@ -280,7 +280,9 @@ const TREE: &[(&str, &str)] = &[
          config SHMEM\n\tbool \"shmem\"\n\nconfig BLK_DEV_RAM\n\tbool \"brd\"\n\n\
          config EXT2_FS\n\tbool \"ext2\"\n\n\
          config DAMON_SYSFS\n\tbool \"damon sysfs\"\n\n\
-         config DAMON_RECLAIM\n\tbool \"damon reclaim\"\n",
+         config DAMON_RECLAIM\n\tbool \"damon reclaim\"\n\n\
+         config MEMORY_FAILURE\n\tbool \"memory failure\"\n\n\
+         config HWPOISON_INJECT\n\tbool \"hwpoison injector\"\n",
     ),
     ("init/main.c", "int start_kernel(void)\n{\n\treturn 0;\n}\n"),
     (

@@ -42,10 +42,14 @@ pub enum Feature {
     Damon,
     /// DAMON_RECLAIM, DAMON's proactive reclaim module.
     DamonReclaim,
+    /// Recovery from memory errors: MADV_HWPOISON, MADV_SOFT_OFFLINE.
+    MemoryFailure,
+    /// The hwpoison injector's debugfs files (`unpoison-pfn`).
+    HwpoisonInject,
 }
 
 impl Feature {
-    pub const ALL: [Feature; 16] = [
+    pub const ALL: [Feature; 18] = [
         Feature::Thp,
         Feature::Ksm,
         Feature::Hugetlb,
@@ -62,6 +66,8 @@ impl Feature {
         Feature::Ext2,
         Feature::Damon,
         Feature::DamonReclaim,
+        Feature::MemoryFailure,
+        Feature::HwpoisonInject,
     ];
 
     /// The kconfig option that builds it.
@@ -83,6 +89,8 @@ impl Feature {
             Feature::Ext2 => "CONFIG_EXT2_FS",
             Feature::Damon => "CONFIG_DAMON_SYSFS",
             Feature::DamonReclaim => "CONFIG_DAMON_RECLAIM",
+            Feature::MemoryFailure => "CONFIG_MEMORY_FAILURE",
+            Feature::HwpoisonInject => "CONFIG_HWPOISON_INJECT",
         }
     }
 
@@ -105,6 +113,8 @@ impl Feature {
             Feature::Ext2 => "ext2",
             Feature::Damon => "damon",
             Feature::DamonReclaim => "damon-reclaim",
+            Feature::MemoryFailure => "memory-failure",
+            Feature::HwpoisonInject => "hwpoison-inject",
         }
     }
 }
@@ -142,6 +152,9 @@ impl Feature {
             Feature::Ext2 => Probe::Holds("/proc/filesystems", "ext2"),
             Feature::Damon => Probe::Exists("/sys/kernel/mm/damon/admin/kdamonds"),
             Feature::DamonReclaim => Probe::Exists("/sys/module/damon_reclaim/parameters/enabled"),
+            Feature::MemoryFailure => Probe::Exists("/proc/sys/vm/memory_failure_recovery"),
+            // debugfs, which the agent mounts at boot where the kernel has it.
+            Feature::HwpoisonInject => Probe::Exists("/sys/kernel/debug/hwpoison/unpoison-pfn"),
         }
     }
 

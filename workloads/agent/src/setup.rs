@@ -53,16 +53,22 @@ pub fn mount_early() -> Result<()> {
     )
 }
 
-/// cgroup2 (required) and tracefs (wanted for the function profiler, but
-/// its absence only costs a console note).
+/// cgroup2 (required), then tracefs (wanted for the function profiler)
+/// and debugfs (for the hwpoison injector's files), whose absence only
+/// costs a console note: a kernel without them runs every other workload.
 pub fn mount_late() -> Result<()> {
     mount("cgroup2", "/sys/fs/cgroup", "cgroup2", SAFE)?;
-    match mount("tracefs", "/sys/kernel/tracing", "tracefs", SAFE) {
-        Ok(()) => console::say("mounted proc sysfs devtmpfs cgroup2 tracefs"),
-        Err(e) => console::say(format!(
-            "mounted proc sysfs devtmpfs cgroup2; no tracefs: {e}"
-        )),
+    let mut note = String::from("mounted proc sysfs devtmpfs cgroup2");
+    for (fstype, target) in [
+        ("tracefs", "/sys/kernel/tracing"),
+        ("debugfs", "/sys/kernel/debug"),
+    ] {
+        match mount(fstype, target, fstype, SAFE) {
+            Ok(()) => note.push_str(&format!(" {fstype}")),
+            Err(e) => note.push_str(&format!("; no {fstype}: {e}")),
+        }
     }
+    console::say(note);
     Ok(())
 }
 

@@ -24,6 +24,7 @@ pub mod fork_cow;
 pub mod fork_exec;
 pub mod guest_fault;
 pub mod hugetlb_fault;
+pub mod hwpoison;
 pub mod kernel_build;
 pub mod ksm_merge;
 pub mod madvise;
@@ -101,6 +102,7 @@ macro_rules! with_kinds {
             StressNg("stress-ng", stress_ng::StressNg, spec),
             MmSelftest("mm-selftest", mm_selftest::MmSelftest, spec),
             Damon("damon", damon::Damon, bench),
+            Hwpoison("hwpoison", hwpoison::Hwpoison, bench),
         }
     };
 }
