@@ -51,6 +51,7 @@ pub mod swap;
 pub mod thp_collapse;
 pub mod thp_fragmented;
 pub mod userfaultfd;
+pub mod writeback;
 pub mod zswap_pageout;
 
 /// The one list of workload kinds. Each entry is the wire's variant, the
@@ -103,6 +104,7 @@ macro_rules! with_kinds {
             MmSelftest("mm-selftest", mm_selftest::MmSelftest, spec),
             Damon("damon", damon::Damon, bench),
             Hwpoison("hwpoison", hwpoison::Hwpoison, bench),
+            Writeback("writeback", writeback::Writeback, bench),
         }
     };
 }
