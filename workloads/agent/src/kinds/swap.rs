@@ -12,8 +12,14 @@
 //! compressed in memory), `ram` (the RAM disk `/dev/ram0`: a plain block
 //! device in guest memory, no compression) or `zswap` (zswap's compressed
 //! pool in front of the RAM disk: the campaign must enable zswap, and for
-//! the other two must not). Spec: `workloads/swap.yaml`.
+//! the other two must not). With `back: swapoff` the pages come back
+//! another way: each operation pages the region out, then swapoff(2)s the
+//! device (`try_to_unuse()` walks every mm that has swap entries and
+//! swaps each page back in, mapped again), swapon(2)s it again (its swap
+//! map vmalloc()ed anew) and checks every word; one task only, as the
+//! device is every task's. Spec: `workloads/swap.yaml`.
 
+use std::ffi::CStr;
 use std::io;
 
 use serde::{Deserialize, Serialize};
@@ -34,6 +40,19 @@ pub struct Swap {
     pub size: Bytes,
     /// Where the pages go.
     pub device: SwapDevice,
+    /// How they come back.
+    pub back: SwapBack,
+}
+
+/// How a [`Swap`] region's pages come back in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwapBack {
+    /// A swap-in fault each, as the task reads its words.
+    #[default]
+    Fault,
+    /// swapoff(2) of the device, then swapon(2) again.
+    Swapoff,
 }
 
 /// Where a [`Swap`] region's pages go.
@@ -52,6 +71,7 @@ impl Default for Swap {
             ops: 4,
             size: Bytes::mib(8),
             device: SwapDevice::Zram,
+            back: SwapBack::Fault,
         }
     }
 }
@@ -70,7 +90,11 @@ impl Kind for Swap {
     }
 
     fn describe(&self) -> String {
-        format!("size={} device={:?}", self.size, self.device)
+        let back = match self.back {
+            SwapBack::Fault => "",
+            SwapBack::Swapoff => " back=swapoff",
+        };
+        format!("size={} device={:?}{back}", self.size, self.device)
     }
 }
 
@@ -83,6 +107,13 @@ impl Bench for Swap {
     }
 
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
+        if self.back == SwapBack::Swapoff && self.tasks != 1 {
+            return Err(ParamError::new(
+                "tasks",
+                self.tasks,
+                "must be 1 with back: swapoff: the swap device is every task's, and a second swapoff would find it off",
+            ));
+        }
         check_held("size", self.size, self.tasks, guest)
     }
 
@@ -109,7 +140,11 @@ impl Bench for Swap {
         map.advise(libc::MADV_NOHUGEPAGE)?;
         let seed = index as u64;
         stamp(&mut map, page_size(), seed);
-        let cycle = Cycle { map, seed };
+        let swapoff = match self.back {
+            SwapBack::Fault => None,
+            SwapBack::Swapoff => Some(self.device_path()),
+        };
+        let cycle = Cycle { map, seed, swapoff };
         cycle.map.advise(libc::MADV_PAGEOUT)?;
         let resident = resident_pages(&cycle.map)?;
         let pages = cycle.map.len / page_size();
@@ -135,14 +170,81 @@ fn resident_pages(map: &Map) -> io::Result<usize> {
     Ok(vec.iter().filter(|b| **b & 1 != 0).count())
 }
 
+impl Swap {
+    /// The device the boot swaps on, and the priority it was given
+    /// (`SwapBackend`'s setup: zram preferred at 32767, the RAM disk at
+    /// the kernel's default).
+    fn device_path(&self) -> (&'static CStr, libc::c_int) {
+        match self.device {
+            SwapDevice::Zram => (ZRAM_DEVICE, SWAP_FLAG_PREFER | 32767),
+            SwapDevice::Zswap | SwapDevice::Ram => (RAM_DEVICE, 0),
+        }
+    }
+}
+
+const ZRAM_DEVICE: &CStr = c"/dev/zram0";
+/// [`crate::memory::RAM_SWAP_DEVICE`], as swapoff(2) takes it.
+const RAM_DEVICE: &CStr = c"/dev/ram0";
+/// <linux/swap.h>; libc does not export it.
+const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
+
 struct Cycle {
     map: Map,
     seed: u64,
+    /// With `back: swapoff`, the device and its swapon flags.
+    swapoff: Option<(&'static CStr, libc::c_int)>,
 }
 
 impl Task for Cycle {
     fn op(&mut self) -> io::Result<()> {
         self.map.advise(libc::MADV_PAGEOUT)?;
+        if let Some((device, flags)) = self.swapoff {
+            // SAFETY: a NUL-terminated path.
+            if unsafe { libc::swapoff(device.as_ptr()) } != 0 {
+                return Err(sys::last(&format!("swapoff {device:?}")));
+            }
+            // SAFETY: a NUL-terminated path.
+            if unsafe { libc::swapon(device.as_ptr(), flags) } != 0 {
+                return Err(sys::last(&format!("swapon {device:?}")));
+            }
+        }
         check_stamps(&self.map, page_size(), self.seed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::RAM_SWAP_DEVICE;
+
+    #[test]
+    fn swapoff_names_the_device_the_boot_swaps_on() {
+        assert_eq!(RAM_DEVICE.to_str().unwrap(), RAM_SWAP_DEVICE);
+        let ram = Swap {
+            device: SwapDevice::Ram,
+            back: SwapBack::Swapoff,
+            ..Swap::default()
+        };
+        assert_eq!(ram.device_path(), (RAM_DEVICE, 0));
+        assert_eq!(Swap::default().device_path().0, ZRAM_DEVICE);
+    }
+
+    #[test]
+    fn swapoff_takes_one_task() {
+        let guest = GuestSize {
+            online_cpus: 2,
+            memory: 1 << 30,
+        };
+        let two = Swap {
+            tasks: 2,
+            back: SwapBack::Swapoff,
+            ..Swap::default()
+        };
+        assert_eq!(two.check(guest).unwrap_err().param, "tasks");
+        let faults = Swap {
+            back: SwapBack::Fault,
+            ..two
+        };
+        assert!(faults.check(guest).is_ok());
     }
 }
