@@ -33,6 +33,7 @@ pub mod memcg_charge;
 pub mod memcg_reclaim;
 pub mod mlock;
 pub mod mm_selftest;
+pub mod mm_stats;
 pub mod mmap_munmap;
 pub mod mprotect;
 pub mod mremap;
@@ -105,6 +106,7 @@ macro_rules! with_kinds {
             Damon("damon", damon::Damon, bench),
             Hwpoison("hwpoison", hwpoison::Hwpoison, bench),
             Writeback("writeback", writeback::Writeback, bench),
+            MmStats("mm-stats", mm_stats::MmStats, bench),
         }
     };
 }

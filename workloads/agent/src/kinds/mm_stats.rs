@@ -1,0 +1,254 @@
+//! `mm-stats`: the memory-management statistics that monitoring reads,
+//! read as it reads them. mmtests runs monitors beside every benchmark
+//! (`proc-vmstat`, `proc-meminfo`, `proc-zoneinfo`, `proc-buddyinfo`,
+//! `proc-pagetypeinfo`, `proc-slabinfo`, `numa-meminfo`); procps's `free`
+//! and `vmstat`, `numastat`, `smem` and systemd-oomd read the rest. Each
+//! of those is a show function in mm/ (vmstat.c's walks of every zone and
+//! free list, slab_common.c's slabinfo, memcontrol.c's memory.stat,
+//! swapfile.c's /proc/swaps, the THP, KSM and hugetlb sysfs attributes,
+//! the multi-gen LRU's debugfs walk) that otherwise runs in no window.
+//!
+//! At task start, untimed: the list of files, [`FILES`] and every
+//! readable regular file of [`DIRS`] (the per-node files of every node,
+//! the mm sysfs attributes, `/proc/sys/vm` but for [`LEFT_OUT`]), and
+//! [`CGROUP_FILES`] of the task's memory cgroup, each checked readable once;
+//! a file that does not open, or reads as an error, is left out and named
+//! on stderr. Each operation reads each file of the list whole, in order,
+//! into one buffer (as `cat` would, 4 KiB a read). Spec:
+//! `workloads/mm-stats.yaml`.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::{Bench, GuestSize, Load, ParamError, Task};
+use crate::kind::Kind;
+
+/// Files read every operation where the kernel has them.
+pub const FILES: &[&str] = &[
+    "/proc/meminfo",
+    "/proc/vmstat",
+    "/proc/zoneinfo",
+    "/proc/buddyinfo",
+    "/proc/pagetypeinfo",
+    "/proc/slabinfo",
+    "/proc/swaps",
+    "/proc/self/status",
+    "/proc/self/statm",
+    "/proc/self/smaps",
+    "/proc/self/smaps_rollup",
+    "/proc/self/numa_maps",
+    "/proc/pressure/memory",
+    "/sys/kernel/debug/lru_gen",
+];
+
+/// Directories whose readable regular files are read every operation,
+/// `*` standing for every entry that matches the rest.
+pub const DIRS: &[&str] = &[
+    "/sys/devices/system/node/node*",
+    "/sys/kernel/mm/transparent_hugepage",
+    "/sys/kernel/mm/transparent_hugepage/khugepaged",
+    "/sys/kernel/mm/ksm",
+    "/sys/kernel/mm/hugepages/hugepages-*",
+    "/sys/kernel/mm/lru_gen",
+    "/proc/sys/vm",
+];
+
+/// Files of [`DIRS`] left out: reading `stat_refresh` folds every CPU's
+/// counters in work queued on each CPU, which no monitor asks for.
+pub const LEFT_OUT: &[&str] = &["/proc/sys/vm/stat_refresh"];
+
+/// The memory cgroup files read from the task's own cgroup.
+pub const CGROUP_FILES: &[&str] = &[
+    "memory.stat",
+    "memory.numa_stat",
+    "memory.current",
+    "memory.events",
+    "memory.pressure",
+];
+
+/// One `read(2)`'s size, as `cat` reads.
+const CHUNK: usize = 4096;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MmStats {
+    pub tasks: u32,
+    pub ops: u32,
+}
+
+impl Default for MmStats {
+    fn default() -> Self {
+        MmStats { tasks: 1, ops: 16 }
+    }
+}
+
+impl Kind for MmStats {
+    fn describe(&self) -> String {
+        "procfs, sysfs and memcg mm statistics".to_string()
+    }
+}
+
+impl Bench for MmStats {
+    fn load(&self) -> Load {
+        Load {
+            tasks: self.tasks,
+            ops: self.ops,
+        }
+    }
+
+    fn check(&self, _guest: GuestSize) -> Result<(), ParamError> {
+        Ok(())
+    }
+
+    fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
+        let mut files: Vec<PathBuf> = FILES.iter().map(PathBuf::from).collect();
+        for dir in DIRS {
+            for dir in expand(dir)? {
+                files.extend(
+                    regular_files(&dir)?
+                        .into_iter()
+                        .filter(|f| !LEFT_OUT.iter().any(|l| f == Path::new(l))),
+                );
+            }
+        }
+        if let Ok(cgroup) = crate::bench::sys::own_cgroup() {
+            files.extend(CGROUP_FILES.iter().map(|f| cgroup.join(f)));
+        }
+        let mut reader = Reader {
+            files: Vec::new(),
+            buf: vec![0; CHUNK],
+        };
+        for file in files {
+            match reader.read(&file) {
+                Ok(_) => reader.files.push(file),
+                Err(e) => eprintln!("mm-stats: leaving out {}: {e}", file.display()),
+            }
+        }
+        if reader.files.is_empty() {
+            return Err(io::Error::other("mm-stats: no statistics file is readable"));
+        }
+        Ok(Box::new(reader))
+    }
+}
+
+/// `dir`, or where its last component holds `*`, every entry of its
+/// parent that matches (a prefix, then anything), sorted.
+fn expand(dir: &str) -> io::Result<Vec<PathBuf>> {
+    let path = Path::new(dir);
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(prefix) = name.strip_suffix('*') else {
+        return Ok(if path.is_dir() {
+            vec![path.to_path_buf()]
+        } else {
+            Vec::new()
+        });
+    };
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Ok(found);
+    };
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_name().to_string_lossy().starts_with(prefix) && entry.path().is_dir() {
+            found.push(entry.path());
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The regular files directly in `dir`, sorted.
+fn regular_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            files.push(entry.path());
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+struct Reader {
+    files: Vec<PathBuf>,
+    buf: Vec<u8>,
+}
+
+impl Reader {
+    /// Reads `path` whole; its length.
+    fn read(&mut self, path: &Path) -> io::Result<usize> {
+        let mut file = File::open(path)?;
+        let mut total = 0;
+        loop {
+            match file.read(&mut self.buf)? {
+                0 => return Ok(total),
+                n => total += n,
+            }
+        }
+    }
+}
+
+impl Task for Reader {
+    fn op(&mut self) -> io::Result<()> {
+        for i in 0..self.files.len() {
+            let path = std::mem::take(&mut self.files[i]);
+            let read = self.read(&path);
+            self.files[i] = path;
+            read.map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("reading {}: {e}", self.files[i].display()),
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_star_matches_every_directory_with_the_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["node0", "node1", "nodes.txt", "other"] {
+            let path = dir.path().join(name);
+            if name.ends_with(".txt") {
+                std::fs::write(path, "x").unwrap();
+            } else {
+                std::fs::create_dir(path).unwrap();
+            }
+        }
+        std::fs::write(dir.path().join("node1/meminfo"), "MemTotal: 1 kB\n").unwrap();
+        let pattern = format!("{}/node*", dir.path().display());
+        let found = expand(&pattern).unwrap();
+        assert_eq!(found, [dir.path().join("node0"), dir.path().join("node1")]);
+        assert_eq!(
+            regular_files(&found[1]).unwrap(),
+            [dir.path().join("node1/meminfo")]
+        );
+        assert!(expand("/no/such/dir*").unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_operation_reads_every_file_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'a'; 3 * CHUNK + 5]).unwrap();
+        let mut reader = Reader {
+            files: vec![big.clone()],
+            buf: vec![0; CHUNK],
+        };
+        assert_eq!(reader.read(&big).unwrap(), 3 * CHUNK + 5);
+        reader.op().unwrap();
+        std::fs::remove_file(&big).unwrap();
+        let e = reader.op().unwrap_err().to_string();
+        assert!(e.contains("big"), "{e}");
+    }
+}
