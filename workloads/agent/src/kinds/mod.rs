@@ -24,6 +24,7 @@ pub mod fork_cow;
 pub mod fork_exec;
 pub mod guest_fault;
 pub mod hugetlb_fault;
+pub mod hugetlb_pool;
 pub mod hwpoison;
 pub mod kernel_build;
 pub mod ksm_merge;
@@ -107,6 +108,7 @@ macro_rules! with_kinds {
             Hwpoison("hwpoison", hwpoison::Hwpoison, bench),
             Writeback("writeback", writeback::Writeback, bench),
             MmStats("mm-stats", mm_stats::MmStats, bench),
+            HugetlbPool("hugetlb-pool", hugetlb_pool::HugetlbPool, bench),
         }
     };
 }
