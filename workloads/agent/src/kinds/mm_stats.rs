@@ -10,8 +10,10 @@
 //!
 //! At task start, untimed: the list of files, [`FILES`] and every
 //! readable regular file of [`DIRS`] (the per-node files of every node,
-//! the mm sysfs attributes, `/proc/sys/vm` but for [`LEFT_OUT`]), and
-//! [`CGROUP_FILES`] of the task's memory cgroup, each checked readable once;
+//! the mm sysfs attributes, the kmalloc caches' SLUB attributes that the
+//! tree's tools/mm/slabinfo reads, `/proc/sys/vm` but for [`LEFT_OUT`]),
+//! and the memory controller's files of the task's own cgroup
+//! ([`CGROUP_PREFIXES`]), each checked readable once;
 //! a file that does not open, or reads as an error, is left out and named
 //! on stderr. Each operation reads each file of the list whole, in order,
 //! into one buffer (as `cat` would, 4 KiB a read). Spec:
@@ -23,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::{Bench, GuestSize, Load, ParamError, Task};
+use crate::bench::{Bench, GuestSize, Load, ParamError, Task, TaskCgroups};
 use crate::kind::Kind;
 
 /// Files read every operation where the kernel has them.
@@ -53,6 +55,7 @@ pub const DIRS: &[&str] = &[
     "/sys/kernel/mm/ksm",
     "/sys/kernel/mm/hugepages/hugepages-*",
     "/sys/kernel/mm/lru_gen",
+    "/sys/kernel/slab/kmalloc-*",
     "/proc/sys/vm",
 ];
 
@@ -60,14 +63,9 @@ pub const DIRS: &[&str] = &[
 /// counters in work queued on each CPU, which no monitor asks for.
 pub const LEFT_OUT: &[&str] = &["/proc/sys/vm/stat_refresh"];
 
-/// The memory cgroup files read from the task's own cgroup.
-pub const CGROUP_FILES: &[&str] = &[
-    "memory.stat",
-    "memory.numa_stat",
-    "memory.current",
-    "memory.events",
-    "memory.pressure",
-];
+/// The memory controller's files of the task's own cgroup, by prefix:
+/// what systemd-oomd, senpai and `systemd-cgtop` read.
+pub const CGROUP_PREFIXES: &[&str] = &["memory.", "swap.", "zswap."];
 
 /// One `read(2)`'s size, as `cat` reads.
 const CHUNK: usize = 4096;
@@ -103,6 +101,12 @@ impl Bench for MmStats {
         Ok(())
     }
 
+    /// A cgroup of its own, so that the task reads a memory cgroup's
+    /// files (the root has few of them).
+    fn task_cgroups(&self) -> Option<TaskCgroups> {
+        Some(TaskCgroups { memory_max: None })
+    }
+
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
         let mut files: Vec<PathBuf> = FILES.iter().map(PathBuf::from).collect();
         for dir in DIRS {
@@ -114,9 +118,11 @@ impl Bench for MmStats {
                 );
             }
         }
-        if let Ok(cgroup) = crate::bench::sys::own_cgroup() {
-            files.extend(CGROUP_FILES.iter().map(|f| cgroup.join(f)));
-        }
+        let cgroup = crate::bench::sys::own_cgroup()?;
+        files.extend(regular_files(&cgroup)?.into_iter().filter(|f| {
+            let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            CGROUP_PREFIXES.iter().any(|p| name.starts_with(p))
+        }));
         let mut reader = Reader {
             files: Vec::new(),
             buf: vec![0; CHUNK],
