@@ -473,7 +473,10 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
     (
         "memory-failure-unpoison-offline",
         0,
-        &[("mm/memory-failure.c: unpoison_memory", "mm-hwpoison (0.015%")],
+        &[(
+            "mm/memory-failure.c: unpoison_memory",
+            "mm-hwpoison (0.015%",
+        )],
         &[],
     ),
     (

@@ -221,6 +221,16 @@ pub fn half_memory(guest: GuestSize) -> Bytes {
     Bytes(guest.memory / 2)
 }
 
+/// Checks that a benchmark whose state is the kernel's (one sysfs tree,
+/// one pool, one device) runs one task; `why` says what two would share.
+pub fn check_one_task(tasks: u32, why: &str) -> Result<(), ParamError> {
+    if tasks == 1 {
+        Ok(())
+    } else {
+        Err(ParamError::new("tasks", tasks, format!("must be 1: {why}")))
+    }
+}
+
 /// Checks that every task holding `each` fits in half the guest's memory.
 pub fn check_held(
     param: &'static str,
@@ -505,6 +515,22 @@ pub mod sys {
                 "child {pid} ended with status {status:#x}"
             )))
         }
+    }
+
+    /// Creates the file `path` (it must not exist), read-write for its
+    /// owner, and unlinks it at once, as will-it-scale's mkstemp and
+    /// unlink do: it lives as long as the descriptor.
+    pub fn scratch_file(path: &str) -> io::Result<std::fs::File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("creating {path}: {e}")))?;
+        std::fs::remove_file(path)?;
+        Ok(file)
     }
 
     /// Reads a sysfs or procfs file holding one number.

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::bench::sys::{Map, page_size, read_file, read_u64, write_file};
-use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
+use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, check_one_task};
 use crate::kind::Kind;
 
 const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
@@ -95,13 +95,10 @@ impl Bench for Damon {
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
         // One sysfs tree, one DAMON_RECLAIM: two tasks would take each
         // other's kdamond.
-        if self.tasks != 1 {
-            return Err(ParamError::new(
-                "tasks",
-                self.tasks,
-                "must be 1: DAMON's sysfs tree and DAMON_RECLAIM are one per kernel",
-            ));
-        }
+        check_one_task(
+            self.tasks,
+            "DAMON's sysfs tree and DAMON_RECLAIM are one per kernel",
+        )?;
         if self.monitor_ms == 0 || self.monitor_ms > MAX_MONITOR_MS {
             return Err(ParamError::new(
                 "monitor_ms",

@@ -14,7 +14,8 @@
 //!    it (each page taken from the pool, zeroed, added to the file's page
 //!    cache), maps it shared and writes one byte in each huge page (a
 //!    hugetlb fault that finds the page in the file), unmaps it, truncates
-//!    the file to 0 (every page back to the pool) and unlinks it;
+//!    the file to 0 (every page back to the pool) and closes it (it was
+//!    unlinked when made);
 //! 3. writes 0 to nr_hugepages: every page is freed to the buddy
 //!    allocator (its vmemmap restored first with HVO), and reads it back.
 //!
@@ -23,15 +24,13 @@
 //! `vm.hugetlb_optimize_vmemmap` set to `optimize_vmemmap`. Spec:
 //! `workloads/hugetlb-pool.yaml`.
 
-use std::fs::OpenOptions;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::sys::{self, Map, mount_once, read_u64, write_file};
-use crate::bench::{Bench, GuestSize, Load, ParamError, Task};
+use crate::bench::sys::{self, Map, mount_once, read_u64, scratch_file, write_file};
+use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
 use crate::kinds::hugetlb_fault::HUGE_PAGE;
 
@@ -87,13 +86,10 @@ impl Bench for HugetlbPool {
     }
 
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
-        if self.tasks != 1 {
-            return Err(ParamError::new(
-                "tasks",
-                self.tasks,
-                "must be 1: the hugetlb pool is the kernel's, and two tasks would size it against each other",
-            ));
-        }
+        check_one_task(
+            self.tasks,
+            "the hugetlb pool is the kernel's, and two tasks would size it against each other",
+        )?;
         // vm-scalability's case-hugetlb takes a third of memory.
         let most = guest.memory / 3 / HUGE_PAGE as u64;
         if self.pages == 0 || u64::from(self.pages) > most {
@@ -149,13 +145,7 @@ impl Task for Pool {
     fn op(&mut self) -> io::Result<()> {
         resize(self.pages)?;
         let path = format!("{MOUNT}/pool");
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| io::Error::new(e.kind(), format!("creating {path}: {e}")))?;
+        let file = scratch_file(&path)?;
         let len = self.pages as usize * HUGE_PAGE;
         // SAFETY: a descriptor this task owns.
         if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as i64) } != 0 {
@@ -172,7 +162,6 @@ impl Task for Pool {
         map.unmap()?;
         file.set_len(0)?;
         drop(file);
-        std::fs::remove_file(&path)?;
         resize(0)
     }
 }

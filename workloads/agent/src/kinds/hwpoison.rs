@@ -42,7 +42,7 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::sys::{Map, last, page_size, write_file};
-use crate::bench::{Bench, GuestSize, Load, ParamError, Task};
+use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
 
 const UNPOISON: &str = "/sys/kernel/debug/hwpoison/unpoison-pfn";
@@ -77,27 +77,16 @@ impl Bench for Hwpoison {
     fn check(&self, _guest: GuestSize) -> Result<(), ParamError> {
         // memory_failure() runs under one mutex; two tasks would only
         // queue on it, and their messages would interleave.
-        if self.tasks != 1 {
-            return Err(ParamError::new(
-                "tasks",
-                self.tasks,
-                "must be 1: memory_failure() and unpoison_memory() run one at a time (mf_mutex)",
-            ));
-        }
-        Ok(())
+        check_one_task(
+            self.tasks,
+            "memory_failure() and unpoison_memory() run one at a time (mf_mutex)",
+        )
     }
 
     /// Poisons the zero page, in a child: if it is poisoned already (a
     /// second condition in one boot), the child dies of SIGBUS instead.
     fn prepare(&self) -> io::Result<()> {
-        let page = page_size();
-        let child = fork_quiet(|| {
-            let Ok(map) = Map::anon(page) else { return 1 };
-            let _ = map.read(page);
-            // MF_IGNORED for a reserved page: -EBUSY, and the page marked.
-            raw_madvise(&map, libc::MADV_HWPOISON);
-            0
-        })?;
+        let child = fork_quiet(poison_zero_page)?;
         match wait_status(child)? {
             Ended::Exited(0) | Ended::Signal(libc::SIGBUS) => Ok(()),
             other => Err(io::Error::other(format!(
@@ -183,20 +172,27 @@ impl Poisoner {
     }
 
     fn already_poisoned(&self) -> io::Result<()> {
-        let page = self.page;
-        let child = fork_quiet(|| {
-            let Ok(map) = Map::anon(page) else { return 1 };
-            let _ = map.read(page);
-            raw_madvise(&map, libc::MADV_HWPOISON);
-            2
-        })?;
-        match wait_status(child)? {
+        match wait_status(fork_quiet(poison_zero_page)?)? {
             Ended::Signal(libc::SIGBUS) => Ok(()),
             other => Err(io::Error::other(format!(
                 "MADV_HWPOISON on the poisoned zero page: the child {other}, where kill_accessing_process() kills it with SIGBUS"
             ))),
         }
     }
+}
+
+/// A child's body: maps one anonymous page, reads it (which maps the
+/// shared zero page) and calls MADV_HWPOISON on it. The first time in a
+/// boot memory_failure() marks the zero page and returns (a reserved
+/// page: ignored), and the child exits 0; every time after, the page
+/// being poisoned already, kill_accessing_process() kills the child with
+/// SIGBUS.
+fn poison_zero_page() -> i32 {
+    let page = page_size();
+    let Ok(map) = Map::anon(page) else { return 1 };
+    let _ = map.read(page);
+    raw_madvise(&map, libc::MADV_HWPOISON);
+    0
 }
 
 /// Gives a poisoned frame back (`unpoison_memory()`).

@@ -11,14 +11,14 @@
 //! ext2 has no fallocate, so that step is left out). Spec:
 //! `workloads/page-cache.yaml`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::sys::{self, ext2_on_ram_disk, mount_once};
+use crate::bench::sys::{self, ext2_on_ram_disk, mount_once, scratch_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
 
@@ -131,14 +131,7 @@ struct FileCycle {
 
 impl FileCycle {
     fn new(path: &str, size: usize, fallocate: bool) -> io::Result<FileCycle> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| io::Error::new(e.kind(), format!("creating {path}: {e}")))?;
-        std::fs::remove_file(path)?;
+        let file = scratch_file(path)?;
         Ok(FileCycle {
             file,
             size,

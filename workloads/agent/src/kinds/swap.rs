@@ -25,7 +25,7 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::sys::{self, Map, check_stamps, page_size, stamp};
-use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
+use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, check_one_task};
 use crate::kind::Kind;
 use crate::memory::SwapBackend;
 
@@ -107,12 +107,11 @@ impl Bench for Swap {
     }
 
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
-        if self.back == SwapBack::Swapoff && self.tasks != 1 {
-            return Err(ParamError::new(
-                "tasks",
+        if self.back == SwapBack::Swapoff {
+            check_one_task(
                 self.tasks,
-                "must be 1 with back: swapoff: the swap device is every task's, and a second swapoff would find it off",
-            ));
+                "with back: swapoff the swap device is every task's, and a second swapoff would find it off",
+            )?;
         }
         check_held("size", self.size, self.tasks, guest)
     }

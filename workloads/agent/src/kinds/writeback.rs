@@ -25,14 +25,13 @@
 //! (`vm.dirty_writeback_centisecs` 0), so that only msync writes back,
 //! inside the window. Spec: `workloads/writeback.yaml`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::sys::{self, Map, ext2_on_ram_disk, page_size};
+use crate::bench::sys::{self, Map, ext2_on_ram_disk, page_size, scratch_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
 use crate::kinds::page_cache::{MOUNT, RAM_DISK};
@@ -105,14 +104,7 @@ struct Synced {
 
 impl Synced {
     fn new(path: &str, size: usize) -> io::Result<Synced> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| io::Error::new(e.kind(), format!("creating {path}: {e}")))?;
-        std::fs::remove_file(path)?;
+        let file = scratch_file(path)?;
         file.set_len(size as u64)?;
         let page = page_size();
         Ok(Synced {
