@@ -54,6 +54,7 @@ pub mod thp_collapse;
 pub mod thp_fragmented;
 pub mod userfaultfd;
 pub mod writeback;
+pub mod zram_device;
 pub mod zswap_pageout;
 
 /// The one list of workload kinds. Each entry is the wire's variant, the
@@ -109,6 +110,7 @@ macro_rules! with_kinds {
             Writeback("writeback", writeback::Writeback, bench),
             MmStats("mm-stats", mm_stats::MmStats, bench),
             HugetlbPool("hugetlb-pool", hugetlb_pool::HugetlbPool, bench),
+            ZramDevice("zram-device", zram_device::ZramDevice, bench),
         }
     };
 }
