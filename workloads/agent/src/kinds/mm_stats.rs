@@ -10,13 +10,13 @@
 //!
 //! At task start, untimed: the list of files, [`FILES`] and every
 //! readable regular file of [`DIRS`] (the per-node files of every node,
-//! the mm sysfs attributes, the kmalloc caches' SLUB attributes that the
-//! tree's tools/mm/slabinfo reads, `/proc/sys/vm` but for [`LEFT_OUT`]),
-//! and the memory controller's files of the task's own cgroup
-//! ([`CGROUP_PREFIXES`]), each checked readable once;
-//! a file that does not open, or reads as an error, is left out and named
-//! on stderr. Each operation reads each file of the list whole, in order,
-//! into one buffer (as `cat` would, 4 KiB a read). Spec:
+//! the mm sysfs attributes, the memory tiers, the kmalloc caches' SLUB
+//! attributes that the tree's tools/mm/slabinfo reads, `/proc/sys/vm` but
+//! for [`LEFT_OUT`]), and the memory controller's files of the task's own
+//! cgroup ([`CGROUP_PREFIXES`]), each checked readable once; a file that
+//! does not open, or reads as an error, is left out and named on stderr.
+//! Each operation reads each file of the list whole, in order, into one
+//! buffer (as `cat` would, 4 KiB a read). Spec:
 //! `workloads/mm-stats.yaml`.
 
 use std::fs::File;
@@ -36,6 +36,7 @@ pub const FILES: &[&str] = &[
     "/proc/buddyinfo",
     "/proc/pagetypeinfo",
     "/proc/slabinfo",
+    "/proc/vmallocinfo",
     "/proc/swaps",
     "/proc/self/status",
     "/proc/self/statm",
@@ -56,6 +57,7 @@ pub const DIRS: &[&str] = &[
     "/sys/kernel/mm/hugepages/hugepages-*",
     "/sys/kernel/mm/lru_gen",
     "/sys/kernel/slab/kmalloc-*",
+    "/sys/devices/virtual/memory_tiering/memory_tier*",
     "/proc/sys/vm",
 ];
 
