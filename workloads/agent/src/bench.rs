@@ -494,20 +494,25 @@ pub mod sys {
         }
     }
 
-    /// Waits for `pid`; an error unless it exited with status 0.
-    pub fn wait_ok(pid: libc::pid_t) -> io::Result<()> {
+    /// Waits for `pid` (again when a signal interrupts the wait) and
+    /// returns its wait status.
+    pub fn wait_status(pid: libc::pid_t) -> io::Result<libc::c_int> {
         let mut status = 0;
         loop {
             // SAFETY: a PID this process forked.
-            let ret = unsafe { libc::waitpid(pid, &mut status, 0) };
-            if ret == pid {
-                break;
+            if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
+                return Ok(status);
             }
             let e = io::Error::last_os_error();
             if e.kind() != io::ErrorKind::Interrupted {
                 return Err(last("waitpid"));
             }
         }
+    }
+
+    /// Waits for `pid`; an error unless it exited with status 0.
+    pub fn wait_ok(pid: libc::pid_t) -> io::Result<()> {
+        let status = wait_status(pid)?;
         if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
             Ok(())
         } else {
@@ -531,6 +536,22 @@ pub mod sys {
             .map_err(|e| io::Error::new(e.kind(), format!("creating {path}: {e}")))?;
         std::fs::remove_file(path)?;
         Ok(file)
+    }
+
+    /// `posix_fadvise(2)` over the whole of `file`; `what` names the
+    /// advice in an error. It returns its error rather than setting errno.
+    pub fn fadvise(file: &std::fs::File, advice: libc::c_int, what: &str) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a descriptor the caller owns.
+        let ret = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, advice) };
+        if ret != 0 {
+            let e = io::Error::from_raw_os_error(ret);
+            return Err(io::Error::new(
+                e.kind(),
+                format!("posix_fadvise({what}): {e}"),
+            ));
+        }
+        Ok(())
     }
 
     /// Reads a sysfs or procfs file holding one number.

@@ -41,7 +41,7 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::sys::{Map, last, page_size, write_file};
+use crate::bench::sys::{self, Map, last, page_size, write_file};
 use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
 
@@ -287,17 +287,7 @@ impl std::fmt::Display for Ended {
 }
 
 fn wait_status(pid: libc::pid_t) -> io::Result<Ended> {
-    let mut status = 0;
-    loop {
-        // SAFETY: a PID this process forked.
-        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
-            break;
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(last("waitpid"));
-        }
-    }
+    let status = sys::wait_status(pid)?;
     if libc::WIFSIGNALED(status) {
         Ok(Ended::Signal(libc::WTERMSIG(status)))
     } else {

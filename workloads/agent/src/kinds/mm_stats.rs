@@ -130,7 +130,7 @@ impl Bench for MmStats {
             buf: vec![0; CHUNK],
         };
         for file in files {
-            match reader.read(&file) {
+            match read_whole(&file, &mut reader.buf) {
                 Ok(_) => reader.files.push(file),
                 Err(e) => eprintln!("mm-stats: leaving out {}: {e}", file.display()),
             }
@@ -187,31 +187,23 @@ struct Reader {
     buf: Vec<u8>,
 }
 
-impl Reader {
-    /// Reads `path` whole; its length.
-    fn read(&mut self, path: &Path) -> io::Result<usize> {
-        let mut file = File::open(path)?;
-        let mut total = 0;
-        loop {
-            match file.read(&mut self.buf)? {
-                0 => return Ok(total),
-                n => total += n,
-            }
+/// Reads `path` whole into `buf`, a read at a time; its length.
+fn read_whole(path: &Path, buf: &mut [u8]) -> io::Result<usize> {
+    let mut file = File::open(path)?;
+    let mut total = 0;
+    loop {
+        match file.read(buf)? {
+            0 => return Ok(total),
+            n => total += n,
         }
     }
 }
 
 impl Task for Reader {
     fn op(&mut self) -> io::Result<()> {
-        for i in 0..self.files.len() {
-            let path = std::mem::take(&mut self.files[i]);
-            let read = self.read(&path);
-            self.files[i] = path;
-            read.map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("reading {}: {e}", self.files[i].display()),
-                )
+        for path in &self.files {
+            read_whole(path, &mut self.buf).map_err(|e| {
+                io::Error::new(e.kind(), format!("reading {}: {e}", path.display()))
             })?;
         }
         Ok(())
@@ -253,7 +245,7 @@ mod tests {
             files: vec![big.clone()],
             buf: vec![0; CHUNK],
         };
-        assert_eq!(reader.read(&big).unwrap(), 3 * CHUNK + 5);
+        assert_eq!(read_whole(&big, &mut reader.buf).unwrap(), 3 * CHUNK + 5);
         reader.op().unwrap();
         std::fs::remove_file(&big).unwrap();
         let e = reader.op().unwrap_err().to_string();

@@ -150,7 +150,7 @@ impl Task for Victims {
             // Still alive with every page written: the limit held nothing.
             Err(io::Error::other("not killed"))
         })?;
-        let status = wait_status(pid)?;
+        let status = sys::wait_status(pid)?;
         if !(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL) {
             return Err(io::Error::other(format!(
                 "child {pid} ended with status {status:#x}, not killed by SIGKILL (status 0x100: it wrote every page)"
@@ -166,21 +166,5 @@ impl Task for Victims {
         }
         self.kills = kills;
         Ok(())
-    }
-}
-
-/// Waits for `pid` and returns its wait status.
-fn wait_status(pid: libc::pid_t) -> io::Result<libc::c_int> {
-    let mut status = 0;
-    loop {
-        // SAFETY: a PID this process forked.
-        let ret = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if ret == pid {
-            return Ok(status);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(sys::last("waitpid"));
-        }
     }
 }

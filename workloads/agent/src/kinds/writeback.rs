@@ -114,21 +114,6 @@ impl Synced {
             resident: vec![0; size / page],
         })
     }
-
-    fn advise(&self, advice: libc::c_int, what: &str) -> io::Result<()> {
-        // SAFETY: a descriptor this task owns.
-        let ret = unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, advice) };
-        if ret != 0 {
-            return Err(io::Error::new(
-                io::Error::from_raw_os_error(ret).kind(),
-                format!(
-                    "posix_fadvise({what}): {}",
-                    io::Error::from_raw_os_error(ret)
-                ),
-            ));
-        }
-        Ok(())
-    }
 }
 
 impl Task for Synced {
@@ -157,8 +142,8 @@ impl Task for Synced {
             )));
         }
         map.unmap()?;
-        self.advise(libc::POSIX_FADV_DONTNEED, "DONTNEED")?;
-        self.advise(libc::POSIX_FADV_WILLNEED, "WILLNEED")?;
+        sys::fadvise(&self.file, libc::POSIX_FADV_DONTNEED, "DONTNEED")?;
+        sys::fadvise(&self.file, libc::POSIX_FADV_WILLNEED, "WILLNEED")?;
         self.file.set_len(0)?;
         self.file.set_len(self.size as u64)
     }

@@ -24,7 +24,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
 use serde::{Deserialize, Serialize};
@@ -139,11 +138,11 @@ impl Device {
             .map_err(|e| io::Error::new(e.kind(), format!("opening {path}: {e}")))?;
         file.write_all_at(&self.pattern, 0)?;
         file.sync_all()?;
-        // SAFETY: a descriptor this task owns.
-        let ret = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        if ret != 0 {
-            return Err(sys::last(&format!("posix_fadvise(DONTNEED) of {path}")));
-        }
+        sys::fadvise(
+            &file,
+            libc::POSIX_FADV_DONTNEED,
+            &format!("DONTNEED of {path}"),
+        )?;
         file.read_exact_at(&mut self.read, 0)?;
         if self.read != self.pattern {
             return Err(io::Error::other(format!(
