@@ -32,6 +32,7 @@ pub mod madvise;
 pub mod malloc_free;
 pub mod memcg_charge;
 pub mod memcg_reclaim;
+pub mod mempolicy;
 pub mod mlock;
 pub mod mm_selftest;
 pub mod mm_stats;
@@ -111,6 +112,7 @@ macro_rules! with_kinds {
             MmStats("mm-stats", mm_stats::MmStats, bench),
             HugetlbPool("hugetlb-pool", hugetlb_pool::HugetlbPool, bench),
             ZramDevice("zram-device", zram_device::ZramDevice, bench),
+            Mempolicy("mempolicy", mempolicy::Mempolicy, bench),
         }
     };
 }
