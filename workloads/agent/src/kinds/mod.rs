@@ -31,6 +31,7 @@ pub mod ksm_merge;
 pub mod madvise;
 pub mod malloc_free;
 pub mod memcg_charge;
+pub mod memcg_lifecycle;
 pub mod memcg_reclaim;
 pub mod mempolicy;
 pub mod mlock;
@@ -113,6 +114,7 @@ macro_rules! with_kinds {
             HugetlbPool("hugetlb-pool", hugetlb_pool::HugetlbPool, bench),
             ZramDevice("zram-device", zram_device::ZramDevice, bench),
             Mempolicy("mempolicy", mempolicy::Mempolicy, bench),
+            MemcgLifecycle("memcg-lifecycle", memcg_lifecycle::MemcgLifecycle, bench),
         }
     };
 }
