@@ -221,7 +221,12 @@ impl Placer {
             let mut map = region(self.len)?;
             map.touch(self.page);
             if mode == MPOL_BIND {
-                check_node(&map, 0, 1, "a page written under set_mempolicy(MPOL_BIND, node 1)")?;
+                check_node(
+                    &map,
+                    0,
+                    1,
+                    "a page written under set_mempolicy(MPOL_BIND, node 1)",
+                )?;
             }
             map.unmap()?;
         }
@@ -284,7 +289,12 @@ impl Placer {
         )?;
         mbind(&map, 0, self.len, MPOL_BIND, ONLY_NODE1, 0)?;
         map.touch(self.page);
-        check_node(&map, 0, 1, "a shmem page written under a shared mbind to node 1")?;
+        check_node(
+            &map,
+            0,
+            1,
+            "a shmem page written under a shared mbind to node 1",
+        )?;
         let half = self.len / 2;
         mbind(&map, half, half, MPOL_INTERLEAVE, BOTH, 0)?;
         map.unmap()?;
