@@ -19,6 +19,7 @@ use crate::memory::SwapBackend;
 pub mod brk;
 pub mod compaction;
 pub mod damon;
+pub mod drop_caches;
 pub mod exec;
 pub mod fork_cow;
 pub mod fork_exec;
@@ -115,6 +116,7 @@ macro_rules! with_kinds {
             ZramDevice("zram-device", zram_device::ZramDevice, bench),
             Mempolicy("mempolicy", mempolicy::Mempolicy, bench),
             MemcgLifecycle("memcg-lifecycle", memcg_lifecycle::MemcgLifecycle, bench),
+            DropCaches("drop-caches", drop_caches::DropCaches, bench),
         }
     };
 }

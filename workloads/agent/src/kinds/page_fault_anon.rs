@@ -88,12 +88,7 @@ impl PageSize {
         if self == PageSize::Base {
             return Ok(());
         }
-        let rollup = read_file("/proc/self/smaps_rollup")?;
-        let kib: u64 = rollup
-            .lines()
-            .find_map(|l| l.strip_prefix("AnonHugePages:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .ok_or_else(|| io::Error::other("/proc/self/smaps_rollup has no AnonHugePages line"))?;
+        let kib = anon_huge_kib()?;
         if kib * 1024 < len as u64 {
             return Err(io::Error::other(format!(
                 "page: thp, but huge pages back {kib} KiB of the {len}-byte region (/proc/self/smaps_rollup AnonHugePages): the campaign's thp: must be madvise or always, and the guest 512 MiB or more"
@@ -160,6 +155,16 @@ impl Task for Faulter {
         map.touch(page_size());
         map.unmap()
     }
+}
+
+/// The KiB of this process's anonymous memory that huge pages back
+/// (`/proc/self/smaps_rollup`'s AnonHugePages).
+pub fn anon_huge_kib() -> io::Result<u64> {
+    read_file("/proc/self/smaps_rollup")?
+        .lines()
+        .find_map(|l| l.strip_prefix("AnonHugePages:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| io::Error::other("/proc/self/smaps_rollup has no AnonHugePages line"))
 }
 
 #[cfg(test)]

@@ -227,7 +227,7 @@ fn guest_memory() -> io::Result<usize> {
 }
 
 /// One event counter of `/proc/vmstat`.
-fn vmstat(name: &str) -> io::Result<u64> {
+pub fn vmstat(name: &str) -> io::Result<u64> {
     let text = read_file("/proc/vmstat")?;
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
