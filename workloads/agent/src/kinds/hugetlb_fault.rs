@@ -77,27 +77,7 @@ impl Bench for HugetlbFault {
     }
 
     fn prepare(&self) -> io::Result<()> {
-        let meminfo = read_file("/proc/meminfo")?;
-        let size = meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix("Hugepagesize:"))
-            .map(str::trim);
-        if size != Some("2048 kB") {
-            return Err(io::Error::other(format!(
-                "the default huge page size is {size:?}, not 2048 kB (CONFIG_HUGETLBFS, default_hugepagesz=)"
-            )));
-        }
-        let want = self.pool_pages();
-        if read_u64(NR_HUGEPAGES)? < want {
-            write_file(NR_HUGEPAGES, &want.to_string())?;
-        }
-        let got = read_u64(NR_HUGEPAGES)?;
-        if got < want {
-            return Err(io::Error::other(format!(
-                "reserved {got} of {want} huge pages in {NR_HUGEPAGES}; add hugepages={want} to the campaign's kernel.cmdline"
-            )));
-        }
-        Ok(())
+        reserve_pool(self.pool_pages())
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
@@ -105,6 +85,32 @@ impl Bench for HugetlbFault {
             len: self.size.bytes(),
         }))
     }
+}
+
+/// Checks that the default huge page size is 2 MiB, and raises
+/// `/proc/sys/vm/nr_hugepages` to `want` if the campaign's `hugepages=`
+/// reserved fewer, reading it back.
+pub fn reserve_pool(want: u64) -> io::Result<()> {
+    let meminfo = read_file("/proc/meminfo")?;
+    let size = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("Hugepagesize:"))
+        .map(str::trim);
+    if size != Some("2048 kB") {
+        return Err(io::Error::other(format!(
+            "the default huge page size is {size:?}, not 2048 kB (CONFIG_HUGETLBFS, default_hugepagesz=)"
+        )));
+    }
+    if read_u64(NR_HUGEPAGES)? < want {
+        write_file(NR_HUGEPAGES, &want.to_string())?;
+    }
+    let got = read_u64(NR_HUGEPAGES)?;
+    if got < want {
+        return Err(io::Error::other(format!(
+            "reserved {got} of {want} huge pages in {NR_HUGEPAGES}; add hugepages={want} to the campaign's kernel.cmdline"
+        )));
+    }
+    Ok(())
 }
 
 struct Faulter {

@@ -26,6 +26,7 @@ pub mod fork_exec;
 pub mod guest_fault;
 pub mod hugetlb_fault;
 pub mod hugetlb_pool;
+pub mod hugetlb_vma;
 pub mod hwpoison;
 pub mod kernel_build;
 pub mod ksm_merge;
@@ -117,6 +118,7 @@ macro_rules! with_kinds {
             Mempolicy("mempolicy", mempolicy::Mempolicy, bench),
             MemcgLifecycle("memcg-lifecycle", memcg_lifecycle::MemcgLifecycle, bench),
             DropCaches("drop-caches", drop_caches::DropCaches, bench),
+            HugetlbVma("hugetlb-vma", hugetlb_vma::HugetlbVma, bench),
         }
     };
 }
