@@ -46,7 +46,7 @@ use crate::bench::sys::{Map, page_size, read_file, read_u64, write_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, check_one_task};
 use crate::kind::Kind;
 
-const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
+pub const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
 const RECLAIM: &str = "/sys/module/damon_reclaim/parameters";
 /// How long DAMON_RECLAIM may take to clear `commit_inputs`: a hundred of
 /// its 100 ms aggregations.

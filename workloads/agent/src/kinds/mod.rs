@@ -19,6 +19,7 @@ use crate::memory::SwapBackend;
 pub mod brk;
 pub mod compaction;
 pub mod damon;
+pub mod damon_tune;
 pub mod drop_caches;
 pub mod exec;
 pub mod fork_cow;
@@ -119,6 +120,7 @@ macro_rules! with_kinds {
             MemcgLifecycle("memcg-lifecycle", memcg_lifecycle::MemcgLifecycle, bench),
             DropCaches("drop-caches", drop_caches::DropCaches, bench),
             HugetlbVma("hugetlb-vma", hugetlb_vma::HugetlbVma, bench),
+            DamonTune("damon-tune", damon_tune::DamonTune, bench),
         }
     };
 }
