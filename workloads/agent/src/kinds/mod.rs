@@ -22,6 +22,7 @@ pub mod damon;
 pub mod damon_tune;
 pub mod drop_caches;
 pub mod exec;
+pub mod file_io;
 pub mod fork_cow;
 pub mod fork_exec;
 pub mod guest_fault;
@@ -121,6 +122,7 @@ macro_rules! with_kinds {
             DropCaches("drop-caches", drop_caches::DropCaches, bench),
             HugetlbVma("hugetlb-vma", hugetlb_vma::HugetlbVma, bench),
             DamonTune("damon-tune", damon_tune::DamonTune, bench),
+            FileIo("file-io", file_io::FileIo, bench),
         }
     };
 }
