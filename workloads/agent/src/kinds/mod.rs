@@ -41,6 +41,7 @@ pub mod mempolicy;
 pub mod mlock;
 pub mod mm_selftest;
 pub mod mm_stats;
+pub mod mm_tune;
 pub mod mmap_munmap;
 pub mod mprotect;
 pub mod mremap;
@@ -123,6 +124,7 @@ macro_rules! with_kinds {
             HugetlbVma("hugetlb-vma", hugetlb_vma::HugetlbVma, bench),
             DamonTune("damon-tune", damon_tune::DamonTune, bench),
             FileIo("file-io", file_io::FileIo, bench),
+            MmTune("mm-tune", mm_tune::MmTune, bench),
         }
     };
 }
