@@ -59,6 +59,7 @@ pub mod stress_ng;
 pub mod swap;
 pub mod thp_collapse;
 pub mod thp_fragmented;
+pub mod uffd_ioctls;
 pub mod userfaultfd;
 pub mod writeback;
 pub mod zram_device;
@@ -125,6 +126,7 @@ macro_rules! with_kinds {
             DamonTune("damon-tune", damon_tune::DamonTune, bench),
             FileIo("file-io", file_io::FileIo, bench),
             MmTune("mm-tune", mm_tune::MmTune, bench),
+            UffdIoctls("uffd-ioctls", uffd_ioctls::UffdIoctls, bench),
         }
     };
 }
