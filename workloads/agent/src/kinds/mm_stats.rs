@@ -6,7 +6,10 @@
 //! of those is a show function in mm/ (vmstat.c's walks of every zone and
 //! free list, slab_common.c's slabinfo, memcontrol.c's memory.stat,
 //! swapfile.c's /proc/swaps, the THP, KSM and hugetlb sysfs attributes,
-//! the multi-gen LRU's debugfs walk) that otherwise runs in no window.
+//! the multi-gen LRU's debugfs walk, the fragmentation indices of
+//! debugfs's extfrag that `extfrag_threshold` is set against, and the
+//! other process memory ps(1) reads through `access_remote_vm()`: its
+//! command line and environment) that otherwise runs in no window.
 //!
 //! At task start, untimed: the list of files, [`FILES`] and every
 //! readable regular file of [`DIRS`] (the per-node files of every node,
@@ -44,7 +47,14 @@ pub const FILES: &[&str] = &[
     "/proc/self/smaps_rollup",
     "/proc/self/numa_maps",
     "/proc/pressure/memory",
+    "/proc/self/cmdline",
+    "/proc/self/environ",
     "/sys/kernel/debug/lru_gen",
+    "/sys/kernel/debug/lru_gen_full",
+    "/sys/kernel/debug/extfrag/unusable_index",
+    "/sys/kernel/debug/extfrag/extfrag_index",
+    "/sys/kernel/debug/zswap/stored_pages",
+    "/sys/kernel/debug/zswap/pool_total_size",
 ];
 
 /// Directories whose readable regular files are read every operation,
@@ -53,8 +63,17 @@ pub const DIRS: &[&str] = &[
     "/sys/devices/system/node/node*",
     "/sys/kernel/mm/transparent_hugepage",
     "/sys/kernel/mm/transparent_hugepage/khugepaged",
+    "/sys/kernel/mm/transparent_hugepage/hugepages-*",
+    "/sys/kernel/mm/transparent_hugepage/hugepages-*/stats",
+    "/sys/kernel/mm/swap",
+    "/sys/kernel/mm/numa",
+    "/sys/kernel/mm/mempolicy/weighted_interleave",
     "/sys/kernel/mm/ksm",
     "/sys/kernel/mm/hugepages/hugepages-*",
+    "/sys/devices/system/node/node*/hugepages/hugepages-*",
+    "/sys/class/bdi/*",
+    "/sys/kernel/debug/bdi/*",
+    "/sys/module/zswap/parameters",
     "/sys/kernel/mm/lru_gen",
     "/sys/kernel/slab/kmalloc-*",
     "/sys/devices/virtual/memory_tiering/memory_tier*",
@@ -142,30 +161,42 @@ impl Bench for MmStats {
     }
 }
 
-/// `dir`, or where its last component holds `*`, every entry of its
-/// parent that matches (a prefix, then anything), sorted.
-fn expand(dir: &str) -> io::Result<Vec<PathBuf>> {
-    let path = Path::new(dir);
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let Some(prefix) = name.strip_suffix('*') else {
-        return Ok(if path.is_dir() {
-            vec![path.to_path_buf()]
-        } else {
-            Vec::new()
-        });
-    };
-    let parent = path.parent().unwrap_or(Path::new("/"));
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return Ok(found);
-    };
-    for entry in entries {
-        let entry = entry?;
-        if entry.file_name().to_string_lossy().starts_with(prefix) && entry.path().is_dir() {
-            found.push(entry.path());
+/// The directories `pattern` names: each component ending in `*` stands
+/// for every directory entry it prefixes (a symbolic link to a directory
+/// included), in name order; none where nothing matches.
+pub fn expand(pattern: &str) -> io::Result<Vec<PathBuf>> {
+    let mut found = vec![PathBuf::from("/")];
+    for part in Path::new(pattern).components().skip(1) {
+        let part = part.as_os_str().to_string_lossy();
+        let mut next = Vec::new();
+        for dir in &found {
+            match part.strip_suffix('*') {
+                None => {
+                    let path = dir.join(part.as_ref());
+                    if path.is_dir() {
+                        next.push(path);
+                    }
+                }
+                Some(prefix) => {
+                    let Ok(entries) = std::fs::read_dir(dir) else {
+                        continue;
+                    };
+                    let mut matched = Vec::new();
+                    for entry in entries {
+                        let entry = entry?;
+                        if entry.file_name().to_string_lossy().starts_with(prefix)
+                            && entry.path().is_dir()
+                        {
+                            matched.push(entry.path());
+                        }
+                    }
+                    matched.sort();
+                    next.extend(matched);
+                }
+            }
         }
+        found = next;
     }
-    found.sort();
     Ok(found)
 }
 
@@ -213,6 +244,27 @@ impl Task for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pattern_expands_a_star_in_any_component() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["n0/h-1/s", "n0/h-2/s", "n1/h-1/s", "n1/x/s", "m0/h-1/s"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        std::fs::write(dir.path().join("n0/h-3"), "a file").unwrap();
+        let pattern = format!("{}/n*/h-*/s", dir.path().display());
+        let got: Vec<String> = expand(&pattern)
+            .unwrap()
+            .iter()
+            .map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string())
+            .collect();
+        assert_eq!(got, ["n0/h-1/s", "n0/h-2/s", "n1/h-1/s"]);
+        assert!(
+            expand(&format!("{}/none*", dir.path().display()))
+                .unwrap()
+                .is_empty()
+        );
+    }
 
     #[test]
     fn a_star_matches_every_directory_with_the_prefix() {
