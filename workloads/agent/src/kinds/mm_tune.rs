@@ -1,23 +1,25 @@
 //! `mm-tune`: the mm tunables written as a tuning profile writes them and
 //! put back, as tuned(8)'s profiles (throughput-performance sets
 //! vm.dirty_ratio, vm.dirty_background_ratio, vm.swappiness and THP;
-//! virtual-guest the dirty ratios and swappiness), sysctl.d files and
-//! systemd-oomd's and damo's setup do at boot or on a profile switch.
-//! Each write runs its handler: new zone watermarks and lowmem reserves
-//! (`setup_per_zone_wmarks`), new per-CPU page list sizes, the dirty
-//! limits' ratelimit, the overcommit limit, THP's, khugepaged's, KSM's and
-//! the multi-gen LRU's sysfs stores. What they cost matters only when a
-//! profile is applied; this benchmark is here so that a series changing
-//! these handlers has a workload that runs them (`mm-stats` reads the
-//! same files).
+//! virtual-guest the dirty ratios and swappiness) and sysctl.d files do at
+//! boot or on a profile switch. Each write runs its handler: new zone
+//! watermarks and lowmem reserves (`setup_per_zone_wmarks`), new per-CPU
+//! page list sizes, the dirty limits' ratelimit, the overcommit limit,
+//! THP's, khugepaged's, KSM's and the multi-gen LRU's sysfs stores,
+//! zswap's parameters (a new compressor makes a new pool) and each backing
+//! device's writeback limits. What they cost matters only when a profile
+//! is applied; this benchmark is here so that a series changing these
+//! handlers has a workload that runs them (`mm-stats` reads the same
+//! files).
 //!
-//! The task, before its window, reads each tunable of [`TUNABLES`]; one
+//! The task, before its window, reads each tunable of [`TUNABLES`] and,
+//! for every backing device, of [`BDI_TUNABLES`]; one
 //! the kernel lacks (a file that does not read) is left out and named on
 //! stderr. Each operation writes each present tunable's values in order
 //! (a profile's value, then the one read, or an order that puts both of a
 //! pair back: writing vm.dirty_bytes zeroes vm.dirty_ratio, and writing
 //! vm.dirty_ratio then zeroes vm.dirty_bytes) and then checks that every
-//! tunable reads what it read before. One task: the tunables are global.
+//! tunable whose last write is its own value reads what it read before. One task: the tunables are global.
 //! Spec: `workloads/mm-tune.yaml`.
 
 use std::io;
@@ -25,12 +27,15 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::mm_stats::expand;
 use crate::bench::sys::{read_file, write_file};
 use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
 
 /// Written as the value the tunable read at task start.
 const BACK: &str = "";
+/// Every backing device's directory.
+const BDIS: &str = "/sys/class/bdi/*";
 
 /// Each tunable, and the values each operation writes to it in order
 /// (`BACK`: the value it read at task start).
@@ -137,7 +142,39 @@ const TUNABLES: &[(&str, &[&str])] = &[
     (
         "/sys/kernel/mm/mempolicy/weighted_interleave/node0",
         &["2", BACK],
+    ), // zswap's module parameters, as a profile turns zswap on and picks its
+    // compressor: a new compressor makes a new pool.
+    (
+        "/sys/module/zswap/parameters/compressor",
+        &["lzo-rle", BACK],
     ),
+    (
+        "/sys/module/zswap/parameters/max_pool_percent",
+        &["10", BACK],
+    ),
+    (
+        "/sys/module/zswap/parameters/accept_threshold_percent",
+        &["80", BACK],
+    ),
+    (
+        "/sys/module/zswap/parameters/shrinker_enabled",
+        &["Y", BACK],
+    ),
+    ("/sys/module/zswap/parameters/enabled", &["N", BACK]),
+];
+
+/// Each backing device's writeback tunables (`/sys/class/bdi/<dev>/`), as
+/// [`TUNABLES`]: min_bytes and max_bytes set their ratios, which the
+/// ratio's own write then puts back.
+const BDI_TUNABLES: &[(&str, &[&str])] = &[
+    ("read_ahead_kb", &["512", BACK]),
+    ("strict_limit", &["1", BACK]),
+    ("min_ratio_fine", &["10000", BACK]),
+    ("max_ratio_fine", &["500000", BACK]),
+    ("min_bytes", &["1048576"]),
+    ("min_ratio", &["1", BACK]),
+    ("max_bytes", &["67108864"]),
+    ("max_ratio", &["50", BACK]),
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -172,15 +209,26 @@ impl Bench for MmTune {
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
+        let mut wanted: Vec<(PathBuf, &'static [&'static str])> = TUNABLES
+            .iter()
+            .map(|&(path, values)| (PathBuf::from(path), values))
+            .collect();
+        for bdi in expand(BDIS)? {
+            wanted.extend(
+                BDI_TUNABLES
+                    .iter()
+                    .map(|&(name, values)| (bdi.join(name), values)),
+            );
+        }
         let mut present = Vec::new();
-        for &(path, values) in TUNABLES {
-            match read_file(path) {
+        for (path, values) in wanted {
+            match read_file(&path) {
                 Ok(text) => present.push(Tunable {
-                    path: PathBuf::from(path),
                     read: selected(&text),
+                    path,
                     values,
                 }),
-                Err(e) => eprintln!("mm-tune: leaving out {path}: {e}"),
+                Err(e) => eprintln!("mm-tune: leaving out {}: {e}", path.display()),
             }
         }
         if present.is_empty() {
@@ -222,7 +270,14 @@ impl Task for Profile {
                 write_file(&t.path, value)?;
             }
         }
-        for t in &self.present {
+        // A tunable put back by its pair is not checked: a device's
+        // min_bytes and max_bytes read its ratio of a dirty limit that
+        // follows free memory.
+        for t in self
+            .present
+            .iter()
+            .filter(|t| t.values.last() == Some(&BACK))
+        {
             let now = selected(&read_file(&t.path)?);
             if now != t.read {
                 return Err(io::Error::other(format!(
@@ -251,15 +306,17 @@ mod tests {
     fn every_tunable_is_put_back_by_its_own_writes_or_its_pair() {
         // A tunable written without BACK last is one of a pair whose
         // partner, written next, zeroes it again.
-        for (i, &(path, values)) in TUNABLES.iter().enumerate() {
-            if values.last() == Some(&BACK) {
-                continue;
+        for list in [TUNABLES, BDI_TUNABLES] {
+            for (i, &(path, values)) in list.iter().enumerate() {
+                if values.last() == Some(&BACK) {
+                    continue;
+                }
+                let (next, next_values) = list[i + 1];
+                assert!(
+                    next_values.last() == Some(&BACK),
+                    "{path} is followed by {next}, which is not put back"
+                );
             }
-            let (next, next_values) = TUNABLES[i + 1];
-            assert!(
-                next_values.last() == Some(&BACK),
-                "{path} is followed by {next}, which is not put back"
-            );
         }
     }
 }
