@@ -18,6 +18,7 @@ use crate::memory::SwapBackend;
 
 pub mod brk;
 pub mod compaction;
+pub mod cpu_hotplug;
 pub mod damon;
 pub mod damon_tune;
 pub mod drop_caches;
@@ -127,6 +128,7 @@ macro_rules! with_kinds {
             FileIo("file-io", file_io::FileIo, bench),
             MmTune("mm-tune", mm_tune::MmTune, bench),
             UffdIoctls("uffd-ioctls", uffd_ioctls::UffdIoctls, bench),
+            CpuHotplug("cpu-hotplug", cpu_hotplug::CpuHotplug, bench),
         }
     };
 }
