@@ -26,6 +26,7 @@ pub mod exec;
 pub mod file_io;
 pub mod fork_cow;
 pub mod fork_exec;
+pub mod global_reclaim;
 pub mod guest_fault;
 pub mod hugetlb_fault;
 pub mod hugetlb_pool;
@@ -129,6 +130,7 @@ macro_rules! with_kinds {
             MmTune("mm-tune", mm_tune::MmTune, bench),
             UffdIoctls("uffd-ioctls", uffd_ioctls::UffdIoctls, bench),
             CpuHotplug("cpu-hotplug", cpu_hotplug::CpuHotplug, bench),
+            GlobalReclaim("global-reclaim", global_reclaim::GlobalReclaim, bench),
         }
     };
 }
