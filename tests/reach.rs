@@ -369,7 +369,7 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
     (
         "damon-core-commit-target-nid",
         0,
-        &[("mm/damon/core.c: damos_commit", "mm-damon (0.001%")],
+        &[("mm/damon/core.c: damos_commit", "mm-damon-tune (0.001%")],
         &[],
     ),
     (
@@ -396,11 +396,11 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
         &[
             (
                 "mm/damon/vaddr.c: damon_mkold_pmd_entry",
-                "mm-damon (0.166%",
+                "mm-damon-tune (0.421%",
             ),
             (
                 "mm/damon/vaddr.c: damon_young_pmd_entry",
-                "mm-damon (0.217%",
+                "mm-damon-tune (0.579%",
             ),
         ],
         &[],
@@ -504,7 +504,7 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
             ),
             (
                 "mm/page_vma_mapped.c: page_vma_mapped_walk",
-                "mm-numa-migrate-pages (3.604%",
+                "mm-stress-ng-idle-page (3.615%",
             ),
         ],
         &["seed-003-reclaim-refault-cost"],
