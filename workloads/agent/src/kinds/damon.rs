@@ -53,7 +53,7 @@ const RECLAIM: &str = "/sys/module/damon_reclaim/parameters";
 const COMMIT_LIMIT: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(10);
 /// The longest monitoring an operation may ask for.
-const MAX_MONITOR_MS: u32 = 10_000;
+pub const MAX_MONITOR_MS: u32 = 10_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -99,13 +99,7 @@ impl Bench for Damon {
             self.tasks,
             "DAMON's sysfs tree and DAMON_RECLAIM are one per kernel",
         )?;
-        if self.monitor_ms == 0 || self.monitor_ms > MAX_MONITOR_MS {
-            return Err(ParamError::new(
-                "monitor_ms",
-                self.monitor_ms,
-                format!("must be 1 to {MAX_MONITOR_MS} (ms of guest time)"),
-            ));
-        }
+        check_monitor_ms(self.monitor_ms)?;
         check_held("size", self.size, self.tasks, guest)
     }
 
@@ -130,6 +124,18 @@ impl Bench for Damon {
             monitor: Duration::from_millis(u64::from(self.monitor_ms)),
         }))
     }
+}
+
+/// `monitor_ms` within 1 ms and [`MAX_MONITOR_MS`].
+pub fn check_monitor_ms(monitor_ms: u32) -> Result<(), ParamError> {
+    if monitor_ms == 0 || monitor_ms > MAX_MONITOR_MS {
+        return Err(ParamError::new(
+            "monitor_ms",
+            monitor_ms,
+            format!("must be 1 to {MAX_MONITOR_MS} (ms of guest time)"),
+        ));
+    }
+    Ok(())
 }
 
 struct Monitored {

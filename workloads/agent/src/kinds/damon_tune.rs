@@ -37,13 +37,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::damon::KDAMONDS;
+use super::damon::{KDAMONDS, check_monitor_ms};
 use crate::bench::sys::{Map, page_size, read_u64, write_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, check_one_task};
 use crate::kind::Kind;
-
-/// The longest monitoring an operation may ask for.
-const MAX_MONITOR_MS: u32 = 10_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -85,13 +82,7 @@ impl Bench for DamonTune {
 
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
         check_one_task(self.tasks, "DAMON's sysfs tree is one per kernel")?;
-        if self.monitor_ms == 0 || self.monitor_ms > MAX_MONITOR_MS {
-            return Err(ParamError::new(
-                "monitor_ms",
-                self.monitor_ms,
-                format!("must be 1 to {MAX_MONITOR_MS} (ms of guest time)"),
-            ));
-        }
+        check_monitor_ms(self.monitor_ms)?;
         check_held("size", self.size, self.tasks, guest)
     }
 
@@ -255,6 +246,7 @@ impl Task for Tuner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::damon::MAX_MONITOR_MS;
 
     #[test]
     fn a_tree_is_read_file_by_file() {

@@ -32,11 +32,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::numa_migrate::check_two_nodes;
 use crate::bench::sys::{Map, last, page_size};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
 
-const NODE1: &str = "/sys/devices/system/node/node1";
 /// Where a kernel with MPOL_WEIGHTED_INTERLEAVE keeps its node weights.
 const WEIGHTED: &str = "/sys/kernel/mm/mempolicy/weighted_interleave";
 
@@ -106,12 +106,7 @@ impl Bench for Mempolicy {
     }
 
     fn prepare(&self) -> io::Result<()> {
-        if !Path::new(NODE1).exists() {
-            return Err(io::Error::other(format!(
-                "{NODE1} is missing: the guest has one NUMA node; the campaign's kernel.cmdline needs numa=fake=2 (and the kernel NUMA and NUMA_EMU)"
-            )));
-        }
-        Ok(())
+        check_two_nodes()
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {

@@ -99,12 +99,7 @@ impl Bench for NumaMigrate {
     }
 
     fn prepare(&self) -> io::Result<()> {
-        if !Path::new(NODE1).exists() {
-            return Err(io::Error::other(format!(
-                "{NODE1} is missing: the guest has one NUMA node; the campaign's kernel.cmdline needs numa=fake=2 (and the kernel NUMA and NUMA_EMU)"
-            )));
-        }
-        Ok(())
+        check_two_nodes()
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
@@ -129,6 +124,16 @@ impl Bench for NumaMigrate {
         mover.move_to(0)?;
         Ok(Box::new(mover))
     }
+}
+
+/// Fails unless the guest has node 1: `numa=fake=2`'s second node.
+pub fn check_two_nodes() -> io::Result<()> {
+    if !Path::new(NODE1).exists() {
+        return Err(io::Error::other(format!(
+            "{NODE1} is missing: the guest has one NUMA node; the campaign's kernel.cmdline needs numa=fake=2 (and the kernel NUMA and NUMA_EMU)"
+        )));
+    }
+    Ok(())
 }
 
 struct Mover {

@@ -34,17 +34,13 @@ use std::os::unix::fs::FileExt;
 
 use serde::{Deserialize, Serialize};
 
+use super::userfaultfd::{UFFDIO_COPY, UFFDIO_REGISTER, ioctl, open};
 use crate::bench::sys::{self, Map, page_size};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
 
 // include/uapi/linux/userfaultfd.h: _IOWR(0xAA, nr, size) and friends.
-const UFFD_API: u64 = 0xaa;
-const UFFD_USER_MODE_ONLY: libc::c_int = 1;
-const UFFDIO_API: libc::c_ulong = 0xc018_aa3f;
-const UFFDIO_REGISTER: libc::c_ulong = 0xc020_aa00;
 const UFFDIO_UNREGISTER: libc::c_ulong = 0x8010_aa01;
-const UFFDIO_COPY: libc::c_ulong = 0xc028_aa03;
 const UFFDIO_ZEROPAGE: libc::c_ulong = 0xc020_aa04;
 const UFFDIO_MOVE: libc::c_ulong = 0xc028_aa05;
 const UFFDIO_WRITEPROTECT: libc::c_ulong = 0xc018_aa06;
@@ -129,13 +125,6 @@ impl Bench for UffdIoctls {
 }
 
 #[repr(C)]
-struct Api {
-    api: u64,
-    features: u64,
-    ioctls: u64,
-}
-
-#[repr(C)]
 struct Register {
     start: u64,
     len: u64,
@@ -175,40 +164,11 @@ struct Transfer {
     result: i64,
 }
 
-fn ioctl<T>(fd: &OwnedFd, request: libc::c_ulong, arg: &mut T, what: &str) -> io::Result<()> {
-    // SAFETY: `arg` is the struct `request` reads and writes.
-    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), request, arg as *mut T) };
-    if ret != 0 {
-        return Err(sys::last(what));
-    }
-    Ok(())
-}
-
 fn open_uffd() -> io::Result<OwnedFd> {
-    // SAFETY: a system call with no memory arguments.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_userfaultfd,
-            libc::O_CLOEXEC | libc::O_NONBLOCK | UFFD_USER_MODE_ONLY,
-        )
-    };
-    if fd < 0 {
-        return Err(sys::last("userfaultfd (a kernel with USERFAULTFD)"));
-    }
-    // SAFETY: a fresh descriptor nothing else owns.
-    let uffd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
-    let mut api = Api {
-        api: UFFD_API,
-        features: FEATURE_PAGEFAULT_FLAG_WP | FEATURE_MINOR_SHMEM | FEATURE_POISON | FEATURE_MOVE,
-        ioctls: 0,
-    };
-    ioctl(
-        &uffd,
-        UFFDIO_API,
-        &mut api,
+    open(
+        FEATURE_PAGEFAULT_FLAG_WP | FEATURE_MINOR_SHMEM | FEATURE_POISON | FEATURE_MOVE,
         "UFFDIO_API asking for write protection, shmem minor faults, poison and move (Linux 6.8 on)",
-    )?;
-    Ok(uffd)
+    )
 }
 
 fn register(uffd: &OwnedFd, map: &Map, mode: u64) -> io::Result<()> {

@@ -37,9 +37,9 @@ const UFFDIO_REGISTER_MODE_MISSING: u64 = 1;
 /// _IOWR(0xAA, 0x3F, struct uffdio_api): 24 bytes.
 const UFFDIO_API: libc::c_ulong = 0xc018_aa3f;
 /// _IOWR(0xAA, 0x00, struct uffdio_register): 32 bytes.
-const UFFDIO_REGISTER: libc::c_ulong = 0xc020_aa00;
+pub const UFFDIO_REGISTER: libc::c_ulong = 0xc020_aa00;
 /// _IOWR(0xAA, 0x03, struct uffdio_copy): 40 bytes.
-const UFFDIO_COPY: libc::c_ulong = 0xc028_aa03;
+pub const UFFDIO_COPY: libc::c_ulong = 0xc028_aa03;
 /// sizeof(struct uffd_msg).
 const MSG_SIZE: usize = 32;
 
@@ -125,7 +125,33 @@ fn pin_to(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
-fn ioctl<T>(fd: &OwnedFd, request: libc::c_ulong, arg: &mut T, what: &str) -> io::Result<()> {
+/// A userfaultfd for this process's user-space faults
+/// (UFFD_USER_MODE_ONLY, no privilege needed), its API handshake made
+/// asking for `features`; `what` names the handshake in an error.
+pub fn open(features: u64, what: &str) -> io::Result<OwnedFd> {
+    // SAFETY: a system call with no memory arguments.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_userfaultfd,
+            libc::O_CLOEXEC | libc::O_NONBLOCK | UFFD_USER_MODE_ONLY,
+        )
+    };
+    if fd < 0 {
+        return Err(sys::last("userfaultfd (a kernel with USERFAULTFD)"));
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let uffd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+    let mut api = UffdioApi {
+        api: UFFD_API,
+        features,
+        ioctls: 0,
+    };
+    ioctl(&uffd, UFFDIO_API, &mut api, what)?;
+    Ok(uffd)
+}
+
+/// One userfaultfd ioctl on `arg`, the struct `request` takes.
+pub fn ioctl<T>(fd: &OwnedFd, request: libc::c_ulong, arg: &mut T, what: &str) -> io::Result<()> {
     // SAFETY: `arg` is the struct `request` reads and writes.
     let ret = unsafe { libc::ioctl(fd.as_raw_fd(), request, arg as *mut T) };
     if ret != 0 {
@@ -145,24 +171,7 @@ impl Faulter {
     fn new(len: usize) -> io::Result<Faulter> {
         let map = Map::anon(len)?;
         map.advise(libc::MADV_NOHUGEPAGE)?;
-        // SAFETY: a system call with no memory arguments.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_userfaultfd,
-                libc::O_CLOEXEC | libc::O_NONBLOCK | UFFD_USER_MODE_ONLY,
-            )
-        };
-        if fd < 0 {
-            return Err(sys::last("userfaultfd (a kernel with USERFAULTFD)"));
-        }
-        // SAFETY: a fresh descriptor nothing else owns.
-        let uffd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
-        let mut api = UffdioApi {
-            api: UFFD_API,
-            features: 0,
-            ioctls: 0,
-        };
-        ioctl(&uffd, UFFDIO_API, &mut api, "UFFDIO_API")?;
+        let uffd = open(0, "UFFDIO_API")?;
         let mut register = UffdioRegister {
             start: map.ptr as u64,
             len: len as u64,
