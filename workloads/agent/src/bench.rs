@@ -522,6 +522,47 @@ pub mod sys {
         }
     }
 
+    /// An anonymous shmem file (memfd_create(2), close-on-exec) named
+    /// `name` in /proc/self/fd.
+    pub fn memfd(name: &std::ffi::CStr) -> io::Result<std::fs::File> {
+        // SAFETY: a NUL-terminated name; the descriptor is owned below.
+        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(last("memfd_create"));
+        }
+        // SAFETY: a fresh descriptor nothing else owns.
+        Ok(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+    }
+
+    /// A pipe (close-on-exec): its read end, then its write end.
+    pub fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: room for the two descriptors.
+        check(
+            unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) },
+            "pipe2",
+        )?;
+        // SAFETY: fresh descriptors nothing else owns.
+        Ok(unsafe {
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        })
+    }
+
+    /// Pages of `map` in memory (mincore(2)).
+    pub fn resident_pages(map: &Map) -> io::Result<usize> {
+        let mut vec = vec![0u8; map.len.div_ceil(page_size())];
+        // SAFETY: the whole mapping, one byte per page in `vec`.
+        let ret = unsafe { libc::mincore(map.ptr.cast(), map.len, vec.as_mut_ptr()) };
+        if ret != 0 {
+            return Err(last("mincore"));
+        }
+        Ok(vec.iter().filter(|b| **b & 1 != 0).count())
+    }
+
     /// Creates the file `path` (it must not exist), read-write for its
     /// owner, and unlinks it at once, as will-it-scale's mkstemp and
     /// unlink do: it lives as long as the descriptor.

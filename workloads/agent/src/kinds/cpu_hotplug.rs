@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::sys::{read_file, write_file};
 use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
+use crate::sysfs::cpu_list;
 
 const ONLINE: &str = "/sys/devices/system/cpu/online";
 
@@ -82,21 +83,6 @@ impl Bench for CpuHotplug {
     }
 }
 
-/// The CPUs of a sysfs CPU list (`0-1,4`).
-fn cpu_list(text: &str) -> Result<Vec<u32>, String> {
-    let mut cpus = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-        let parse = |s: &str| s.parse::<u32>().map_err(|e| format!("{s:?}: {e}"));
-        let (lo, hi) = (parse(lo)?, parse(hi)?);
-        if lo > hi {
-            return Err(format!("{part:?} runs backwards"));
-        }
-        cpus.extend(lo..=hi);
-    }
-    Ok(cpus)
-}
-
 struct Plugger {
     /// /sys/devices/system/cpu/online before the window.
     online: String,
@@ -124,14 +110,6 @@ impl Task for Plugger {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_cpu_list_reads_ranges_and_singles() {
-        assert_eq!(cpu_list("0-1\n").unwrap(), [0, 1]);
-        assert_eq!(cpu_list("0,2-3").unwrap(), [0, 2, 3]);
-        assert!(cpu_list("3-1").is_err());
-        assert!(cpu_list("x").is_err());
-    }
 
     #[test]
     fn one_task_on_two_cpus_or_more() {

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use super::page_fault_anon::{THP_SIZE, anon_huge_kib};
 use super::thp_fragmented::vmstat;
-use crate::bench::sys::{self, Map, ext2_on_ram_disk, page_size, write_file};
+use crate::bench::sys::{Map, ext2_on_ram_disk, page_size, resident_pages, write_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task};
 use crate::kind::Kind;
 use crate::kinds::page_cache::{MOUNT, RAM_DISK};
@@ -223,12 +223,7 @@ impl Dropper {
         let file = File::open(&self.files[0])?;
         let len = self.buf.len();
         let map = Map::new(len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0)?;
-        let mut resident = vec![0u8; len.div_ceil(self.page)];
-        // SAFETY: the whole of a live mapping, a byte per page out.
-        if unsafe { libc::mincore(map.ptr.cast(), map.len, resident.as_mut_ptr()) } != 0 {
-            return Err(sys::last("mincore"));
-        }
-        Ok(resident.iter().filter(|&&b| b & 1 == 1).count())
+        resident_pages(&map)
     }
 }
 

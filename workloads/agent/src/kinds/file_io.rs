@@ -26,7 +26,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 
 use serde::{Deserialize, Serialize};
@@ -107,18 +107,12 @@ impl Bench for FileIo {
         std::fs::remove_file(&path)
             .map_err(|e| io::Error::new(e.kind(), format!("unlinking {path}: {e}")))?;
         buffered.set_len(self.size.get())?;
-        let mut fds = [0; 2];
-        // SAFETY: two descriptors out, owned below.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(sys::last("pipe2"));
-        }
-        // SAFETY: fresh descriptors nothing else owns.
-        let (pipe_out, pipe_in) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+        let (pipe_out, pipe_in) = sys::pipe()?;
         Ok(Box::new(Doors {
             buffered,
             direct,
-            pipe_out,
-            pipe_in,
+            pipe_out: File::from(pipe_out),
+            pipe_in: File::from(pipe_in),
             size: self.size.bytes(),
             // O_DIRECT wants an aligned buffer: a page-aligned mapping.
             aligned: Map::anon(STEP)?,

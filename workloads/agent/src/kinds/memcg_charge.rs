@@ -11,7 +11,6 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::FromRawFd;
 use std::os::unix::fs::FileExt;
 
 use serde::{Deserialize, Serialize};
@@ -94,14 +93,7 @@ struct Charger {
 
 impl Charger {
     fn new(len: usize) -> io::Result<Charger> {
-        // SAFETY: a NUL-terminated name; the descriptor is owned by the
-        // File from here on.
-        let fd = unsafe { libc::memfd_create(c"memcg-charge".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(sys::last("memfd_create"));
-        }
-        // SAFETY: a fresh descriptor nothing else owns.
-        let file = unsafe { File::from_raw_fd(fd) };
+        let file = sys::memfd(c"memcg-charge")?;
         Ok(Charger {
             len,
             file,

@@ -24,18 +24,16 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::FromRawFd;
 use std::os::unix::fs::{FileExt, PermissionsExt};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::memcg_charge::WRITE_CHUNK;
 use crate::bench::sys::{self, Map, own_cgroup, page_size, read_file, stamp, write_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
 
-/// Each write(2) to the memfd: 64 KiB.
-const WRITE_CHUNK: usize = 64 << 10;
 /// The cgroup v2 root.
 const ROOT: &str = "/sys/fs/cgroup";
 
@@ -101,18 +99,11 @@ impl Bench for MemcgLifecycle {
             })?;
         }
         write_file(parent.join("cgroup.subtree_control"), "+memory")?;
-        // SAFETY: a NUL-terminated name; the descriptor is owned by the
-        // File from here on.
-        let fd = unsafe { libc::memfd_create(c"memcg-lifecycle".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(sys::last("memfd_create"));
-        }
         Ok(Box::new(Life {
             len: self.size.bytes(),
             home: own_cgroup()?,
             child,
-            // SAFETY: a fresh descriptor nothing else owns.
-            file: unsafe { File::from_raw_fd(fd) },
+            file: sys::memfd(c"memcg-lifecycle")?,
             buf: vec![1; WRITE_CHUNK],
             pid: std::process::id().to_string(),
         }))

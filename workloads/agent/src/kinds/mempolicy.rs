@@ -28,12 +28,13 @@
 //! Spec: `workloads/mempolicy.yaml`.
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::numa_migrate::check_two_nodes;
-use crate::bench::sys::{Map, last, page_size};
+use crate::bench::sys::{Map, last, memfd, page_size};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
 
@@ -266,20 +267,14 @@ impl Placer {
     }
 
     fn shared_policy(&self) -> io::Result<()> {
-        // SAFETY: a name that is a C string; the descriptor is owned below.
-        let fd = unsafe { libc::memfd_create(c"mempolicy".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(last("memfd_create"));
-        }
-        // SAFETY: a descriptor just made and owned only here.
-        let file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        let file = memfd(c"mempolicy")?;
         file.set_len(self.len as u64)
             .map_err(|e| io::Error::new(e.kind(), format!("ftruncate of the memfd: {e}")))?;
         let mut map = Map::new(
             self.len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
-            fd,
+            file.as_raw_fd(),
             0,
         )?;
         mbind(&map, 0, self.len, MPOL_BIND, ONLY_NODE1, 0)?;

@@ -31,6 +31,7 @@ use super::mm_stats::expand;
 use crate::bench::sys::{read_file, write_file};
 use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
+use crate::sysfs::selected_choice;
 
 /// Written as the value the tunable read at task start.
 const BACK: &str = "";
@@ -241,10 +242,7 @@ impl Bench for MmTune {
 /// What a tunable file says its value is: the bracketed choice of a
 /// choice file (`always [madvise] never`), else its text.
 fn selected(text: &str) -> String {
-    match (text.find('['), text.find(']')) {
-        (Some(open), Some(close)) if open < close => text[open + 1..close].to_string(),
-        _ => text.trim().to_string(),
-    }
+    selected_choice(text).unwrap_or(text.trim()).to_string()
 }
 
 struct Tunable {

@@ -24,7 +24,7 @@ use std::io;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::sys::{self, Map, check_stamps, page_size, stamp};
+use crate::bench::sys::{self, Map, check_stamps, page_size, resident_pages, stamp};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, check_one_task};
 use crate::kind::Kind;
 use crate::memory::SwapBackend;
@@ -156,17 +156,6 @@ impl Bench for Swap {
         check_stamps(&cycle.map, page_size(), seed)?;
         Ok(Box::new(cycle))
     }
-}
-
-/// Pages of `map` in memory (mincore(2)).
-fn resident_pages(map: &Map) -> io::Result<usize> {
-    let mut vec = vec![0u8; map.len.div_ceil(page_size())];
-    // SAFETY: the whole mapping, one byte per page in `vec`.
-    let ret = unsafe { libc::mincore(map.ptr.cast(), map.len, vec.as_mut_ptr()) };
-    if ret != 0 {
-        return Err(sys::last("mincore"));
-    }
-    Ok(vec.iter().filter(|b| **b & 1 != 0).count())
 }
 
 impl Swap {

@@ -29,7 +29,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 
 use serde::{Deserialize, Serialize};
@@ -107,13 +107,7 @@ impl Bench for UffdIoctls {
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
         let len = self.size.bytes();
-        // SAFETY: a NUL-terminated name; the descriptor is owned below.
-        let fd = unsafe { libc::memfd_create(c"uffd-ioctls".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(sys::last("memfd_create"));
-        }
-        // SAFETY: a fresh descriptor nothing else owns.
-        let memfd = unsafe { File::from_raw_fd(fd) };
+        let memfd = sys::memfd(c"uffd-ioctls")?;
         memfd.write_all_at(&vec![SHARED; len], 0)?;
         Ok(Box::new(Resolver {
             len,

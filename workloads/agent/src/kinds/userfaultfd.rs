@@ -179,14 +179,7 @@ impl Faulter {
             ioctls: 0,
         };
         ioctl(&uffd, UFFDIO_REGISTER, &mut register, "UFFDIO_REGISTER")?;
-        let mut fds = [0; 2];
-        // SAFETY: room for the two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(sys::last("pipe2"));
-        }
-        // SAFETY: fresh descriptors nothing else owns.
-        let (stop_read, stop) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (stop_read, stop) = sys::pipe()?;
         let handler = std::thread::Builder::new()
             .name("uffd-handler".into())
             .spawn(move || handle(&uffd, &stop_read))?;
