@@ -29,6 +29,7 @@ pub mod fork_exec;
 pub mod global_reclaim;
 pub mod guest_fault;
 pub mod hugetlb_fault;
+pub mod hugetlb_gigantic;
 pub mod hugetlb_pool;
 pub mod hugetlb_vma;
 pub mod hwpoison;
@@ -131,6 +132,7 @@ macro_rules! with_kinds {
             UffdIoctls("uffd-ioctls", uffd_ioctls::UffdIoctls, bench),
             CpuHotplug("cpu-hotplug", cpu_hotplug::CpuHotplug, bench),
             GlobalReclaim("global-reclaim", global_reclaim::GlobalReclaim, bench),
+            HugetlbGigantic("hugetlb-gigantic", hugetlb_gigantic::HugetlbGigantic, bench),
         }
     };
 }
