@@ -151,7 +151,7 @@ impl Bench for DropCaches {
 
 /// Every slab cache's directory in /sys/kernel/slab, in name order: the
 /// directories, not the links an alias is.
-fn slab_caches() -> io::Result<Vec<PathBuf>> {
+pub(crate) fn slab_caches() -> io::Result<Vec<PathBuf>> {
     let mut caches = Vec::new();
     let entries = std::fs::read_dir(SLAB)
         .map_err(|e| io::Error::new(e.kind(), format!("reading {SLAB}: {e}")))?;

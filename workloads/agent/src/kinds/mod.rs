@@ -58,6 +58,7 @@ pub mod page_fault_shmem;
 pub mod reclaim_refault;
 pub mod rstat_flush;
 pub mod slab_churn;
+pub mod slab_debug;
 pub mod stress_ng;
 pub mod swap;
 pub mod thp_collapse;
@@ -133,6 +134,7 @@ macro_rules! with_kinds {
             CpuHotplug("cpu-hotplug", cpu_hotplug::CpuHotplug, bench),
             GlobalReclaim("global-reclaim", global_reclaim::GlobalReclaim, bench),
             HugetlbGigantic("hugetlb-gigantic", hugetlb_gigantic::HugetlbGigantic, bench),
+            SlabDebug("slab-debug", slab_debug::SlabDebug, bench),
         }
     };
 }
