@@ -452,7 +452,7 @@ pub mod sys {
     }
 
     /// [`mount`] with the `MS_*` `flags`.
-    fn mount_flags(
+    pub fn mount_flags(
         source: &str,
         target: &str,
         fstype: &str,

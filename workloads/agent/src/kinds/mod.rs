@@ -63,6 +63,7 @@ pub mod stress_ng;
 pub mod swap;
 pub mod thp_collapse;
 pub mod thp_fragmented;
+pub mod tmpfs_ops;
 pub mod uffd_ioctls;
 pub mod userfaultfd;
 pub mod writeback;
@@ -135,6 +136,7 @@ macro_rules! with_kinds {
             GlobalReclaim("global-reclaim", global_reclaim::GlobalReclaim, bench),
             HugetlbGigantic("hugetlb-gigantic", hugetlb_gigantic::HugetlbGigantic, bench),
             SlabDebug("slab-debug", slab_debug::SlabDebug, bench),
+            TmpfsOps("tmpfs-ops", tmpfs_ops::TmpfsOps, bench),
         }
     };
 }
