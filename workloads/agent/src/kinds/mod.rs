@@ -45,6 +45,7 @@ pub mod mlock;
 pub mod mm_selftest;
 pub mod mm_stats;
 pub mod mm_tune;
+pub mod mmap_lock_trace;
 pub mod mmap_munmap;
 pub mod mprotect;
 pub mod mremap;
@@ -137,6 +138,7 @@ macro_rules! with_kinds {
             HugetlbGigantic("hugetlb-gigantic", hugetlb_gigantic::HugetlbGigantic, bench),
             SlabDebug("slab-debug", slab_debug::SlabDebug, bench),
             TmpfsOps("tmpfs-ops", tmpfs_ops::TmpfsOps, bench),
+            MmapLockTrace("mmap-lock-trace", mmap_lock_trace::MmapLockTrace, bench),
         }
     };
 }
