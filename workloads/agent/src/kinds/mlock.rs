@@ -6,7 +6,15 @@
 //! every page once, untimed; each operation then mlock(2)s the whole
 //! populated region (every page marked mlocked and moved to the
 //! unevictable LRU, nothing faulted) and munlock(2)s it (every page back
-//! on its evictable LRU). Spec: `workloads/mlock.yaml`.
+//! on its evictable LRU).
+//!
+//! With `call: mlockall`, each operation instead locks as a
+//! latency-sensitive daemon does at start-up (mlockall(2) with
+//! MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT, as the kernel's
+//! mlock2-tests.c checks it), maps, writes and unmaps [`NEW_PAGES`]
+//! fresh pages (each new page locked as it is faulted in, the MCL_FUTURE
+//! path), munlockall(2)s, and then locks the region with mlock2(2)'s
+//! MLOCK_ONFAULT and munlocks it. Spec: `workloads/mlock.yaml`.
 
 use std::io;
 
@@ -23,7 +31,22 @@ pub struct Mlock {
     pub ops: u32,
     /// The populated region each operation locks and unlocks.
     pub size: Bytes,
+    /// The calls that lock and unlock.
+    pub call: Call,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Call {
+    /// mlock(2) and munlock(2) of the region.
+    Mlock,
+    /// mlockall(2) with a fresh mapping faulted in, munlockall(2), then
+    /// mlock2(2) with MLOCK_ONFAULT and munlock(2) of the region.
+    Mlockall,
+}
+
+/// Pages the `mlockall` call faults in, locked, while MCL_FUTURE holds.
+pub const NEW_PAGES: usize = 16;
 
 impl Default for Mlock {
     fn default() -> Self {
@@ -31,13 +54,17 @@ impl Default for Mlock {
             tasks: 1,
             ops: 32,
             size: Bytes::mib(16),
+            call: Call::Mlock,
         }
     }
 }
 
 impl Kind for Mlock {
     fn describe(&self) -> String {
-        format!("size={}", self.size)
+        match self.call {
+            Call::Mlock => format!("size={}", self.size),
+            Call::Mlockall => format!("size={} call=mlockall", self.size),
+        }
     }
 }
 
@@ -57,7 +84,10 @@ impl Bench for Mlock {
         let mut map = Map::anon(self.size.bytes())?;
         map.advise(libc::MADV_NOHUGEPAGE)?;
         map.touch(page_size());
-        let locker = Locker { map };
+        let locker = Locker {
+            map,
+            call: self.call,
+        };
         // One round untimed: the region locks (RLIMIT_MEMLOCK, or root),
         // and mlock leaves every page of it counted as locked.
         locker.lock()?;
@@ -75,6 +105,7 @@ impl Bench for Mlock {
 
 struct Locker {
     map: Map,
+    call: Call,
 }
 
 impl Locker {
@@ -97,10 +128,60 @@ impl Locker {
     }
 }
 
+impl Locker {
+    /// mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT), fresh pages
+    /// faulted in locked, munlockall(); then mlock2(MLOCK_ONFAULT).
+    fn lock_all(&self) -> io::Result<()> {
+        let flags = libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT;
+        // SAFETY: no pointers.
+        if unsafe { libc::mlockall(flags) } != 0 {
+            return Err(sys::last(
+                "mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)",
+            ));
+        }
+        let page = page_size();
+        let mut fresh = Map::anon(NEW_PAGES * page)?;
+        fresh.touch(page);
+        let locked = locked_bytes();
+        fresh.unmap()?;
+        // SAFETY: no pointers.
+        if unsafe { libc::munlockall() } != 0 {
+            return Err(sys::last("munlockall"));
+        }
+        let locked = locked?;
+        if locked < (NEW_PAGES * page) as u64 {
+            return Err(io::Error::other(format!(
+                "VmLck is {locked} bytes under MCL_FUTURE after faulting in {NEW_PAGES} pages"
+            )));
+        }
+        // SAFETY: the whole mapping, which this task owns.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_mlock2,
+                self.map.ptr,
+                self.map.len,
+                libc::MLOCK_ONFAULT,
+            )
+        };
+        if ret != 0 {
+            return Err(sys::last(&format!(
+                "mlock2(MLOCK_ONFAULT) of {} bytes",
+                self.map.len
+            )));
+        }
+        self.unlock()
+    }
+}
+
 impl Task for Locker {
     fn op(&mut self) -> io::Result<()> {
-        self.lock()?;
-        self.unlock()
+        match self.call {
+            Call::Mlock => {
+                self.lock()?;
+                self.unlock()
+            }
+            Call::Mlockall => self.lock_all(),
+        }
     }
 }
 
@@ -131,5 +212,28 @@ mod tests {
             task.op().unwrap();
         }
         assert_eq!(locked_bytes().unwrap(), 0);
+    }
+
+    /// mlockall locks every mapping of the process, which an ordinary
+    /// user's RLIMIT_MEMLOCK does not allow: as root (CAP_IPC_LOCK, as
+    /// the agent runs) it must succeed; otherwise it must fail naming the
+    /// call.
+    #[test]
+    fn mlockall_locks_new_pages_and_leaves_none_locked() {
+        let bench = Mlock {
+            size: Bytes::kib(64),
+            call: Call::Mlockall,
+            ..Mlock::default()
+        };
+        let mut task = bench.task(0).unwrap();
+        let result = task.op();
+        // SAFETY: no arguments.
+        if unsafe { libc::geteuid() } == 0 {
+            result.unwrap();
+            assert_eq!(locked_bytes().unwrap(), 0);
+        } else {
+            let e = result.unwrap_err();
+            assert!(e.to_string().contains("mlockall"), "{e}");
+        }
     }
 }
