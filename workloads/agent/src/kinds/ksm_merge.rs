@@ -25,19 +25,34 @@
 //! a sample. With 20 ms ksmd scans a batch, the whole region, every 20 ms
 //! of guest time: the scans an operation waits for are whole scans, and
 //! what varies is where in ksmd's sleep the operation starts and how many
-//! polls the wait takes. Spec: `workloads/ksm-merge.yaml`.
+//! polls the wait takes.
+//!
+//! With `via: prctl`, KSM is driven as a service manager drives it
+//! (systemd's `MemoryKSM=`: prctl(2)'s PR_SET_MEMORY_MERGE, every VMA of
+//! the process mergeable, present and future), watched as its monitors
+//! watch it (/proc/self/ksm_stat) and tuned as its advisor's users tune it.
+//! Each operation sets PR_SET_MEMORY_MERGE, maps and fills the region (no
+//! madvise) and waits until at least the region's pages are merged; checks
+//! ksm_stat counts them; writes 2 to `run` (every merged page unmerged,
+//! every stable node removed) and waits until none is merged; writes
+//! `merge_across_nodes` and the five `advisor_*` files back with the
+//! values read once per boot (the first is writable only while nothing is
+//! merged); writes 1 to `run`; clears PR_SET_MEMORY_MERGE and unmaps the
+//! region. One task: `run` is the kernel's. Spec: `workloads/ksm-merge.yaml`.
 
 use std::io;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::sys::{Map, page_size, read_u64, write_file};
-use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
+use crate::bench::sys::{Map, last, page_size, read_file, read_u64, write_file};
+use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, check_one_task};
 use crate::kind::Kind;
+use crate::sysfs::selected_choice;
 
 const KSM: &str = "/sys/kernel/mm/ksm";
 const MERGING: &str = "/proc/self/ksm_merging_pages";
+const STAT: &str = "/proc/self/ksm_stat";
 /// How long an operation waits for ksmd: ksm_tests' own scan limit.
 const SCAN_LIMIT: Duration = Duration::from_secs(120);
 const POLL: Duration = Duration::from_millis(1);
@@ -49,7 +64,29 @@ pub struct KsmMerge {
     pub ops: u32,
     /// The region of identical pages each operation has merged.
     pub size: Bytes,
+    /// How the region is made mergeable and unmerged.
+    pub via: Via,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    /// MADV_MERGEABLE on the region, MADV_UNMERGEABLE to unmerge it.
+    Madvise,
+    /// PR_SET_MEMORY_MERGE on the process, `run` 2 to unmerge, and the
+    /// tunables written back.
+    Prctl,
+}
+
+/// The tunables `via: prctl` writes back each operation.
+const TUNABLES: [&str; 6] = [
+    "merge_across_nodes",
+    "advisor_mode",
+    "advisor_max_cpu",
+    "advisor_min_pages_to_scan",
+    "advisor_max_pages_to_scan",
+    "advisor_target_scan_time",
+];
 
 impl Default for KsmMerge {
     fn default() -> Self {
@@ -57,6 +94,7 @@ impl Default for KsmMerge {
             tasks: 1,
             ops: 4,
             size: Bytes::mib(4),
+            via: Via::Madvise,
         }
     }
 }
@@ -69,7 +107,10 @@ impl KsmMerge {
 
 impl Kind for KsmMerge {
     fn describe(&self) -> String {
-        format!("size={}", self.size)
+        match self.via {
+            Via::Madvise => format!("size={}", self.size),
+            Via::Prctl => format!("size={} via=prctl", self.size),
+        }
     }
 }
 
@@ -82,6 +123,12 @@ impl Bench for KsmMerge {
     }
 
     fn check(&self, guest: GuestSize) -> Result<(), ParamError> {
+        if self.via == Via::Prctl {
+            check_one_task(
+                self.tasks,
+                "via: prctl writes 2 to run, which unmerges every process's pages",
+            )?;
+        }
         // Merged, the region takes a page; unmerged it takes its size again.
         check_held("size", self.size, self.tasks, guest)
     }
@@ -98,11 +145,25 @@ impl Bench for KsmMerge {
     }
 
     fn task(&self, index: usize) -> io::Result<Box<dyn Task>> {
-        Ok(Box::new(Merger {
+        let merger = Merger {
             len: self.size.bytes(),
             pages: self.pages() as u64,
             fill: b'*'.wrapping_add(index as u8),
-        }))
+        };
+        Ok(match self.via {
+            Via::Madvise => Box::new(merger),
+            Via::Prctl => {
+                let mut tunables = Vec::new();
+                for name in TUNABLES {
+                    let path = format!("{KSM}/{name}");
+                    let value = read_file(&path)?;
+                    // A choice file reads "[none] scan-time": the choice.
+                    let value = selected_choice(&value).unwrap_or(&value).to_string();
+                    tunables.push((path, value));
+                }
+                Box::new(ProcessMerger { merger, tunables })
+            }
+        })
     }
 }
 
@@ -112,11 +173,67 @@ struct Merger {
     fill: u8,
 }
 
-impl Task for Merger {
-    fn op(&mut self) -> io::Result<()> {
+impl Merger {
+    /// The region mapped and filled with the task's byte.
+    fn filled(&self) -> io::Result<Map> {
         let map = Map::anon(self.len)?;
         // SAFETY: the whole mapping, which is writable.
         unsafe { std::ptr::write_bytes(map.ptr, self.fill, map.len) };
+        Ok(map)
+    }
+}
+
+/// `via: prctl`: the process made mergeable whole, as systemd's
+/// MemoryKSM= makes a service.
+struct ProcessMerger {
+    merger: Merger,
+    /// Each tunable's path and the value it held once per boot.
+    tunables: Vec<(String, String)>,
+}
+
+fn memory_merge(on: bool) -> io::Result<()> {
+    // SAFETY: no pointers.
+    let ret = unsafe { libc::prctl(libc::PR_SET_MEMORY_MERGE, libc::c_ulong::from(on), 0, 0, 0) };
+    if ret != 0 {
+        return Err(last(&format!(
+            "prctl(PR_SET_MEMORY_MERGE, {})",
+            u8::from(on)
+        )));
+    }
+    Ok(())
+}
+
+impl Task for ProcessMerger {
+    fn op(&mut self) -> io::Result<()> {
+        let pages = self.merger.pages;
+        memory_merge(true)?;
+        let map = self.merger.filled()?;
+        // The process's other pages may merge too: at least the region's.
+        wait_for_merging(|n| n >= pages, "the region's pages merged")?;
+        let stat = read_file(STAT)?;
+        let merging = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("ksm_merging_pages "))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if merging.is_none_or(|n| n < pages) {
+            return Err(io::Error::other(format!(
+                "{STAT} counts fewer merged pages than the region's {pages}: {stat:?}"
+            )));
+        }
+        write_file(format!("{KSM}/run"), "2")?;
+        wait_for_merging(|n| n == 0, "no page merged after run 2")?;
+        for (path, value) in &self.tunables {
+            write_file(path, value)?;
+        }
+        write_file(format!("{KSM}/run"), "1")?;
+        memory_merge(false)?;
+        map.unmap()
+    }
+}
+
+impl Task for Merger {
+    fn op(&mut self) -> io::Result<()> {
+        let map = self.filled()?;
         map.advise(libc::MADV_MERGEABLE)?;
         wait_for_merging(|n| n == self.pages, "every page merged")?;
         map.advise(libc::MADV_UNMERGEABLE)?;
