@@ -12,14 +12,22 @@
 //! one page table entry and flushes its TLB entry), leaving as many VMAs
 //! as pages; then one mprotect of the whole mapping back to
 //! PROT_READ|PROT_WRITE merges them into one again, its pages writable
-//! without a fault. Spec: `workloads/mprotect.yaml`.
+//! without a fault.
+//!
+//! With `pkey: true` the same splits and merge are made with protection
+//! keys, as the kernel's selftests/mm/protection_keys.c makes them: each
+//! operation allocates a key (pkey_alloc(2)), tags every other page with
+//! it through pkey_mprotect(2), merges the mapping back under key 0 and
+//! frees the key (pkey_free(2)). It needs a CPU with protection keys
+//! (pku, ospke: QEMU's `-cpu max` has them) and
+//! X86_INTEL_MEMORY_PROTECTION_KEYS. Spec: `workloads/mprotect.yaml`.
 
 use std::io;
 
 use serde::{Deserialize, Serialize};
 
 use super::page_fault_anon::THP_SIZE;
-use crate::bench::sys::{Map, page_size};
+use crate::bench::sys::{Map, last, page_size};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
 
@@ -38,6 +46,8 @@ pub struct Mprotect {
     /// The populated mapping whose every other page each operation makes
     /// read-only, then all of it writable again.
     pub size: Bytes,
+    /// Tag the pages with a protection key (pkey_mprotect) as well.
+    pub pkey: bool,
 }
 
 impl Default for Mprotect {
@@ -46,13 +56,18 @@ impl Default for Mprotect {
             tasks: 1,
             ops: 64,
             size: Bytes::mib(2),
+            pkey: false,
         }
     }
 }
 
 impl Kind for Mprotect {
     fn describe(&self) -> String {
-        format!("size={}", self.size)
+        if self.pkey {
+            format!("size={} pkey", self.size)
+        } else {
+            format!("size={}", self.size)
+        }
     }
 }
 
@@ -80,13 +95,34 @@ impl Bench for Mprotect {
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
-        Ok(Box::new(Protector::new(self.size.bytes())?))
+        let mut protector = Protector::new(self.size.bytes())?;
+        protector.pkey = self.pkey;
+        Ok(Box::new(protector))
     }
 }
 
 struct Protector {
     map: Map,
     page: usize,
+    pkey: bool,
+}
+
+/// pkey_mprotect(2) of `len` bytes at `start` into `map`.
+fn pkey_protect(
+    map: &Map,
+    start: usize,
+    len: usize,
+    prot: libc::c_int,
+    key: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: a range inside the task's own mapping.
+    let ret = unsafe { libc::syscall(libc::SYS_pkey_mprotect, map.ptr.add(start), len, prot, key) };
+    if ret != 0 {
+        return Err(last(&format!(
+            "pkey_mprotect of {len} bytes with key {key}"
+        )));
+    }
+    Ok(())
 }
 
 impl Protector {
@@ -95,12 +131,49 @@ impl Protector {
         map.advise(libc::MADV_NOHUGEPAGE)?;
         let page = page_size();
         map.touch(page);
-        Ok(Protector { map, page })
+        Ok(Protector {
+            map,
+            page,
+            pkey: false,
+        })
+    }
+
+    /// The splits and merge with a protection key: every other page
+    /// tagged with a fresh key, all of it back under key 0, the key freed.
+    fn op_pkey(&self) -> io::Result<()> {
+        // SAFETY: no pointers.
+        let key = unsafe { libc::syscall(libc::SYS_pkey_alloc, 0, 0) };
+        if key < 0 {
+            return Err(last(
+                "pkey_alloc (the CPU needs protection keys, pku and ospke, and the kernel X86_INTEL_MEMORY_PROTECTION_KEYS)",
+            ));
+        }
+        let key = key as libc::c_int;
+        let mut start = self.page;
+        while start < self.map.len {
+            pkey_protect(&self.map, start, self.page, libc::PROT_READ, key)?;
+            start += 2 * self.page;
+        }
+        pkey_protect(
+            &self.map,
+            0,
+            self.map.len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            0,
+        )?;
+        // SAFETY: no pointers.
+        if unsafe { libc::syscall(libc::SYS_pkey_free, key) } != 0 {
+            return Err(last(&format!("pkey_free of key {key}")));
+        }
+        Ok(())
     }
 }
 
 impl Task for Protector {
     fn op(&mut self) -> io::Result<()> {
+        if self.pkey {
+            return self.op_pkey();
+        }
         let mut start = self.page;
         while start < self.map.len {
             self.map.protect(start, self.page, libc::PROT_READ)?;
