@@ -56,6 +56,7 @@ pub mod page_cache;
 pub mod page_fault_anon;
 pub mod page_fault_file;
 pub mod page_fault_shmem;
+pub mod process_mrelease;
 pub mod reclaim_refault;
 pub mod rstat_flush;
 pub mod slab_churn;
@@ -139,6 +140,7 @@ macro_rules! with_kinds {
             SlabDebug("slab-debug", slab_debug::SlabDebug, bench),
             TmpfsOps("tmpfs-ops", tmpfs_ops::TmpfsOps, bench),
             MmapLockTrace("mmap-lock-trace", mmap_lock_trace::MmapLockTrace, bench),
+            ProcessMrelease("process-mrelease", process_mrelease::ProcessMrelease, bench),
         }
     };
 }
