@@ -139,6 +139,24 @@ impl Bench for KsmMerge {
                 "{KSM} is missing: the kernel has no CONFIG_KSM"
             )));
         }
+        if self.via == Via::Prctl {
+            // PR_SET_MEMORY_MERGE came with general_profit (6.4), the
+            // advisor's files in 6.9.
+            for (file, what) in [
+                (
+                    "general_profit",
+                    "process-wide merging (PR_SET_MEMORY_MERGE, Linux 6.4)",
+                ),
+                ("advisor_mode", "the scan-time advisor (Linux 6.9)"),
+            ] {
+                let path = format!("{KSM}/{file}");
+                if !std::path::Path::new(&path).exists() {
+                    return Err(io::Error::other(format!(
+                        "via: prctl needs KSM's {what}: this kernel has no {path}"
+                    )));
+                }
+            }
+        }
         let batch = self.pages() * self.tasks as usize;
         write_file(format!("{KSM}/pages_to_scan"), &batch.to_string())?;
         write_file(format!("{KSM}/run"), "1")
