@@ -226,7 +226,10 @@ fn the_shipped_library_campaigns_are_the_maps_workloads() {
         "library campaigns without a kept run: {:?}",
         r.unmapped
     );
-    assert_eq!(library[r.ranked[0].campaign].name, "mm-ksm-merge");
+    // ksmd scans the whole process under PR_SET_MEMORY_MERGE: its loop
+    // takes a larger share there than under MADV_MERGEABLE.
+    assert_eq!(library[r.ranked[0].campaign].name, "mm-ksm-prctl");
+    assert_eq!(library[r.ranked[1].campaign].name, "mm-ksm-merge");
 }
 
 #[test]

@@ -86,8 +86,8 @@ impl Bench for HugetlbGigantic {
         if guest.memory < LEAST_MEMORY {
             return Err(ParamError::new(
                 "memory",
-                guest.memory >> 20,
-                "MiB of MemTotal: the guest needs 6 GiB at least (vm.memory): less leaves no whole aligned 1 GiB range free after boot",
+                format!("{} MiB", guest.memory >> 20),
+                "is too little: the campaign's vm.memory must be 6 GiB at least, as less leaves no whole aligned 1 GiB range free after boot",
             ));
         }
         Ok(())
