@@ -427,15 +427,28 @@ pub mod sys {
         }
     }
 
-    /// Writes a sysfs, procfs or cgroup file.
+    /// Writes a sysfs, procfs or cgroup file, which must exist: opened
+    /// without O_CREAT, so a file this kernel lacks reads as missing
+    /// (sysfs answers O_CREAT of a missing file with EACCES, "Permission
+    /// denied", which misleads).
     pub fn write_file(path: impl AsRef<Path>, value: &str) -> io::Result<()> {
+        use std::io::Write;
         let path = path.as_ref();
-        std::fs::write(path, value).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("writing {value:?} to {}: {e}", path.display()),
-            )
-        })
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(value.as_bytes()))
+            .map_err(|e| {
+                let missing = if e.kind() == io::ErrorKind::NotFound {
+                    ", which this kernel does not have"
+                } else {
+                    ""
+                };
+                io::Error::new(
+                    e.kind(),
+                    format!("writing {value:?} to {}: {e}{missing}", path.display()),
+                )
+            })
     }
 
     /// Reads a sysfs, procfs or cgroup file, trimmed.
@@ -755,6 +768,24 @@ pub mod sys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kernel file the kernel lacks is named as missing, and nothing is
+    /// created in its place; an existing file is written.
+    #[test]
+    fn write_file_creates_nothing_and_names_a_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("apply_interval_us");
+        let err = sys::write_file(&missing, "0").unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+        assert!(
+            err.to_string().contains("which this kernel does not have"),
+            "{err}"
+        );
+        assert!(!missing.exists());
+        std::fs::write(&missing, "").unwrap();
+        sys::write_file(&missing, "7").unwrap();
+        assert_eq!(std::fs::read_to_string(&missing).unwrap(), "7");
+    }
 
     #[test]
     fn sizes_read_and_write_as_people_write_them() {
