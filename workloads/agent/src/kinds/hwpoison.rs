@@ -35,7 +35,18 @@
 //!
 //! Once per boot, untimed: a child poisons the zero page (step 3's setup).
 //! Every step's kernel messages go to the console, as on a real machine.
-//! Spec: `workloads/hwpoison.yaml`.
+//!
+//! With `page: hugetlb` each operation instead soft-offlines a huge page
+//! in use, as mce-test's and the selftests' hugetlb cases do (a corrected
+//! error reported in a 2 MiB hugetlb page): the task sets the 2 MiB pool
+//! to two pages, maps one MAP_HUGETLB, stamps it and calls
+//! MADV_SOFT_OFFLINE on it. soft_offline_page() isolates the huge page,
+//! migrates it to the pool's other page, dissolves the old one into the
+//! buddy allocator and takes the poisoned base page off the free lists.
+//! The task checks that its page moved with its contents, unpoisons the
+//! old frame (the base page back to the buddy allocator) and unmaps the
+//! page; the pool, one page smaller after the dissolve, is refilled at the
+//! next operation. Spec: `workloads/hwpoison.yaml`.
 
 use std::io;
 
@@ -46,23 +57,45 @@ use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
 
 const UNPOISON: &str = "/sys/kernel/debug/hwpoison/unpoison-pfn";
+/// The 2 MiB hugetlb pool, for `page: hugetlb`.
+const HUGE_POOL: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+const HUGE_PAGE: usize = 2 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Hwpoison {
     pub tasks: u32,
     pub ops: u32,
+    /// The pages errors are injected into.
+    pub page: PageKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PageKind {
+    /// Base anonymous pages: a hard error, a soft offline, and an error on
+    /// a page already poisoned.
+    Base,
+    /// A 2 MiB hugetlb page in use, soft-offlined.
+    Hugetlb,
 }
 
 impl Default for Hwpoison {
     fn default() -> Self {
-        Hwpoison { tasks: 1, ops: 16 }
+        Hwpoison {
+            tasks: 1,
+            ops: 16,
+            page: PageKind::Base,
+        }
     }
 }
 
 impl Kind for Hwpoison {
     fn describe(&self) -> String {
-        "hard error, soft offline, already-poisoned page".to_string()
+        match self.page {
+            PageKind::Base => "hard error, soft offline, already-poisoned page".to_string(),
+            PageKind::Hugetlb => "soft offline of a hugetlb page in use".to_string(),
+        }
     }
 }
 
@@ -86,6 +119,14 @@ impl Bench for Hwpoison {
     /// Poisons the zero page, in a child: if it is poisoned already (a
     /// second condition in one boot), the child dies of SIGBUS instead.
     fn prepare(&self) -> io::Result<()> {
+        if self.page == PageKind::Hugetlb {
+            if !std::path::Path::new(HUGE_POOL).exists() {
+                return Err(io::Error::other(format!(
+                    "page: hugetlb needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS): this kernel has no {HUGE_POOL}"
+                )));
+            }
+            return Ok(());
+        }
         let child = fork_quiet(poison_zero_page)?;
         match wait_status(child)? {
             Ended::Exited(0) | Ended::Signal(libc::SIGBUS) => Ok(()),
@@ -96,7 +137,10 @@ impl Bench for Hwpoison {
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
-        Ok(Box::new(Poisoner { page: page_size() }))
+        Ok(match self.page {
+            PageKind::Base => Box::new(Poisoner { page: page_size() }),
+            PageKind::Hugetlb => Box::new(HugeOffliner),
+        })
     }
 }
 
@@ -109,6 +153,41 @@ impl Task for Poisoner {
         self.hard_error()?;
         self.soft_offline()?;
         self.already_poisoned()
+    }
+}
+
+/// `page: hugetlb`: a huge page in use, soft-offlined.
+struct HugeOffliner;
+
+impl Task for HugeOffliner {
+    fn op(&mut self) -> io::Result<()> {
+        // One page to map, one to migrate it to.
+        write_file(HUGE_POOL, "2")?;
+        let pool = sys::read_u64(HUGE_POOL)?;
+        if pool != 2 {
+            return Err(io::Error::other(format!(
+                "{HUGE_POOL} reads {pool} after writing 2: too few free 2 MiB blocks"
+            )));
+        }
+        let mut map = Map::new(
+            HUGE_PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB,
+            -1,
+            0,
+        )?;
+        sys::stamp(&mut map, page_size(), 0x4857);
+        let before = frame_of(map.ptr)?;
+        map.advise(libc::MADV_SOFT_OFFLINE)?;
+        let after = frame_of(map.ptr)?;
+        if after == before {
+            return Err(io::Error::other(format!(
+                "MADV_SOFT_OFFLINE left the hugetlb page at frame {before:#x}"
+            )));
+        }
+        sys::check_stamps(&map, page_size(), 0x4857)?;
+        unpoison(before)?;
+        map.unmap()
     }
 }
 
@@ -324,5 +403,11 @@ mod tests {
             ..Hwpoison::default()
         };
         assert_eq!(two.check(guest).unwrap_err().param, "tasks");
+        let huge = Hwpoison {
+            tasks: 2,
+            page: PageKind::Hugetlb,
+            ..Hwpoison::default()
+        };
+        assert_eq!(huge.check(guest).unwrap_err().param, "tasks");
     }
 }
