@@ -217,24 +217,39 @@ impl Monitored {
 fn reclaim_on_and_off() -> io::Result<()> {
     let param = |name: &str| PathBuf::from(RECLAIM).join(name);
     write_file(param("enabled"), "Y")?;
-    let pid = read_file(param("kdamond_pid"))?;
-    if pid == "-1" {
-        return Err(io::Error::other(
-            "DAMON_RECLAIM's enabled reads Y but it has no kdamond (kdamond_pid -1)",
-        ));
-    }
+    // 6.12 starts the kdamond inside the write; 6.1 from a work item
+    // (damon_reclaim_timer), so there kdamond_pid reads -1 a moment.
+    wait_for(&param("kdamond_pid"), |pid| pid != "-1", "has no kdamond")?;
     write_file(param("commit_inputs"), "Y")?;
+    wait_for(
+        &param("commit_inputs"),
+        |v| v == "N",
+        "did not take its inputs",
+    )?;
+    write_file(param("enabled"), "N")?;
+    // Stopped before the next operation starts the sysfs kdamond, which
+    // DAMON refuses (EBUSY) while DAMON_RECLAIM's runs; 6.1 stops it from
+    // the work item too.
+    wait_for(&param("kdamond_pid"), |pid| pid == "-1", "kept its kdamond")
+}
+
+/// Polls one of DAMON_RECLAIM's parameters until `done` holds, within
+/// [`COMMIT_LIMIT`]; else the error says DAMON_RECLAIM `what`.
+fn wait_for(path: &std::path::Path, done: impl Fn(&str) -> bool, what: &str) -> io::Result<()> {
     let deadline = Instant::now() + COMMIT_LIMIT;
-    while read_file(param("commit_inputs"))? != "N" {
+    loop {
+        let value = read_file(path)?;
+        if done(&value) {
+            return Ok(());
+        }
         if Instant::now() > deadline {
             return Err(io::Error::other(format!(
-                "DAMON_RECLAIM did not take its inputs within {COMMIT_LIMIT:?}: {} still reads Y",
-                param("commit_inputs").display()
+                "DAMON_RECLAIM {what} within {COMMIT_LIMIT:?}: {} reads {value}",
+                path.display()
             )));
         }
         std::thread::sleep(POLL);
     }
-    write_file(param("enabled"), "N")
 }
 
 #[cfg(test)]
