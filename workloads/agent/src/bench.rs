@@ -451,6 +451,30 @@ pub mod sys {
             })
     }
 
+    /// Tunable files' values as read once, to be written back later (a
+    /// choice file's bracketed choice, [`crate::sysfs::setting`]).
+    pub struct Saved(Vec<(String, String)>);
+
+    impl Saved {
+        pub fn read(paths: impl IntoIterator<Item = String>) -> io::Result<Saved> {
+            paths
+                .into_iter()
+                .map(|path| {
+                    let value = crate::sysfs::setting(&read_file(&path)?);
+                    Ok((path, value))
+                })
+                .collect::<io::Result<Vec<_>>>()
+                .map(Saved)
+        }
+
+        /// Writes each file's saved value back.
+        pub fn restore(&self) -> io::Result<()> {
+            self.0
+                .iter()
+                .try_for_each(|(path, value)| write_file(path, value))
+        }
+    }
+
     /// Reads a sysfs, procfs or cgroup file, trimmed.
     pub fn read_file(path: impl AsRef<Path>) -> io::Result<String> {
         let path = path.as_ref();

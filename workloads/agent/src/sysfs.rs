@@ -39,6 +39,12 @@ pub fn selected_choice(line: &str) -> Option<&str> {
     Some(&rest[..end])
 }
 
+/// What a tunable file says its value is: the bracketed choice of a
+/// choice file (`always [madvise] never`), else its text, trimmed.
+pub fn setting(text: &str) -> String {
+    selected_choice(text).unwrap_or(text.trim()).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,7 +38,7 @@ use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
 
 const GIGANTIC: &str = "/sys/kernel/mm/hugepages/hugepages-1048576kB";
-const HUGE: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB";
+pub(crate) const HUGE: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB";
 /// 2 MiB pages in one 1 GiB page.
 const DEMOTED: u64 = 512;
 /// The least guest memory that leaves a whole aligned 1 GiB range free
@@ -119,7 +119,7 @@ struct Gigantic;
 
 /// Writes `pages` to `dir`'s `file` and checks `dir`'s nr_hugepages reads
 /// `expect` after.
-fn set(dir: &str, file: &str, pages: u64, expect: u64) -> io::Result<()> {
+pub(crate) fn set(dir: &str, file: &str, pages: u64, expect: u64) -> io::Result<()> {
     write_file(format!("{dir}/{file}"), &pages.to_string())?;
     let got = read_u64(format!("{dir}/nr_hugepages"))?;
     if got != expect {

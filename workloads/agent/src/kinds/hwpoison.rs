@@ -56,10 +56,9 @@ use serde::{Deserialize, Serialize};
 use crate::bench::sys::{self, Map, last, page_size, write_file};
 use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
+use crate::kinds::hugetlb_gigantic::{HUGE, set};
 
 const UNPOISON: &str = "/sys/kernel/debug/hwpoison/unpoison-pfn";
-/// The 2 MiB hugetlb pool, for `page: hugetlb`.
-const HUGE_POOL: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
 const HUGE_PAGE: usize = 2 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,9 +120,9 @@ impl Bench for Hwpoison {
     /// second condition in one boot), the child dies of SIGBUS instead.
     fn prepare(&self) -> io::Result<()> {
         if self.page == PageKind::Hugetlb {
-            if !std::path::Path::new(HUGE_POOL).exists() {
+            if !std::path::Path::new(HUGE).exists() {
                 return Err(io::Error::other(format!(
-                    "page: hugetlb needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS): this kernel has no {HUGE_POOL}"
+                    "page: hugetlb needs 2 MiB hugetlb pages (CONFIG_HUGETLBFS): this kernel has no {HUGE}"
                 )));
             }
             return Ok(());
@@ -163,13 +162,7 @@ struct HugeOffliner;
 impl Task for HugeOffliner {
     fn op(&mut self) -> io::Result<()> {
         // One page to map, one to migrate it to.
-        write_file(HUGE_POOL, "2")?;
-        let pool = sys::read_u64(HUGE_POOL)?;
-        if pool != 2 {
-            return Err(io::Error::other(format!(
-                "{HUGE_POOL} reads {pool} after writing 2: too few free 2 MiB blocks"
-            )));
-        }
+        set(HUGE, "nr_hugepages", 2, 2)?;
         let mut map = Map::new(
             HUGE_PAGE,
             libc::PROT_READ | libc::PROT_WRITE,

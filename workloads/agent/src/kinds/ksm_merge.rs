@@ -45,10 +45,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::sys::{Map, last, page_size, read_file, read_u64, write_file};
+use crate::bench::sys::{Map, Saved, last, page_size, read_file, read_u64, write_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, check_one_task};
 use crate::kind::Kind;
-use crate::sysfs::selected_choice;
 
 const KSM: &str = "/sys/kernel/mm/ksm";
 const MERGING: &str = "/proc/self/ksm_merging_pages";
@@ -171,14 +170,7 @@ impl Bench for KsmMerge {
         Ok(match self.via {
             Via::Madvise => Box::new(merger),
             Via::Prctl => {
-                let mut tunables = Vec::new();
-                for name in TUNABLES {
-                    let path = format!("{KSM}/{name}");
-                    let value = read_file(&path)?;
-                    // A choice file reads "[none] scan-time": the choice.
-                    let value = selected_choice(&value).unwrap_or(&value).to_string();
-                    tunables.push((path, value));
-                }
+                let tunables = Saved::read(TUNABLES.map(|name| format!("{KSM}/{name}")))?;
                 Box::new(ProcessMerger { merger, tunables })
             }
         })
@@ -205,8 +197,8 @@ impl Merger {
 /// MemoryKSM= makes a service.
 struct ProcessMerger {
     merger: Merger,
-    /// Each tunable's path and the value it held once per boot.
-    tunables: Vec<(String, String)>,
+    /// The tunables' values once per boot.
+    tunables: Saved,
 }
 
 fn memory_merge(on: bool) -> io::Result<()> {
@@ -240,9 +232,7 @@ impl Task for ProcessMerger {
         }
         write_file(format!("{KSM}/run"), "2")?;
         wait_for_merging(|n| n == 0, "no page merged after run 2")?;
-        for (path, value) in &self.tunables {
-            write_file(path, value)?;
-        }
+        self.tunables.restore()?;
         write_file(format!("{KSM}/run"), "1")?;
         memory_merge(false)?;
         map.unmap()

@@ -31,7 +31,7 @@ use super::mm_stats::expand;
 use crate::bench::sys::{read_file, write_file};
 use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
-use crate::sysfs::selected_choice;
+use crate::sysfs::setting;
 
 /// Written as the value the tunable read at task start.
 const BACK: &str = "";
@@ -225,7 +225,7 @@ impl Bench for MmTune {
         for (path, values) in wanted {
             match read_file(&path) {
                 Ok(text) => present.push(Tunable {
-                    read: selected(&text),
+                    read: setting(&text),
                     path,
                     values,
                 }),
@@ -237,12 +237,6 @@ impl Bench for MmTune {
         }
         Ok(Box::new(Profile { present }))
     }
-}
-
-/// What a tunable file says its value is: the bracketed choice of a
-/// choice file (`always [madvise] never`), else its text.
-fn selected(text: &str) -> String {
-    selected_choice(text).unwrap_or(text.trim()).to_string()
 }
 
 struct Tunable {
@@ -276,7 +270,7 @@ impl Task for Profile {
             .iter()
             .filter(|t| t.values.last() == Some(&BACK))
         {
-            let now = selected(&read_file(&t.path)?);
+            let now = setting(&read_file(&t.path)?);
             if now != t.read {
                 return Err(io::Error::other(format!(
                     "{} reads {now:?} after the profile was put back, where it read {:?}",
@@ -295,9 +289,9 @@ mod tests {
 
     #[test]
     fn a_choice_file_reads_as_its_bracketed_choice() {
-        assert_eq!(selected("always [madvise] never"), "madvise");
-        assert_eq!(selected("  60\n"), "60");
-        assert_eq!(selected("256\t256\t32\t0\t0"), "256\t256\t32\t0\t0");
+        assert_eq!(setting("always [madvise] never"), "madvise");
+        assert_eq!(setting("  60\n"), "60");
+        assert_eq!(setting("256\t256\t32\t0\t0"), "256\t256\t32\t0\t0");
     }
 
     #[test]

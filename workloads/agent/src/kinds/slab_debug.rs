@@ -29,7 +29,7 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use super::drop_caches::slab_caches;
-use crate::bench::sys::{read_file, write_file};
+use crate::bench::sys::{Saved, read_file, write_file};
 use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
 
@@ -88,25 +88,20 @@ impl Bench for SlabDebug {
     }
 
     fn task(&self, _index: usize) -> io::Result<Box<dyn Task>> {
-        let mut tunables = Vec::new();
-        for cache in TRACED {
-            for name in TUNABLES {
-                let path = format!("{SLAB}/{cache}/{name}");
-                let value = read_file(&path)?;
-                tunables.push((path, value));
-            }
-        }
+        let paths = TRACED
+            .iter()
+            .flat_map(|cache| TUNABLES.map(|name| format!("{SLAB}/{cache}/{name}")));
         Ok(Box::new(Debugger {
             caches: slab_caches()?,
-            tunables,
+            tunables: Saved::read(paths)?,
         }))
     }
 }
 
 struct Debugger {
     caches: Vec<std::path::PathBuf>,
-    /// Each tunable's path and the value it held once per boot.
-    tunables: Vec<(String, String)>,
+    /// The tunables' values once per boot.
+    tunables: Saved,
 }
 
 impl Task for Debugger {
@@ -124,9 +119,6 @@ impl Task for Debugger {
                 )));
             }
         }
-        for (path, value) in &self.tunables {
-            write_file(path, value)?;
-        }
-        Ok(())
+        self.tunables.restore()
     }
 }
