@@ -149,7 +149,7 @@ pub fn resolve(
 }
 
 /// A YAML value as the campaign wrote it: scalars plainly, others as YAML.
-fn scalar_text(value: &yaml_serde::Value) -> String {
+pub(crate) fn scalar_text(value: &yaml_serde::Value) -> String {
     use yaml_serde::Value;
     match value {
         Value::String(s) => s.clone(),

@@ -80,6 +80,7 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         if cause.is::<ConfigError>()
             || cause.is::<crate::model::LaneRefused>()
             || cause.is::<crate::workload::needs::Missing>()
+            || cause.is::<crate::workload::needs::Unsupported>()
             || cause.is::<crate::model::shard::ShardError>()
             || cause.is::<crate::results::merge::MergeError>()
         {

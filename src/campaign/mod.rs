@@ -343,6 +343,10 @@ async fn prepare_workloads(
     let repo = sources.tree.open()?;
     let base = sources.applied.base;
     let sink = stages.sink;
+    for planned in std::iter::once(&plan.workload).chain(plan.controls.iter().map(|c| &c.workload))
+    {
+        check_source_needs(planned, &repo, base)?;
+    }
     let all = async {
         let main = ready(&plan.workload, &repo, base, cache_dir, sink).await?;
         let mut controls = Vec::new();
@@ -361,6 +365,55 @@ async fn prepare_workloads(
         Planned::Staged(staged) => stages.time("staged program", staged.kind(), all).await,
         Planned::Ready(_) => all.await,
     }
+}
+
+/// Refuse a workload whose spec `requires:` an interface the base tree's
+/// source does not have (`workload::needs::unmet_in_tree`).
+fn check_source_needs(
+    planned: &Planned,
+    repo: &git2::Repository,
+    base: git2::Oid,
+) -> anyhow::Result<()> {
+    let Some(spec) = crate::workload::spec_for_kind(planned.kind()) else {
+        return Ok(());
+    };
+    if spec.requires.is_empty() {
+        return Ok(());
+    }
+    // Only a kind ready as planned has its parameters yet; the others'
+    // needs apply whatever their parameters.
+    let mut params = match planned {
+        Planned::Ready(p) => p.params(),
+        Planned::KernelBuild(_) | Planned::Staged(_) => Default::default(),
+    };
+    // A parameter at its default may be left out of the record.
+    for p in &spec.params {
+        params
+            .entry(p.name.clone())
+            .or_insert_with(|| crate::controls::scalar_text(&p.default));
+    }
+    let tree = repo.find_commit(base)?.tree()?;
+    let read = |file: &str| {
+        let object = tree.get_path(Path::new(file)).ok()?.to_object(repo).ok()?;
+        let blob = object.peel_to_blob().ok()?;
+        Some(String::from_utf8_lossy(blob.content()).into_owned())
+    };
+    let unmet = crate::workload::needs::unmet_in_tree(&spec.requires, &params, read);
+    if unmet.is_empty() {
+        return Ok(());
+    }
+    let set: std::collections::BTreeSet<String> = spec
+        .requires
+        .iter()
+        .filter(|n| n.applies(&params))
+        .flat_map(|n| n.when.iter().map(|(k, v)| format!("{k}: {v}")))
+        .collect();
+    Err(crate::workload::needs::Unsupported {
+        kind: planned.kind().to_string(),
+        set: set.into_iter().collect::<Vec<_>>().join(", "),
+        unmet,
+    }
+    .into())
 }
 
 /// One workload, ready to run.

@@ -4,8 +4,10 @@
 //! library, within a time budget).
 //!
 //! A regression or a guest failure in one campaign lets the next run (the
-//! exit code is the guest's, else 1); any other failure would repeat in
-//! the next one, and stops the command with its own code.
+//! exit code is the guest's, else 1), and so does a workload the tree
+//! cannot run (refused before its build, named in the summary); any other
+//! failure would repeat in the next one, and stops the command with its
+//! own code.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -223,6 +225,21 @@ async fn run_list(
                     plan.name
                 ));
                 guest.get_or_insert(e);
+            }
+            // What the tree lacks stops this campaign only: the next may
+            // need nothing of it (a suite on an older tree).
+            Err(e)
+                if e.chain()
+                    .any(|c| c.is::<crate::workload::needs::Unsupported>()) =>
+            {
+                sink.emit(Event::Note(format!(
+                    "warning: campaign {} ({shown}): {e:#}; the next campaign runs",
+                    plan.name
+                )));
+                summary.push(format!(
+                    "{} ({shown}): refused, nothing ran: {e:#}\n",
+                    plan.name
+                ));
             }
             Err(e) => return Err(e.context(format!("campaign {} ({shown})", plan.name))),
         }

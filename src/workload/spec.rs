@@ -37,6 +37,11 @@ pub struct WorkloadSpec {
     /// does not read one back is refused by name.
     #[serde(default)]
     pub needs: Vec<patchbench_agent::feature::Feature>,
+    /// Interfaces of the tree's source it uses that no option builds (an
+    /// ioctl, a prctl, a sysfs file of a later version): the tree under
+    /// test is read for each before anything is built.
+    #[serde(default)]
+    pub requires: Vec<super::needs::SourceNeed>,
     pub params: Vec<ParamSpec>,
     #[serde(default)]
     pub metrics: Vec<MetricSpec>,
