@@ -76,6 +76,21 @@ pub fn system_map(bzimage: &Path) -> Option<PathBuf> {
     (bzimage.ends_with("arch/x86/boot/bzImage") && map.is_file()).then_some(map)
 }
 
+/// The kernel's CONFIG_HZ, from the `.config` at the top of the build
+/// directory of `image` (its `arch/x86/boot/bzImage` or its `vmlinux`);
+/// `None` where no build directory is at hand (a kernel from elsewhere).
+pub fn kernel_hz(image: &Path) -> Option<u32> {
+    let build_dir = if image.ends_with("arch/x86/boot/bzImage") {
+        image.ancestors().nth(4)?
+    } else if image.file_name()? == "vmlinux" {
+        image.parent()?
+    } else {
+        return None;
+    };
+    let config = std::fs::read_to_string(build_dir.join(".config")).ok()?;
+    crate::kconfig::parse(&config).get("HZ")?.parse().ok()
+}
+
 /// The first compiler or linker error in build output: `file:line:col: error: ...`.
 pub fn first_error(lines: &[String]) -> Option<String> {
     lines
@@ -656,6 +671,25 @@ async fn configure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kernels_hz_comes_from_its_build_directory_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let boot = dir.path().join("arch/x86/boot");
+        std::fs::create_dir_all(&boot).unwrap();
+        let bzimage = boot.join("bzImage");
+        std::fs::write(&bzimage, "").unwrap();
+        assert_eq!(kernel_hz(&bzimage), None, "no .config");
+        std::fs::write(
+            dir.path().join(".config"),
+            "CONFIG_HZ_250=y\nCONFIG_HZ=250\n",
+        )
+        .unwrap();
+        assert_eq!(kernel_hz(&bzimage), Some(250));
+        assert_eq!(kernel_hz(&dir.path().join("vmlinux")), Some(250));
+        // A kernel copied out of its build (`bzImage-A`): nothing to read.
+        assert_eq!(kernel_hz(&dir.path().join("bzImage-A")), None);
+    }
 
     #[test]
     fn the_kconfig_walk_finds_definitions_below_the_tree_but_not_in_git() {

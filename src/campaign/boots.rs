@@ -149,6 +149,7 @@ pub fn prepare_boot(
             ram_swap,
         ]
         .concat(),
+        hz: crate::build::kernel_hz(job.kernel),
     };
     Ok((spec, initramfs_sha256))
 }

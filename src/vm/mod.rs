@@ -107,6 +107,10 @@ pub struct BootSpec {
     /// Words added to the kernel command line (the campaign's and the
     /// variant's), after patchbench's own.
     pub extra_cmdline: Vec<String>,
+    /// The kernel's CONFIG_HZ where its build directory says
+    /// (`build::kernel_hz`): under icount, every CPU's delay loop is then
+    /// preset ([`args::lpj_param`]) rather than calibrated.
+    pub hz: Option<u32>,
 }
 
 impl BootSpec {
@@ -159,6 +163,7 @@ pub fn qemu_command(spec: &BootSpec, sockets: &Path) -> Cmd {
     };
     if icount {
         cmdline.extend(args::icount_kernel_params());
+        cmdline.extend(spec.hz.map(args::lpj_param));
     }
     Cmd::new("qemu-system-x86_64", qemu_deadline(spec))
         .args(args::base_args())
@@ -608,6 +613,7 @@ mod tests {
             run_timeout: Duration::from_secs(600),
             host_root: false,
             extra_cmdline: vec!["zswap.enabled=0".into()],
+            hz: None,
         };
         let cmd = qemu_command(&spec, Path::new("/tmp/s")).to_string();
         assert!(!cmd.contains("9p"), "{cmd}");
@@ -627,6 +633,21 @@ mod tests {
                     .contains("rdinit=/init zswap.enabled=0 noapictimer pmtmr=0 no_timer_check"),
             "{icount_cmd}"
         );
+        assert!(!icount_cmd.contains("lpj="), "{icount_cmd}");
+        // A kernel whose HZ is known: every CPU's delay loop preset, a
+        // jiffy of TSC cycles at icount's 1 GHz; never off icount.
+        let hz = |clock| BootSpec {
+            clock,
+            hz: Some(250),
+            ..spec.clone()
+        };
+        let icount_hz = qemu_command(&hz(Clock::Icount), Path::new("/tmp/s")).to_string();
+        assert!(
+            icount_hz.contains("no_timer_check lpj=4000000"),
+            "{icount_hz}"
+        );
+        let tcg_hz = qemu_command(&hz(Clock::Tcg(TcgThreads::Multi)), Path::new("/tmp/s"));
+        assert!(!tcg_hz.to_string().contains("lpj="));
         assert!(root_cmd.contains("mount_tag=hostroot"), "{root_cmd}");
         // No swap disk for workloads that swap to zram.
         let no_disk = BootSpec {
@@ -683,6 +704,7 @@ mod tests {
             run_timeout: Duration::from_secs(600),
             host_root: false,
             extra_cmdline: Vec::new(),
+            hz: None,
         };
         // Going down gets the boot timeout in the cost lane, 30 s elsewhere.
         assert_eq!(exit_grace(&spec, true), Duration::from_secs(60));
@@ -728,6 +750,7 @@ mod tests {
             run_timeout: Duration::from_secs(600),
             host_root: false,
             extra_cmdline: Vec::new(),
+            hz: None,
         };
         let cmd = qemu_command(&spec, Path::new("/tmp/s")).to_string();
         assert_eq!(
@@ -767,6 +790,7 @@ mod tests {
             run_timeout: Duration::from_secs(600),
             host_root: false,
             extra_cmdline: Vec::new(),
+            hz: None,
         };
         let cmd = qemu_command(&spec, Path::new("/tmp/s")).to_string();
         assert!(
