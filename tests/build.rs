@@ -139,6 +139,12 @@ fn a_new_series_misses_the_cache_rebuilds_only_its_objects_then_hits() {
     assert_eq!(b["variant"], "B");
     assert_eq!(b["reused"], false, "a new series must miss: {b}");
     assert_eq!(b["incremental"], true, "{b}");
+    // Its HZ travels with it, for `lpj=` where it boots away from its
+    // build (`run --kernels`).
+    let config = Path::new(b["build_dir"].as_str().unwrap()).join(".config");
+    let config = std::fs::read_to_string(config).unwrap();
+    let hz = config.lines().find_map(|l| l.strip_prefix("CONFIG_HZ="));
+    assert_eq!(b["hz"].to_string(), hz.unwrap(), "{b}");
     let rebuilt = b["rebuilt"].as_array().unwrap();
     let with = |reason: &str| -> Vec<&str> {
         rebuilt

@@ -20,6 +20,7 @@ fn record(dir: &Path, variant: &str, content: &str) -> KernelManifest {
             bzimage_sha256: patchbench::tree::sha256_file(&image).unwrap(),
             bzimage: image,
             vmlinux: None,
+            hz: None,
             config_sha256: "c".repeat(64),
             compiler: "gcc".into(),
             key: "0123456789abcdef".into(),

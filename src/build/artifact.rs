@@ -30,6 +30,11 @@ pub struct KernelArtifact {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vmlinux: Option<Image>,
     pub config_sha256: String,
+    /// Its CONFIG_HZ, so that a kernel booted away from its build
+    /// (`run --kernels`) gets the same `lpj=` under icount
+    /// (`vm::args::lpj_param`). Absent in manifests from before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hz: Option<u32>,
     pub compiler: String,
     pub key: String,
     /// The hash of the series applied on the base (absent for the base).

@@ -217,9 +217,14 @@ fn cached(dir: &Path) -> Result<Option<KernelArtifact>, BuildError> {
     let Ok(text) = std::fs::read_to_string(dir.join(STAMP)) else {
         return Ok(None);
     };
-    let Ok(stamp) = serde_json::from_str::<KernelArtifact>(&text) else {
+    let Ok(mut stamp) = serde_json::from_str::<KernelArtifact>(&text) else {
         return Ok(None);
     };
+    // A build stamped before its HZ was recorded: read it now, so that the
+    // kernel carries it wherever it is exported.
+    if stamp.hz.is_none() {
+        stamp.hz = kernel_hz(&stamp.bzimage);
+    }
     if !stamp.bzimage.is_file() || tree_sha256(&stamp.bzimage)? != stamp.bzimage_sha256 {
         return Ok(None);
     }
@@ -482,6 +487,9 @@ pub async fn build(
         bzimage_sha256: tree_sha256(&bzimage)?,
         vmlinux,
         config_sha256: tree_sha256(&config_path)?,
+        hz: kconfig::parse(&config)
+            .get("HZ")
+            .and_then(|hz| hz.parse().ok()),
         bzimage,
         compiler,
         key,

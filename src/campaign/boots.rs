@@ -66,6 +66,9 @@ pub struct BootJob<'a> {
     pub layout: Option<u32>,
     /// Samples per condition (a round's, in a sequential campaign).
     pub samples: u32,
+    /// The kernel's CONFIG_HZ, where its artifact or build directory says
+    /// (`vm::BootSpec::hz`).
+    pub hz: Option<u32>,
 }
 
 /// Write a boot's job into its initramfs and describe the boot: the
@@ -149,7 +152,7 @@ pub fn prepare_boot(
             ram_swap,
         ]
         .concat(),
-        hz: crate::build::kernel_hz(job.kernel),
+        hz: job.hz,
     };
     Ok((spec, initramfs_sha256))
 }
@@ -280,6 +283,9 @@ impl Boots<'_> {
         let job = BootJob {
             label,
             kernel: self.kernels[variant].boot_image(),
+            hz: self.kernels[variant]
+                .hz
+                .or_else(|| crate::build::kernel_hz(self.kernels[variant].boot_image())),
             dir: &boot_dir,
             clock,
             workload: self.workloads.main.wire().clone(),
@@ -759,6 +765,7 @@ mod tests {
             cmdline: Vec::new(),
             layout: None,
             samples: 3,
+            hz: None,
         }
     }
 

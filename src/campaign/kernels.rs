@@ -693,6 +693,7 @@ mod tests {
                 path: vmlinux,
             }),
             config_sha256: "c".repeat(64),
+            hz: None,
             compiler: "gcc 12".into(),
             key: "0123456789abcdef".into(),
             series_sha256: None,

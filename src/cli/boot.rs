@@ -181,6 +181,7 @@ pub(super) async fn boot(args: BootArgs, sink: &dyn Sink) -> anyhow::Result<()> 
             cmdline: Vec::new(),
             layout: args.layout,
             samples: plan.samples,
+            hz: crate::build::kernel_hz(&args.kernel),
         };
         let (spec, _) = campaign::prepare_boot(&plan, job, &base_entries)?;
         sink.emit(Event::Started {
