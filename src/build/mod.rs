@@ -88,7 +88,12 @@ pub fn kernel_hz(image: &Path) -> Option<u32> {
         return None;
     };
     let config = std::fs::read_to_string(build_dir.join(".config")).ok()?;
-    crate::kconfig::parse(&config).get("HZ")?.parse().ok()
+    config_hz(&crate::kconfig::parse(&config))
+}
+
+/// CONFIG_HZ of a parsed `.config`.
+fn config_hz(values: &kconfig::Values) -> Option<u32> {
+    values.get("HZ")?.parse().ok()
 }
 
 /// The first compiler or linker error in build output: `file:line:col: error: ...`.
@@ -220,11 +225,6 @@ fn cached(dir: &Path) -> Result<Option<KernelArtifact>, BuildError> {
     let Ok(mut stamp) = serde_json::from_str::<KernelArtifact>(&text) else {
         return Ok(None);
     };
-    // A build stamped before its HZ was recorded: read it now, so that the
-    // kernel carries it wherever it is exported.
-    if stamp.hz.is_none() {
-        stamp.hz = kernel_hz(&stamp.bzimage);
-    }
     if !stamp.bzimage.is_file() || tree_sha256(&stamp.bzimage)? != stamp.bzimage_sha256 {
         return Ok(None);
     }
@@ -232,6 +232,11 @@ fn cached(dir: &Path) -> Result<Option<KernelArtifact>, BuildError> {
         && (!v.path.is_file() || tree_sha256(&v.path)? != v.sha256)
     {
         return Ok(None);
+    }
+    // A build stamped before its HZ was recorded: read it now, so that the
+    // kernel carries it wherever it is exported.
+    if stamp.hz.is_none() {
+        stamp.hz = kernel_hz(&stamp.bzimage);
     }
     Ok(Some(stamp))
 }
@@ -471,7 +476,8 @@ pub async fn build(
     let bzimage = entry.join("arch/x86/boot/bzImage");
     let config_path = entry.join(".config");
     let config = std::fs::read_to_string(&config_path).map_err(io_err(&config_path))?;
-    let vmlinux = match kconfig::parse(&config).get("PVH").map(String::as_str) {
+    let values = kconfig::parse(&config);
+    let vmlinux = match values.get("PVH").map(String::as_str) {
         Some("y") => {
             let path = entry.join("vmlinux");
             Some(Image {
@@ -487,9 +493,7 @@ pub async fn build(
         bzimage_sha256: tree_sha256(&bzimage)?,
         vmlinux,
         config_sha256: tree_sha256(&config_path)?,
-        hz: kconfig::parse(&config)
-            .get("HZ")
-            .and_then(|hz| hz.parse().ok()),
+        hz: config_hz(&values),
         bzimage,
         compiler,
         key,

@@ -66,8 +66,8 @@ pub struct BootJob<'a> {
     pub layout: Option<u32>,
     /// Samples per condition (a round's, in a sequential campaign).
     pub samples: u32,
-    /// The kernel's CONFIG_HZ, where its artifact or build directory says
-    /// (`vm::BootSpec::hz`).
+    /// The kernel's CONFIG_HZ, where its build manifest or build directory
+    /// says (`vm::BootSpec::hz`).
     pub hz: Option<u32>,
 }
 
@@ -283,9 +283,7 @@ impl Boots<'_> {
         let job = BootJob {
             label,
             kernel: self.kernels[variant].boot_image(),
-            hz: self.kernels[variant]
-                .hz
-                .or_else(|| crate::build::kernel_hz(self.kernels[variant].boot_image())),
+            hz: self.kernels[variant].hz,
             dir: &boot_dir,
             clock,
             workload: self.workloads.main.wire().clone(),
