@@ -13,8 +13,8 @@
 #   ci/mm-library.sh --tree /usr/src/linux-source-6.1.tar.xz --online 1 page-fault-anon
 #
 # --online N runs each campaign with N vCPUs online (a copy written beside
-# it as .mm-library-NAME.yaml, so its relative paths hold): Linux 6.1 stops
-# bringing up a second vCPU under icount (ci/smoke-6.1.yaml).
+# it as .mm-library-NAME.yaml, so its relative paths hold): under icount,
+# QEMU before 8.1 never brings up 6.1's second vCPU (ci/smoke-6.1.yaml).
 # --keep SUFFIX keeps each run as results/mm/NAME-SUFFIX (ci/keep.sh).
 # PATCHBENCH=path/to/patchbench skips the release build.
 set -euo pipefail

@@ -81,6 +81,7 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
             || cause.is::<crate::model::LaneRefused>()
             || cause.is::<crate::workload::needs::Missing>()
             || cause.is::<crate::workload::needs::Unsupported>()
+            || cause.is::<crate::vm::smp_icount::SmpStall>()
             || cause.is::<crate::model::shard::ShardError>()
             || cause.is::<crate::results::merge::MergeError>()
         {

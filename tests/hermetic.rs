@@ -39,6 +39,10 @@ const TESTS: &[(&str, fn())] = &[
         kvm_with_icount_is_refused_before_anything_runs,
     ),
     (
+        "a_second_cpu_that_icount_never_runs_is_refused_before_any_build",
+        a_second_cpu_that_icount_never_runs_is_refused_before_any_build,
+    ),
+    (
         "doctor_calls_kvm_usable_only_where_the_trial_guest_ran",
         doctor_calls_kvm_usable_only_where_the_trial_guest_ran,
     ),
@@ -1253,6 +1257,53 @@ fn kvm_with_icount_is_refused_before_anything_runs() {
         world.take_log().is_empty(),
         "nothing tried, built or booted"
     );
+}
+
+/// A base tree whose x86 SMP bring-up waits without yielding
+/// (`cpu_callout_mask`, Linux before 6.5), booted with two CPUs under
+/// icount on the fakes' QEMU 7.2, would hang at the second CPU: refused
+/// before anything is built, naming the fix. With one CPU it runs.
+fn a_second_cpu_that_icount_never_runs_is_refused_before_any_build() {
+    let world = World::new(&two_patches(10.0));
+    world.commit_on_base(
+        &[(
+            "arch/x86/kernel/smpboot.c".to_string(),
+            "\t\t\t\tcpumask_set_cpu(cpu, cpu_callout_mask);\n".to_string(),
+        )],
+        "x86: the old handshake",
+    );
+    let campaign = world.campaign("smp", ABA);
+    assert!(
+        std::fs::read_to_string(&campaign)
+            .unwrap()
+            .contains("online: 2")
+    );
+    world.take_log();
+    let output = world.run(&campaign, "out", &["--series", "none"], &[]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("vm.cpus.online: 2 cannot boot here under icount")
+            && err.contains("QEMU 7.2.0")
+            && err.contains("set vm.cpus.online: 1"),
+        "{err}"
+    );
+    let log = world.take_log();
+    assert!(
+        !log.iter().any(|l| l.starts_with("make ")) && boots_in(&log).is_empty(),
+        "nothing built or booted: {log:?}"
+    );
+    let text = std::fs::read_to_string(&campaign).unwrap();
+    std::fs::write(&campaign, text.replace("online: 2", "online: 1")).unwrap();
+    let output = world.run(&campaign, "out", &["--series", "none"], &[]);
+    assert!(
+        matches!(output.status.code(), Some(0 | 1)),
+        "{}",
+        stderr(&output)
+    );
+    let log = world.take_log();
+    assert!(log.iter().any(|l| l.starts_with("make ")), "{log:?}");
+    assert_eq!(boots_in(&log).len(), 3, "{log:?}");
 }
 
 /// `patchbench doctor`'s KVM line follows the trial: usable where its

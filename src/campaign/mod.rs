@@ -115,6 +115,13 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     };
     let sources =
         kernels::obtain(&mut stages, plan, &opts.cache_dir, opts.kernels.as_deref()).await?;
+    let host_facts = hostfacts::gather().await;
+    check_smp_bringup(
+        plan,
+        lane.lane,
+        host_facts.qemu_version.as_deref(),
+        &sources,
+    )?;
     // The workloads are made ready before any kernel is built: what a
     // kind prepares from the tree (a selftest that does not build there)
     // fails at once, not after the builds.
@@ -138,7 +145,6 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
         )));
     }
     let base_entries = image::base_entries(&image::parse_spec(image::DEFAULT_SPEC)?, &opts.agent)?;
-    let host_facts = hostfacts::gather().await;
     let mut results = new_results(plan, &lane, &kernels, &workloads, started_at, host_facts);
     results.portable_paths(Some(&opts.cache_dir), Some(&opts.out_dir));
     results.reach = opts.reach.clone();
@@ -367,6 +373,33 @@ async fn prepare_workloads(
     }
 }
 
+/// A file of `tree` as text, or `None` when the tree has no such file.
+fn tree_text(repo: &git2::Repository, tree: &git2::Tree, file: &str) -> Option<String> {
+    let object = tree.get_path(Path::new(file)).ok()?.to_object(repo).ok()?;
+    let blob = object.peel_to_blob().ok()?;
+    Some(String::from_utf8_lossy(blob.content()).into_owned())
+}
+
+/// Refuse, before any build, a campaign whose second CPU would never come
+/// up in this lane on this QEMU (`vm::smp_icount`), by the base tree's
+/// source.
+fn check_smp_bringup(
+    plan: &Plan,
+    lane: crate::model::Lane,
+    qemu_version: Option<&str>,
+    sources: &Sources,
+) -> anyhow::Result<()> {
+    let online = plan.vm.cpus.online;
+    if !lane.icount() || online < 2 {
+        return Ok(());
+    }
+    let repo = sources.tree.open()?;
+    let tree = repo.find_commit(sources.applied.base)?.tree()?;
+    let smpboot = tree_text(&repo, &tree, crate::vm::smp_icount::SMPBOOT);
+    crate::vm::smp_icount::check(true, online, qemu_version, smpboot.as_deref())?;
+    Ok(())
+}
+
 /// Refuse a workload whose spec `requires:` an interface the base tree's
 /// source does not have (`workload::needs::unmet_in_tree`).
 fn check_source_needs(
@@ -393,11 +426,7 @@ fn check_source_needs(
             .or_insert_with(|| crate::controls::scalar_text(&p.default));
     }
     let tree = repo.find_commit(base)?.tree()?;
-    let read = |file: &str| {
-        let object = tree.get_path(Path::new(file)).ok()?.to_object(repo).ok()?;
-        let blob = object.peel_to_blob().ok()?;
-        Some(String::from_utf8_lossy(blob.content()).into_owned())
-    };
+    let read = |file: &str| tree_text(repo, &tree, file);
     let unmet = crate::workload::needs::unmet_in_tree(&spec.requires, &params, read);
     if unmet.is_empty() {
         return Ok(());

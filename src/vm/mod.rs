@@ -12,6 +12,7 @@ pub mod conlog;
 pub mod console;
 pub mod cost_args;
 pub mod pin;
+pub mod smp_icount;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
