@@ -43,6 +43,10 @@ const TESTS: &[(&str, fn())] = &[
         a_second_cpu_that_icount_never_runs_is_refused_before_any_build,
     ),
     (
+        "a_suite_names_each_refused_campaign_and_runs_the_rest",
+        a_suite_names_each_refused_campaign_and_runs_the_rest,
+    ),
+    (
         "doctor_calls_kvm_usable_only_where_the_trial_guest_ran",
         doctor_calls_kvm_usable_only_where_the_trial_guest_ran,
     ),
@@ -1304,6 +1308,84 @@ fn a_second_cpu_that_icount_never_runs_is_refused_before_any_build() {
     let log = world.take_log();
     assert!(log.iter().any(|l| l.starts_with("make ")), "{log:?}");
     assert_eq!(boots_in(&log).len(), 3, "{log:?}");
+}
+
+/// `run --suite DIR` over three campaigns of one tree: one refused for
+/// its second CPU (the old handshake on the fakes' QEMU 7.2), one for an
+/// interface its workload `requires:` that the tree lacks, and one that
+/// runs. Both refusals are named in the summary, and the third runs.
+fn a_suite_names_each_refused_campaign_and_runs_the_rest() {
+    use patchbench::workload::spec_for_kind;
+    let world = World::new(&two_patches(10.0));
+    world.commit_on_base(
+        &[(
+            "arch/x86/kernel/smpboot.c".to_string(),
+            "\t\t\t\tcpumask_set_cpu(cpu, cpu_callout_mask);\n".to_string(),
+        )],
+        "x86: the old handshake",
+    );
+    let suite = world.path("suite");
+    std::fs::create_dir(&suite).unwrap();
+    let one_cpu = |text: String| text.replace("online: 2", "online: 1");
+    let smp = world.campaign("a-smp", ABA);
+    std::fs::rename(&smp, suite.join("a-smp.yaml")).unwrap();
+    // uffd-ioctls requires UFFDIO_MOVE at its defaults; the fragment
+    // builds what it needs of the kernel's options.
+    let kind = "uffd-ioctls";
+    assert!(!spec_for_kind(kind).unwrap().requires.is_empty());
+    let features: String = patchbench_agent::feature::Feature::ALL
+        .iter()
+        .map(|f| format!("{}=y\n", f.config()))
+        .collect();
+    std::fs::write(world.path("features.config"), features).unwrap();
+    let fake_fragment = format!("    - {}\n", world.path("fake.config").display());
+    let needs = std::fs::read_to_string(world.campaign("b-needs", ABA))
+        .unwrap()
+        .replace(
+            &fake_fragment,
+            &format!(
+                "{fake_fragment}    - {}\n",
+                world.path("features.config").display()
+            ),
+        );
+    let workload = needs.find("workload:").unwrap();
+    let protocol = needs.find("protocol:").unwrap();
+    let needs = format!(
+        "{}workload:\n  kind: {kind}\n{}",
+        &needs[..workload],
+        &needs[protocol..]
+    );
+    std::fs::write(suite.join("b-needs.yaml"), one_cpu(needs)).unwrap();
+    let ok = std::fs::read_to_string(world.campaign("c-ok", ABA)).unwrap();
+    std::fs::write(suite.join("c-ok.yaml"), one_cpu(ok)).unwrap();
+    let output = world.patchbench(
+        &[
+            OsStr::new("run"),
+            OsStr::new("--suite"),
+            suite.as_os_str(),
+            OsStr::new("--series"),
+            OsStr::new("none"),
+            OsStr::new("--out"),
+            world.path("out").as_os_str(),
+        ],
+        &[],
+    );
+    let err = stderr(&output);
+    let all = format!("{}{err}", String::from_utf8_lossy(&output.stdout));
+    assert!(matches!(output.status.code(), Some(0 | 1)), "{all}");
+    for (name, why) in [
+        ("a-smp", "vm.cpus.online: 2 cannot boot here under icount"),
+        ("b-needs", "UFFDIO_MOVE"),
+    ] {
+        assert!(
+            all.lines()
+                .any(|l| l.contains(name) && l.contains("refused, nothing ran") && l.contains(why)),
+            "{name}: {all}"
+        );
+        assert!(!world.path("out").join(name).join("results.json").exists());
+    }
+    let results = world.results("out/c-ok");
+    assert_eq!(results.boots.len(), 3, "{all}");
 }
 
 /// `patchbench doctor`'s KVM line follows the trial: usable where its

@@ -249,11 +249,11 @@ pub struct RunArgs {
     #[arg(long, env = "PATCHBENCH_FRESH_BOOTS")]
     fresh_boots: bool,
     /// Run a whole suite of campaigns, one after another, each into
-    /// OUT/<name>/: `mm`, every campaign of the mm library (ci/mm/), an
-    /// A/A self-check each, or with --series the series on every one. No
-    /// campaign starts once --budget is spent; the same --out runs those
-    /// left.
-    #[arg(long, value_enum, conflicts_with_all = ["campaign", "kernels", "shard", "bisect", "per_patch"])]
+    /// OUT/<name>/: `mm`, every campaign of the mm library (ci/mm/), or a
+    /// directory of your own campaign files; an A/A self-check each, or
+    /// with --series the series on every one. No campaign starts once
+    /// --budget is spent; the same --out runs those left.
+    #[arg(long, value_name = "mm|DIR", conflicts_with_all = ["campaign", "kernels", "shard", "bisect", "per_patch"])]
     suite: Option<runs::Suite>,
     /// With --suite: the time within which campaigns start (`45m`,
     /// `1h30m`); the one running when it is spent finishes, and those not
@@ -415,9 +415,9 @@ impl Cli {
 /// the campaigns (no `--kernels` or `--shard` then); else the campaign with
 /// its overrides, its shard, and the local paths it names.
 fn check_run(a: &RunArgs) -> anyhow::Result<RunCheck> {
-    if let Some(suite) = a.suite {
+    if let Some(suite) = &a.suite {
         args::sources_paths(&a.campaign.sources)?;
-        return Ok(RunCheck::Suite(suite));
+        return Ok(RunCheck::Suite(suite.clone()));
     }
     if choose::wanted(
         usize::from(a.campaign.campaign.is_some()),

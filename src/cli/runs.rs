@@ -4,7 +4,7 @@
 //! library, within a time budget).
 //!
 //! A regression or a guest failure in one campaign lets the next run (the
-//! exit code is the guest's, else 1), and so does a workload the tree
+//! exit code is the guest's, else 1), and so does a campaign the tree
 //! cannot run (refused before its build, named in the summary); any other
 //! failure would repeat in the next one, and stops the command with its
 //! own code.
@@ -30,10 +30,32 @@ pub(super) struct Many {
 }
 
 /// A suite of campaigns `run --suite` runs whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Suite {
     /// The mm benchmark library: every campaign of ci/mm/, in name order.
     Mm,
+    /// Every campaign file directly in a directory of the user's, in name
+    /// order.
+    Dir(PathBuf),
+}
+
+impl std::str::FromStr for Suite {
+    type Err = String;
+
+    /// `mm`, or a directory that holds campaign files.
+    fn from_str(text: &str) -> Result<Suite, String> {
+        if text == "mm" {
+            return Ok(Suite::Mm);
+        }
+        let dir = PathBuf::from(text);
+        if dir.is_dir() {
+            Ok(Suite::Dir(dir))
+        } else {
+            Err(format!(
+                "{text} is neither `mm` (the mm library, ci/mm/) nor a directory of campaign files"
+            ))
+        }
+    }
 }
 
 /// The budget `--suite` runs within unless `--budget` says otherwise:
@@ -100,21 +122,33 @@ pub(super) async fn run_chosen(args: Many, sink: &dyn Sink) -> anyhow::Result<()
 pub(super) async fn run_suite(args: Many, suite: Suite, sink: &dyn Sink) -> anyhow::Result<()> {
     let budget = args.budget.unwrap_or(DEFAULT_BUDGET);
     let ci = crate::config::default_campaign_dir();
-    let root = ci.parent().unwrap_or(&ci).to_path_buf();
-    let items = match suite {
-        Suite::Mm => suite_items(&ci)?,
+    let (dir, root, what) = match suite {
+        Suite::Mm => {
+            let root = ci.parent().unwrap_or(&ci).to_path_buf();
+            (ci.join("mm"), root, "suite-mm".to_string())
+        }
+        Suite::Dir(dir) => {
+            let stem = dir
+                .canonicalize()
+                .ok()
+                .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "dir".into());
+            (dir, PathBuf::new(), format!("suite-{stem}"))
+        }
     };
+    let items = suite_items(&dir, &root)?;
     sink.emit(Event::Note(format!(
-        "suite mm: {} campaigns of {}, within {}",
+        "{}: {} campaigns of {}, within {}",
+        what.replacen('-', " ", 1),
         items.len(),
-        crate::reach::shown(&root, &ci.join("mm")),
+        crate::reach::shown(&root, &dir),
         humantime::format_duration(budget)
     )));
-    run_list(&args, items, "suite-mm", Some(budget), sink).await
+    run_list(&args, items, &what, Some(budget), sink).await
 }
 
-fn suite_items(ci: &Path) -> anyhow::Result<Vec<Item>> {
-    Ok(crate::reach::library::library_campaigns(ci)?
+fn suite_items(dir: &Path, root: &Path) -> anyhow::Result<Vec<Item>> {
+    Ok(crate::reach::library::campaigns_in(dir, root)?
         .into_iter()
         .map(|c| Item {
             file: Some(c.file),
@@ -122,6 +156,15 @@ fn suite_items(ci: &Path) -> anyhow::Result<Vec<Item>> {
             reach: None,
         })
         .collect())
+}
+
+/// Whether `e` refused a campaign before anything was built, for what its
+/// tree cannot run: an interface a workload `requires:`, or a second CPU
+/// that QEMU would never run under icount (`vm::smp_icount`).
+fn refused_before_build(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.is::<crate::workload::needs::Unsupported>() || c.is::<crate::vm::smp_icount::SmpStall>()
+    })
 }
 
 /// Run `items` in order, into `--out/<file stem>/` (default
@@ -226,12 +269,10 @@ async fn run_list(
                 ));
                 guest.get_or_insert(e);
             }
-            // What the tree lacks stops this campaign only: the next may
-            // need nothing of it (a suite on an older tree).
-            Err(e)
-                if e.chain()
-                    .any(|c| c.is::<crate::workload::needs::Unsupported>()) =>
-            {
+            // What the tree (or this QEMU with it) cannot run stops this
+            // campaign only: the next may need nothing of it (a suite on
+            // an older tree).
+            Err(e) if refused_before_build(&e) => {
                 sink.emit(Event::Note(format!(
                     "warning: campaign {} ({shown}): {e:#}; the next campaign runs",
                     plan.name
@@ -334,4 +375,20 @@ pub(super) async fn hunt(
         found,
     }
     .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_suite_is_mm_or_a_directory_that_is_there() {
+        assert_eq!("mm".parse::<Suite>(), Ok(Suite::Mm));
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().display().to_string();
+        assert_eq!(text.parse::<Suite>(), Ok(Suite::Dir(dir.path().into())));
+        let missing = dir.path().join("nope").display().to_string();
+        let err = missing.parse::<Suite>().unwrap_err();
+        assert!(err.starts_with(&missing) && err.contains("`mm`"), "{err}");
+    }
 }

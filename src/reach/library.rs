@@ -32,8 +32,13 @@ pub struct LibraryCampaign {
 
 /// Every campaign file directly in `ci_dir/mm`, in name order.
 pub fn library_campaigns(ci_dir: &Path) -> Result<Vec<LibraryCampaign>, ReachError> {
-    let files = super::campaign_files(&ci_dir.join("mm"))?;
-    let root = ci_dir.parent().unwrap_or(ci_dir);
+    campaigns_in(&ci_dir.join("mm"), ci_dir.parent().unwrap_or(ci_dir))
+}
+
+/// Every campaign file directly in `dir`, in name order, shown relative to
+/// `root`.
+pub fn campaigns_in(dir: &Path, root: &Path) -> Result<Vec<LibraryCampaign>, ReachError> {
+    let files = super::campaign_files(dir)?;
     files
         .into_iter()
         .map(|file| {
