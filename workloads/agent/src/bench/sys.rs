@@ -498,3 +498,54 @@ pub fn check_stamps(map: &Map, page: usize, seed: u64) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Reads with `read` every `every` until `done` holds of what it read, or
+/// `limit` has passed: `Ok(Err(last))` then, with the last value read, for
+/// the caller's error. A failed read is an error at once.
+pub fn poll<T>(
+    mut read: impl FnMut() -> io::Result<T>,
+    done: impl Fn(&T) -> bool,
+    limit: std::time::Duration,
+    every: std::time::Duration,
+) -> io::Result<Result<(), T>> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let value = read()?;
+        if done(&value) {
+            return Ok(Ok(()));
+        }
+        if std::time::Instant::now() > deadline {
+            return Ok(Err(value));
+        }
+        std::thread::sleep(every);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn poll_stops_when_done_or_at_the_limit_with_the_last_value() {
+        let mut n = 0;
+        let read = || {
+            n += 1;
+            Ok(n)
+        };
+        assert_eq!(
+            poll(read, |&v| v == 3, Duration::from_secs(5), Duration::ZERO).unwrap(),
+            Ok(())
+        );
+        assert_eq!(n, 3);
+        let never = poll(|| Ok(7), |_| false, Duration::ZERO, Duration::ZERO).unwrap();
+        assert_eq!(never, Err(7));
+        let failed = poll(
+            || Err::<u32, _>(io::Error::other("gone")),
+            |_| true,
+            Duration::from_secs(5),
+            Duration::ZERO,
+        );
+        assert_eq!(failed.unwrap_err().to_string(), "gone");
+    }
+}

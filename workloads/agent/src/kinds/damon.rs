@@ -38,11 +38,11 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::sys::{Map, page_size, read_file, read_u64, write_file};
+use crate::bench::sys::{Map, page_size, poll, read_file, read_u64, write_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, check_one_task};
 use crate::kind::Kind;
 
@@ -236,20 +236,12 @@ fn reclaim_on_and_off() -> io::Result<()> {
 /// Polls one of DAMON_RECLAIM's parameters until `done` holds, within
 /// [`COMMIT_LIMIT`]; else the error says DAMON_RECLAIM `what`.
 fn wait_for(path: &std::path::Path, done: impl Fn(&str) -> bool, what: &str) -> io::Result<()> {
-    let deadline = Instant::now() + COMMIT_LIMIT;
-    loop {
-        let value = read_file(path)?;
-        if done(&value) {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(io::Error::other(format!(
-                "DAMON_RECLAIM {what} within {COMMIT_LIMIT:?}: {} reads {value}",
-                path.display()
-            )));
-        }
-        std::thread::sleep(POLL);
-    }
+    poll(|| read_file(path), |v| done(v), COMMIT_LIMIT, POLL)?.map_err(|value| {
+        io::Error::other(format!(
+            "DAMON_RECLAIM {what} within {COMMIT_LIMIT:?}: {} reads {value}",
+            path.display()
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -41,11 +41,11 @@
 //! region. One task: `run` is the kernel's. Spec: `workloads/ksm-merge.yaml`.
 
 use std::io;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::sys::{Map, Saved, last, page_size, read_file, read_u64, write_file};
+use crate::bench::sys::{Map, Saved, last, page_size, poll, read_file, read_u64, write_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, check_one_task};
 use crate::kind::Kind;
 
@@ -253,19 +253,11 @@ impl Task for Merger {
 /// Polls this process's merged pages until `done` holds, within
 /// ksm_tests' scan limit.
 fn wait_for_merging(done: impl Fn(u64) -> bool, what: &str) -> io::Result<()> {
-    let deadline = Instant::now() + SCAN_LIMIT;
-    loop {
-        let n = read_u64(MERGING)?;
-        if done(n) {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(io::Error::other(format!(
-                "ksmd did not reach {what} within {SCAN_LIMIT:?}: {MERGING} reads {n}"
-            )));
-        }
-        std::thread::sleep(POLL);
-    }
+    poll(|| read_u64(MERGING), |&n| done(n), SCAN_LIMIT, POLL)?.map_err(|n| {
+        io::Error::other(format!(
+            "ksmd did not reach {what} within {SCAN_LIMIT:?}: {MERGING} reads {n}"
+        ))
+    })
 }
 
 #[cfg(test)]
