@@ -12,19 +12,19 @@
 #   ci/mm-library.sh [--tree TARBALL] [--online N] [--keep SUFFIX] [NAME...]
 #   ci/mm-library.sh --tree /usr/src/linux-source-6.1.tar.xz --online 1 page-fault-anon
 #
-# --online N runs each campaign with N vCPUs online (a copy written beside
-# it as .mm-library-NAME.yaml, so its relative paths hold): under icount,
-# QEMU before 8.1 never brings up 6.1's second vCPU (ci/smoke-6.1.yaml).
+# --online N runs each campaign with N vCPUs online (`run --online`):
+# under icount, QEMU before 8.1 never brings up 6.1's second vCPU
+# (ci/smoke-6.1.yaml).
 # --keep SUFFIX keeps each run as results/mm/NAME-SUFFIX (ci/keep.sh).
 # PATCHBENCH=path/to/patchbench skips the release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tree=() keep="" online=""
+tree=() keep="" online=() cpus=""
 while [ $# -gt 0 ]; do
   case $1 in
     --tree) tree=(--tree "$2"); shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    --online) online=$2; shift 2 ;;
+    --online) cpus=$2; online=(--online "$2"); shift 2 ;;
     -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) break ;;
   esac
@@ -43,15 +43,9 @@ failed=0
 for name in "${names[@]}"; do
   file=ci/mm/$name.yaml
   [ -f "$file" ] || { echo "mm-library: no campaign $file" >&2; exit 2; }
-  if [ -n "$online" ]; then
-    copy=ci/mm/.mm-library-$name.yaml
-    sed "s/online: [0-9]*}/online: $online}/" "$file" >"$copy"
-    trap 'rm -f ci/mm/.mm-library-*.yaml' EXIT
-    file=$copy
-  fi
   start=$(date +%s)
   rc=0
-  "$PATCHBENCH" run "$file" "${tree[@]}" --series none --out "$out/$name" >"$out/$name.log" 2>&1 || rc=$?
+  "$PATCHBENCH" run "$file" "${tree[@]}" "${online[@]}" --series none --out "$out/$name" >"$out/$name.log" 2>&1 || rc=$?
   wall=$(( $(date +%s) - start ))
   if [ ! -f "$out/$name/results.json" ]; then
     echo "| $name | $rc | ${wall} s | | | $(grep -m1 -i 'error' "$out/$name.log" | cut -c1-160) |"
@@ -78,8 +72,11 @@ PY
   [ "$rc" -le 1 ] || failed=1
   if [ -n "$keep" ]; then
     ci/keep.sh "$out/$name" "$file" HEAD "results/mm/$name-$keep" >/dev/null
-    # The campaign as run, under its own name.
-    [ -z "$online" ] || sed -i "s|ci/mm/.mm-library-$name.yaml|ci/mm/$name.yaml (vm.cpus.online: $online)|" "results/mm/$name-$keep/manifest.json"
+    # The campaign as run: --online's CPUs in its copy and its manifest.
+    if [ -n "$cpus" ]; then
+      sed -i "s/online: [0-9]*}/online: $cpus}/" "results/mm/$name-$keep/campaign.yaml"
+      sed -i "s|\"ci/mm/$name.yaml\"|\"ci/mm/$name.yaml (vm.cpus.online: $cpus)\"|" "results/mm/$name-$keep/manifest.json"
+    fi
   fi
 done
 echo "mm-library: runs and logs in $out" >&2

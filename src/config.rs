@@ -508,6 +508,8 @@ pub struct Overrides {
     pub bisect: bool,
     /// `--fuzz N`.
     pub fuzz: Option<u32>,
+    /// `run --online N`: the guest's online CPUs (`vm.cpus.online`).
+    pub online: Option<u32>,
 }
 
 /// A validated campaign with absolute paths. Cloned by a hunt, whose
@@ -662,6 +664,10 @@ impl Campaign {
         let mut vm = self.vm;
         if let Some(accel) = overrides.accel {
             vm.accel = accel;
+        }
+        if let Some(online) = overrides.online {
+            vm.cpus = CpuShape::new(vm.cpus.possible(), online)
+                .map_err(|e| invalid(format!("--online {online}: {e}")))?;
         }
         // Under KVM (where it runs a guest), steal accounting in both
         // kernels; a lane the campaign cannot have is refused later, with
@@ -928,6 +934,30 @@ mod tests {
         let err = plan_of(&text).unwrap_err().chain();
         assert!(
             err.contains("online (21) must be between 1 and possible (20)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn online_on_the_command_line_replaces_the_campaigns_within_its_possible() {
+        let plan = |online| {
+            Campaign::parse(DEFAULT_CAMPAIGN, Path::new("x.yaml"))
+                .unwrap()
+                .into_plan(
+                    Path::new("x.yaml"),
+                    &default_campaign_dir(),
+                    Overrides {
+                        online,
+                        ..Overrides::default()
+                    },
+                )
+        };
+        assert!(DEFAULT_CAMPAIGN.contains("{possible: 20, online: 2}"));
+        assert_eq!(plan(None).unwrap().vm.cpus.online(), 2);
+        assert_eq!(plan(Some(1)).unwrap().vm.cpus.online(), 1);
+        let err = plan(Some(21)).unwrap_err().to_string();
+        assert!(
+            err.contains("--online 21: online (21) must be between 1 and possible (20)"),
             "{err}"
         );
     }

@@ -111,6 +111,7 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 ResultsError::Parse { .. }
                 | ResultsError::Schema { .. }
                 | ResultsError::Foreign { .. }
+                | ResultsError::OtherCpus { .. }
                 | ResultsError::Unjudged { .. } => USAGE,
                 ResultsError::Read { .. } => INFRASTRUCTURE,
             };

@@ -1266,7 +1266,7 @@ fn kvm_with_icount_is_refused_before_anything_runs() {
 /// A base tree whose x86 SMP bring-up waits without yielding
 /// (`cpu_callout_mask`, Linux before 6.5), booted with two CPUs under
 /// icount on the fakes' QEMU 7.2, would hang at the second CPU: refused
-/// before anything is built, naming the fix. With one CPU it runs.
+/// before anything is built, naming the fix. With `--online 1` it runs.
 fn a_second_cpu_that_icount_never_runs_is_refused_before_any_build() {
     let world = World::new(&two_patches(10.0));
     world.commit_on_base(
@@ -1297,9 +1297,13 @@ fn a_second_cpu_that_icount_never_runs_is_refused_before_any_build() {
         !log.iter().any(|l| l.starts_with("make ")) && boots_in(&log).is_empty(),
         "nothing built or booted: {log:?}"
     );
-    let text = std::fs::read_to_string(&campaign).unwrap();
-    std::fs::write(&campaign, text.replace("online: 2", "online: 1")).unwrap();
-    let output = world.run(&campaign, "out", &["--series", "none"], &[]);
+    // `--online 1` brings one CPU up instead of the campaign's two.
+    let output = world.run(
+        &campaign,
+        "out",
+        &["--series", "none", "--online", "1"],
+        &[],
+    );
     assert!(
         matches!(output.status.code(), Some(0 | 1)),
         "{}",
@@ -1308,6 +1312,28 @@ fn a_second_cpu_that_icount_never_runs_is_refused_before_any_build() {
     let log = world.take_log();
     assert!(log.iter().any(|l| l.starts_with("make ")), "{log:?}");
     assert_eq!(boots_in(&log).len(), 3, "{log:?}");
+    for boot in &world.results("out").boots {
+        let facts = boot.facts.as_ref().unwrap();
+        assert_eq!(facts.online_cpus, "0", "boot {}", boot.index);
+    }
+    // Resuming those one-CPU boots with two would mix two guests.
+    world.take_log();
+    let output = world.run(
+        &campaign,
+        "out",
+        &["--series", "none", "--online", "2"],
+        &[],
+    );
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("was measured with CPUs 0 online, and this run would bring 0-1 online"),
+        "{err}"
+    );
+    assert!(
+        world.take_log().is_empty(),
+        "nothing imported, built or booted"
+    );
 }
 
 /// `run --suite DIR` over three campaigns of one tree: one refused for

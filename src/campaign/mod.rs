@@ -105,7 +105,9 @@ pub async fn run(plan: &Plan, opts: &RunOptions, sink: &dyn Sink) -> anyhow::Res
     // and the byte, and is never overwritten.
     let results_path = opts.out_dir.join("results.json");
     let earlier = if results_path.exists() {
-        Some(Results::load(&results_path)?)
+        let earlier = Results::load(&results_path)?;
+        same_cpus_online(plan, &earlier, &results_path)?;
+        Some(earlier)
     } else {
         None
     };
@@ -589,6 +591,35 @@ fn new_results(
 
 /// Keep the complete boots of an interrupted run in the same directory,
 /// if it was this campaign on these kernels; refuse to mix experiments.
+/// Refuse to resume into results whose complete boots brought up another
+/// set of CPUs than this run's guest will (`0`, `0-1`, as the kernel
+/// lists them).
+fn same_cpus_online(
+    plan: &Plan,
+    earlier: &Results,
+    path: &Path,
+) -> Result<(), crate::results::ResultsError> {
+    let online = plan.vm.cpus.online();
+    let now = match online {
+        1 => "0".to_string(),
+        n => format!("0-{}", n - 1),
+    };
+    let other = earlier
+        .boots
+        .iter()
+        .filter(|b| b.complete)
+        .filter_map(|b| b.facts.as_ref())
+        .find(|f| f.online_cpus != now);
+    match other {
+        Some(facts) => Err(crate::results::ResultsError::OtherCpus {
+            path: path.to_owned(),
+            earlier: facts.online_cpus.clone(),
+            now,
+        }),
+        None => Ok(()),
+    }
+}
+
 fn resume(
     results: &mut Results,
     earlier: Results,

@@ -113,15 +113,16 @@ pub fn tree_override(path: PathBuf, rev: Option<String>) -> TreeSource {
 
 /// Load the campaign (or the built-in one) and apply the flags to it.
 pub fn load_plan(args: &CampaignArgs, accel: Option<AccelChoice>) -> anyhow::Result<config::Plan> {
-    load_run_plan(args, accel, false)
+    load_run_plan(args, accel, false, None)
 }
 
 /// [`load_plan`] for `patchbench run`, which may also be told to hunt
-/// (`--bisect`).
+/// (`--bisect`) and how many CPUs to bring online (`--online`).
 pub fn load_run_plan(
     args: &CampaignArgs,
     accel: Option<AccelChoice>,
     bisect: bool,
+    online: Option<u32>,
 ) -> anyhow::Result<config::Plan> {
     let s = &args.sources;
     let overrides = Overrides {
@@ -132,6 +133,7 @@ pub fn load_run_plan(
         per_patch: s.per_patch,
         bisect,
         fuzz: s.fuzz,
+        online,
     };
     load_plan_with(args.campaign.as_deref(), overrides)
 }

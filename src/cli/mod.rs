@@ -261,6 +261,13 @@ pub struct RunArgs {
     /// campaigns') [default: 30m].
     #[arg(long, value_name = "DURATION", requires = "suite", value_parser = humantime::parse_duration)]
     budget: Option<std::time::Duration>,
+    /// Bring N of the guest's CPUs online instead of the campaign's
+    /// `vm.cpus.online` (up to its `possible`), in every campaign it runs:
+    /// `--online 1` for a tree whose second CPU QEMU before 8.1 never
+    /// runs under icount (Linux before 6.5). With --suite, a campaign whose
+    /// workload needs more CPUs is named as refused and the next runs.
+    #[arg(long, value_name = "N")]
+    online: Option<u32>,
 }
 
 impl RunArgs {
@@ -273,6 +280,7 @@ impl RunArgs {
             bisect: self.bisect,
             fresh_boots: self.fresh_boots,
             budget: self.budget,
+            online: self.online,
         }
     }
 }
@@ -447,7 +455,7 @@ fn check_run(a: &RunArgs) -> anyhow::Result<RunCheck> {
             path: PathBuf::from("--shard"),
             message,
         })?;
-    let plan = args::load_run_plan(&a.campaign, a.accel.map(Into::into), a.bisect)?;
+    let plan = args::load_run_plan(&a.campaign, a.accel.map(Into::into), a.bisect, a.online)?;
     if a.kernels.is_none() {
         args::plan_paths(&plan)?;
     }

@@ -27,6 +27,7 @@ pub(super) struct Many {
     pub bisect: bool,
     pub fresh_boots: bool,
     pub budget: Option<Duration>,
+    pub online: Option<u32>,
 }
 
 /// A suite of campaigns `run --suite` runs whole.
@@ -205,8 +206,21 @@ async fn run_list(
             cache_dir: args.campaign.cache_dir.clone(),
             cache_max: args.campaign.cache_max,
         };
-        let plan = args::load_run_plan(&campaign_args, args.accel, args.bisect)?;
         let shown = item.shown;
+        let plan = match args::load_run_plan(&campaign_args, args.accel, args.bisect, args.online) {
+            Ok(plan) => plan,
+            // A campaign whose workload cannot run on the CPUs --online
+            // gives it (cpu-hotplug on one) is refused; the next runs.
+            Err(e) if args.online.is_some() && crate::exit::code_for(&e) == crate::exit::USAGE => {
+                let e = e.context(format!("with --online {}", args.online.unwrap_or_default()));
+                sink.emit(Event::Note(format!(
+                    "warning: {shown}: {e:#}; the next campaign runs"
+                )));
+                summary.push(format!("{shown}: refused, nothing ran: {e:#}\n"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let stem = item
             .file
             .as_deref()

@@ -58,6 +58,14 @@ pub enum ResultsError {
     /// other kernels: resuming into it would mix two experiments.
     #[error("{} holds results of a different campaign, protocol or kernels; resume only with the same campaign and series, or choose another --out", path.display())]
     Foreign { path: PathBuf },
+    /// Its boots brought another set of CPUs online than this run's would
+    /// (`run --online`, or `vm.cpus.online`, changed in between).
+    #[error("{} was measured with CPUs {earlier} online, and this run would bring {now} online; resume with the same --online (or vm.cpus.online), or choose another --out", path.display())]
+    OtherCpus {
+        path: PathBuf,
+        earlier: String,
+        now: String,
+    },
 }
 
 impl Results {

@@ -31,7 +31,7 @@ pub fn stall_hint(console: &str) -> Option<&'static str> {
     // x86's "Booting SMP configuration" line lists each CPU as it comes up;
     // "Brought up" follows once every one has.
     (last.contains(" CPUs: ") && !console.contains("smp: Brought up")).then_some(
-        "the console stops while the kernel brings up its second CPU (x86: Booting SMP configuration): under icount, QEMU before 8.1 never runs a CPU that another waits for without yielding, as Linux before 6.5 waits here (src/vm/smp_icount.rs); set vm.cpus.online: 1, as ci/smoke-6.1.yaml does, or use QEMU 8.1 or later",
+        "the console stops while the kernel brings up its second CPU (x86: Booting SMP configuration): under icount, QEMU before 8.1 never runs a CPU that another waits for without yielding, as Linux before 6.5 waits here (src/vm/smp_icount.rs); set vm.cpus.online: 1 (or run --online 1), as ci/smoke-6.1.yaml does, or use QEMU 8.1 or later",
     )
 }
 

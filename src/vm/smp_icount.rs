@@ -31,7 +31,7 @@ const FAIR_QEMU: (u32, u32) = (8, 1);
 /// The campaign would hang bringing up its second CPU.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "vm.cpus.online: {online} cannot boot here under icount: this tree's {SMPBOOT} waits for each further CPU in a loop that never yields (its `{HANDSHAKE}` handshake, replaced in Linux 6.5), and QEMU {qemu} gives the waiting vCPU all of icount's instructions, so the second CPU never runs (fixed in QEMU 8.1: \"accel/tcg/tcg-accel-ops-rr: ensure fairness with icount\"); set vm.cpus.online: 1, as ci/smoke-6.1.yaml does, or install QEMU 8.1 or later"
+    "vm.cpus.online: {online} cannot boot here under icount: this tree's {SMPBOOT} waits for each further CPU in a loop that never yields (its `{HANDSHAKE}` handshake, replaced in Linux 6.5), and QEMU {qemu} gives the waiting vCPU all of icount's instructions, so the second CPU never runs (fixed in QEMU 8.1: \"accel/tcg/tcg-accel-ops-rr: ensure fairness with icount\"); set vm.cpus.online: 1 (or run --online 1), as ci/smoke-6.1.yaml does, or install QEMU 8.1 or later"
 )]
 pub struct SmpStall {
     pub online: u32,
