@@ -1263,11 +1263,9 @@ fn kvm_with_icount_is_refused_before_anything_runs() {
     );
 }
 
-/// A base tree whose x86 SMP bring-up waits without yielding
-/// (`cpu_callout_mask`, Linux before 6.5), booted with two CPUs under
-/// icount on the fakes' QEMU 7.2, would hang at the second CPU: refused
-/// before anything is built, naming the fix. With `--online 1` it runs.
-fn a_second_cpu_that_icount_never_runs_is_refused_before_any_build() {
+/// A world whose base tree's x86 SMP bring-up still has the handshake
+/// that waits without yielding (`cpu_callout_mask`, Linux before 6.5).
+fn old_handshake_world() -> World {
     let world = World::new(&two_patches(10.0));
     world.commit_on_base(
         &[(
@@ -1276,6 +1274,15 @@ fn a_second_cpu_that_icount_never_runs_is_refused_before_any_build() {
         )],
         "x86: the old handshake",
     );
+    world
+}
+
+/// A base tree whose x86 SMP bring-up waits without yielding
+/// (`cpu_callout_mask`, Linux before 6.5), booted with two CPUs under
+/// icount on the fakes' QEMU 7.2, would hang at the second CPU: refused
+/// before anything is built, naming the fix. With `--online 1` it runs.
+fn a_second_cpu_that_icount_never_runs_is_refused_before_any_build() {
+    let world = old_handshake_world();
     let campaign = world.campaign("smp", ABA);
     assert!(
         std::fs::read_to_string(&campaign)
@@ -1342,14 +1349,7 @@ fn a_second_cpu_that_icount_never_runs_is_refused_before_any_build() {
 /// runs. Both refusals are named in the summary, and the third runs.
 fn a_suite_names_each_refused_campaign_and_runs_the_rest() {
     use patchbench::workload::spec_for_kind;
-    let world = World::new(&two_patches(10.0));
-    world.commit_on_base(
-        &[(
-            "arch/x86/kernel/smpboot.c".to_string(),
-            "\t\t\t\tcpumask_set_cpu(cpu, cpu_callout_mask);\n".to_string(),
-        )],
-        "x86: the old handshake",
-    );
+    let world = old_handshake_world();
     let suite = world.path("suite");
     std::fs::create_dir(&suite).unwrap();
     let one_cpu = |text: String| text.replace("online: 2", "online: 1");
