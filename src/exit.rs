@@ -97,6 +97,12 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 INFRASTRUCTURE
             };
         }
+        // A campaign file of a suite or of ci/ that is wrong is bad input.
+        if let Some(reach) = cause.downcast_ref::<crate::reach::ReachError>()
+            && reach.is_usage()
+        {
+            return USAGE;
+        }
         if let Some(hunt) = cause.downcast_ref::<crate::results::hunt::HuntError>() {
             use crate::results::hunt::HuntError;
             return match hunt {

@@ -1412,6 +1412,72 @@ fn a_suite_names_each_refused_campaign_and_runs_the_rest() {
     }
     let results = world.results("out/c-ok");
     assert_eq!(results.boots.len(), 3, "{all}");
+
+    // With --online 1: a campaign whose workload needs two CPUs is named
+    // as refused and the next runs; a campaign wrong on its own still
+    // stops the command.
+    let two = world.path("two");
+    std::fs::create_dir(&two).unwrap();
+    let ok = std::fs::read_to_string(suite.join("c-ok.yaml")).unwrap();
+    let hotplug = ok.replace(
+        &ok[ok.find("workload:").unwrap()..ok.find("protocol:").unwrap()],
+        "workload:\n  kind: cpu-hotplug\n",
+    );
+    std::fs::write(
+        two.join("a-hotplug.yaml"),
+        hotplug.replace("online: 1", "online: 2"),
+    )
+    .unwrap();
+    std::fs::write(two.join("b-ok.yaml"), &ok).unwrap();
+    let suite_run = |dir: &Path, out: &str| {
+        world.patchbench(
+            &[
+                OsStr::new("run"),
+                OsStr::new("--suite"),
+                dir.as_os_str(),
+                OsStr::new("--series"),
+                OsStr::new("none"),
+                OsStr::new("--online"),
+                OsStr::new("1"),
+                OsStr::new("--out"),
+                world.path(out).as_os_str(),
+            ],
+            &[],
+        )
+    };
+    let output = suite_run(&two, "out-two");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        stderr(&output)
+    );
+    assert!(matches!(output.status.code(), Some(0 | 1)), "{all}");
+    assert!(
+        all.lines()
+            .any(|l| l.contains("a-hotplug.yaml: refused, nothing ran: with --online 1")),
+        "{all}"
+    );
+    assert_eq!(world.results("out-two/b-ok").boots.len(), 3, "{all}");
+    // Wrong as a file (refused as the suite is listed), or as a plan (a
+    // fragment that is not there): either stops it, exit 2.
+    for (broken, why) in [
+        (
+            ok.replace("thp: never", "thp: nevermore"),
+            "unknown variant `nevermore`",
+        ),
+        (
+            ok.replace("fake.config", "missing.config"),
+            "missing.config does not exist",
+        ),
+    ] {
+        std::fs::write(two.join("a-broken.yaml"), broken).unwrap();
+        let _ = std::fs::remove_dir_all(world.path("out-broken"));
+        let output = suite_run(&two, "out-broken");
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{err}");
+        assert!(err.contains("a-broken.yaml") && err.contains(why), "{err}");
+        assert!(!world.path("out-broken").join("b-ok").exists(), "{err}");
+    }
 }
 
 /// `patchbench doctor`'s KVM line follows the trial: usable where its

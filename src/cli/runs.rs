@@ -210,8 +210,14 @@ async fn run_list(
         let plan = match args::load_run_plan(&campaign_args, args.accel, args.bisect, args.online) {
             Ok(plan) => plan,
             // A campaign whose workload cannot run on the CPUs --online
-            // gives it (cpu-hotplug on one) is refused; the next runs.
-            Err(e) if args.online.is_some() && crate::exit::code_for(&e) == crate::exit::USAGE => {
+            // gives it (cpu-hotplug on one), but can on its own, is
+            // refused; the next runs. A campaign wrong without --online
+            // too stops the command, as it would without the flag.
+            Err(e)
+                if args.online.is_some()
+                    && args::load_run_plan(&campaign_args, args.accel, args.bisect, None)
+                        .is_ok() =>
+            {
                 let e = e.context(format!("with --online {}", args.online.unwrap_or_default()));
                 sink.emit(Event::Note(format!(
                     "warning: {shown}: {e:#}; the next campaign runs"

@@ -65,6 +65,19 @@ pub enum ReachError {
     Evidence(#[from] evidence::EvidenceError),
 }
 
+impl ReachError {
+    /// Whether a campaign file is at fault (a usage error), not the host
+    /// (a directory it cannot list) or the evidence read beside it.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            ReachError::Campaign(_)
+                | ReachError::NoSeriesVariant { .. }
+                | ReachError::SameAs { .. }
+        )
+    }
+}
+
 /// The campaign files (`*.yaml`, not hidden) directly in `dir`, in name
 /// order.
 pub(crate) fn campaign_files(dir: &Path) -> Result<Vec<PathBuf>, ReachError> {
