@@ -391,14 +391,15 @@ fn check_smp_bringup(
     qemu_version: Option<&str>,
     sources: &Sources,
 ) -> anyhow::Result<()> {
-    let online = plan.vm.cpus.online;
-    if !lane.icount() || online < 2 {
-        return Ok(());
-    }
     let repo = sources.tree.open()?;
     let tree = repo.find_commit(sources.applied.base)?.tree()?;
     let smpboot = tree_text(&repo, &tree, crate::vm::smp_icount::SMPBOOT);
-    crate::vm::smp_icount::check(true, online, qemu_version, smpboot.as_deref())?;
+    crate::vm::smp_icount::check(
+        lane.icount(),
+        plan.vm.cpus.online(),
+        qemu_version,
+        smpboot.as_deref(),
+    )?;
     Ok(())
 }
 
@@ -589,21 +590,14 @@ fn new_results(
     }
 }
 
-/// Keep the complete boots of an interrupted run in the same directory,
-/// if it was this campaign on these kernels; refuse to mix experiments.
 /// Refuse to resume into results whose complete boots brought up another
-/// set of CPUs than this run's guest will (`0`, `0-1`, as the kernel
-/// lists them).
+/// set of CPUs than this run's guest will.
 fn same_cpus_online(
     plan: &Plan,
     earlier: &Results,
     path: &Path,
 ) -> Result<(), crate::results::ResultsError> {
-    let online = plan.vm.cpus.online();
-    let now = match online {
-        1 => "0".to_string(),
-        n => format!("0-{}", n - 1),
-    };
+    let now = plan.vm.cpus.online_list();
     let other = earlier
         .boots
         .iter()
@@ -620,6 +614,8 @@ fn same_cpus_online(
     }
 }
 
+/// Keep the complete boots of an interrupted run in the same directory,
+/// if it was this campaign on these kernels; refuse to mix experiments.
 fn resume(
     results: &mut Results,
     earlier: Results,

@@ -214,11 +214,11 @@ async fn run_list(
             // refused; the next runs. A campaign wrong without --online
             // too stops the command, as it would without the flag.
             Err(e)
-                if args.online.is_some()
+                if let Some(online) = args.online
                     && args::load_run_plan(&campaign_args, args.accel, args.bisect, None)
                         .is_ok() =>
             {
-                let e = e.context(format!("with --online {}", args.online.unwrap_or_default()));
+                let e = e.context(format!("with --online {online}"));
                 sink.emit(Event::Note(format!(
                     "warning: {shown}: {e:#}; the next campaign runs"
                 )));

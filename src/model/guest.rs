@@ -111,6 +111,16 @@ impl CpuShape {
     pub fn online(self) -> u32 {
         self.online
     }
+
+    /// The online CPUs as the kernel lists them (`0`, `0-1`): the guest's
+    /// `/sys/devices/system/cpu/online`, since `maxcpus=` brings up the
+    /// first ones.
+    pub fn online_list(self) -> String {
+        match self.online {
+            0 | 1 => "0".to_string(),
+            n => format!("0-{}", n - 1),
+        }
+    }
 }
 
 /// What a workload can count on in the guest: its memory and CPUs.
@@ -204,5 +214,12 @@ mod tests {
         assert!(CpuShape::new(20, 2).is_ok());
         assert!(CpuShape::new(2, 0).unwrap_err().contains("online (0)"));
         assert!(CpuShape::new(2, 3).unwrap_err().contains("possible (2)"));
+    }
+
+    #[test]
+    fn online_cpus_are_listed_as_the_kernel_lists_them() {
+        assert_eq!(CpuShape::new(20, 1).unwrap().online_list(), "0");
+        assert_eq!(CpuShape::new(20, 2).unwrap().online_list(), "0-1");
+        assert_eq!(CpuShape::new(20, 20).unwrap().online_list(), "0-19");
     }
 }
