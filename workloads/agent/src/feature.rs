@@ -46,10 +46,12 @@ pub enum Feature {
     MemoryFailure,
     /// The hwpoison injector's debugfs files (`unpoison-pfn`).
     HwpoisonInject,
+    /// The kernel memory leak detector, on at boot.
+    Kmemleak,
 }
 
 impl Feature {
-    pub const ALL: [Feature; 18] = [
+    pub const ALL: [Feature; 19] = [
         Feature::Thp,
         Feature::Ksm,
         Feature::Hugetlb,
@@ -68,6 +70,7 @@ impl Feature {
         Feature::DamonReclaim,
         Feature::MemoryFailure,
         Feature::HwpoisonInject,
+        Feature::Kmemleak,
     ];
 
     /// The kconfig option that builds it.
@@ -91,6 +94,7 @@ impl Feature {
             Feature::DamonReclaim => "CONFIG_DAMON_RECLAIM",
             Feature::MemoryFailure => "CONFIG_MEMORY_FAILURE",
             Feature::HwpoisonInject => "CONFIG_HWPOISON_INJECT",
+            Feature::Kmemleak => "CONFIG_DEBUG_KMEMLEAK",
         }
     }
 
@@ -115,6 +119,7 @@ impl Feature {
             Feature::DamonReclaim => "damon-reclaim",
             Feature::MemoryFailure => "memory-failure",
             Feature::HwpoisonInject => "hwpoison-inject",
+            Feature::Kmemleak => "kmemleak",
         }
     }
 }
@@ -155,6 +160,9 @@ impl Feature {
             Feature::MemoryFailure => Probe::Exists("/proc/sys/vm/memory_failure_recovery"),
             // debugfs, which the agent mounts at boot where the kernel has it.
             Feature::HwpoisonInject => Probe::Exists("/sys/kernel/debug/hwpoison/unpoison-pfn"),
+            // Present but refusing writes (EPERM) when off at boot; the
+            // workload's prepare says so.
+            Feature::Kmemleak => Probe::Exists("/sys/kernel/debug/kmemleak"),
         }
     }
 
