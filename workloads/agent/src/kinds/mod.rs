@@ -34,6 +34,7 @@ pub mod hugetlb_pool;
 pub mod hugetlb_vma;
 pub mod hwpoison;
 pub mod kernel_build;
+pub mod kmemleak_scan;
 pub mod ksm_merge;
 pub mod madvise;
 pub mod malloc_free;
@@ -141,6 +142,7 @@ macro_rules! with_kinds {
             TmpfsOps("tmpfs-ops", tmpfs_ops::TmpfsOps, bench),
             MmapLockTrace("mmap-lock-trace", mmap_lock_trace::MmapLockTrace, bench),
             ProcessMrelease("process-mrelease", process_mrelease::ProcessMrelease, bench),
+            KmemleakScan("kmemleak-scan", kmemleak_scan::KmemleakScan, bench),
         }
     };
 }
