@@ -290,7 +290,8 @@ const TREE: &[(&str, &str)] = &[
          config DAMON_SYSFS\n\tbool \"damon sysfs\"\n\n\
          config DAMON_RECLAIM\n\tbool \"damon reclaim\"\n\n\
          config MEMORY_FAILURE\n\tbool \"memory failure\"\n\n\
-         config HWPOISON_INJECT\n\tbool \"hwpoison injector\"\n",
+         config HWPOISON_INJECT\n\tbool \"hwpoison injector\"\n\n\
+         config DEBUG_KMEMLEAK\n\tbool \"kmemleak\"\n",
     ),
     ("init/main.c", "int start_kernel(void)\n{\n\treturn 0;\n}\n"),
     (

@@ -363,6 +363,7 @@ type UpstreamRow = (
 
 const NOT_BUILT: &str = "not executed: not built:";
 const INIT_ONLY: &str = "not executed: init-only";
+const NOT_RUN: &str = "not executed: built in";
 
 const UPSTREAM_MM: &[UpstreamRow] = &[
     (
@@ -463,19 +464,24 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
     (
         "kmemleak-percpu-min-count",
         0,
-        &[("mm/kmemleak.c: kmemleak_alloc_percpu", NOT_BUILT)],
+        &[(
+            "mm/kmemleak.c: kmemleak_alloc_percpu",
+            "mm-kmemleak-scan (0.000%",
+        )],
         &[],
     ),
     (
         "kmemleak-phys-upper-bound",
         0,
-        &[("mm/kmemleak.c: kmemleak_scan", NOT_BUILT)],
+        &[("mm/kmemleak.c: kmemleak_scan", "mm-kmemleak-scan (4.330%")],
         &[],
     ),
     (
         "kmemleak-print-pk",
         0,
-        &[("mm/kmemleak.c: print_unreferenced", NOT_BUILT)],
+        // Prints a leak a scan reported; no boot of the library's kmemleak
+        // kernel has one (its leaking sample, samples/kmemleak, is a module).
+        &[("mm/kmemleak.c: print_unreferenced", NOT_RUN)],
         &[],
     ),
     (
@@ -600,7 +606,7 @@ fn each_upstream_mm_commit_gets_a_workload_or_a_reason() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!((aimed, UPSTREAM_MM.len()), (14, 20));
+    assert_eq!((aimed, UPSTREAM_MM.len()), (16, 20));
 }
 
 /// `run --suite mm` runs the whole library: with its budget spent before

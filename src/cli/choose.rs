@@ -3,6 +3,7 @@
 //! execute it (`reach`). Shared by both commands, so that `plan` prints
 //! exactly the choice `run` makes.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -157,7 +158,12 @@ pub(super) async fn choose(
         crate::blocking::unblock(move || library(&touched, base, &repo_path, &ci_dir, &map_root))
             .await?;
     let ranked = match library {
-        Library::Ranked(ranked) => Some(ranked),
+        Library::Ranked(ranked) => {
+            for note in &ranked.notes {
+                sink.emit(Event::Note(format!("warning: {note}")));
+            }
+            Some(ranked)
+        }
         Library::Note(note) => {
             sink.emit(Event::Note(format!("warning: {note}")));
             None
@@ -214,7 +220,7 @@ fn runs(
                 file: campaign.file.clone(),
                 shown: campaign.shown.clone(),
                 record: ReachRecord {
-                    executes: l.ranking.executes(c, &l.map_shown),
+                    executes: l.ranking.executes(c, l.map_of(c)),
                     unreached: unreached.clone(),
                 },
             });
@@ -234,7 +240,24 @@ enum Library {
 struct RankedLibrary {
     ranking: reach::library::Ranking,
     campaigns: Vec<reach::library::LibraryCampaign>,
+    /// The maps as the ranking's heading names them.
     map_shown: String,
+    /// The library kernel's map, as shown.
+    first_shown: String,
+    /// Campaign name → the map its workload comes from, where that is a
+    /// second kernel's (`reach::SECOND_MAPS`), as shown.
+    second: BTreeMap<String, String>,
+    /// What the ranking left out, and why (a second map missing or not
+    /// fitting).
+    notes: Vec<String>,
+}
+
+impl RankedLibrary {
+    /// The map campaign `c`'s workload comes from, as shown.
+    fn map_of(&self, c: usize) -> &str {
+        let name = &self.campaigns[c].name;
+        self.second.get(name).unwrap_or(&self.first_shown)
+    }
 }
 
 /// Rank the library campaigns (`ci/mm/`) for `touched` by the shipped
@@ -255,12 +278,37 @@ fn library(
             "no reach map at {shown}: the mm library is not ranked for this series"
         )));
     }
-    let map = reach::map::ReachMap::load(&path)?;
+    let mut map = reach::map::ReachMap::load(&path)?;
     if map.tree.base_commit != base.to_string() {
         return Ok(Library::Note(format!(
             "the reach map {shown} is of {} at {}, and the series is read at {base}: the mm library is not ranked for it",
             map.tree.origin, map.tree.base_commit
         )));
+    }
+    let mut map_shown = shown.clone();
+    let mut second = BTreeMap::new();
+    let mut notes = Vec::new();
+    for other in super::reach::SECOND_MAPS {
+        let path = root.join(other);
+        let other_shown = reach::shown(root, &path);
+        if !path.is_file() {
+            notes.push(format!(
+                "no reach map at {other_shown}: what only its kernel builds is not ranked"
+            ));
+            continue;
+        }
+        let other = reach::map::ReachMap::load(&path)?;
+        let campaigns: Vec<String> = other.workloads.keys().cloned().collect();
+        match map.add_kernel(other) {
+            Ok(files) => {
+                if !files.is_empty() {
+                    write!(map_shown, "; {} from {other_shown}", files.join(", "))
+                        .expect("writing to a String");
+                }
+                second.extend(campaigns.into_iter().map(|c| (c, other_shown.clone())));
+            }
+            Err(why) => notes.push(format!("the reach map {other_shown} {why}: it is left out")),
+        }
     }
     let mut inlined = reach::library::Inlined::new();
     let repo = crate::tree::Tree::open_path(repo_path)?;
@@ -288,7 +336,10 @@ fn library(
     Ok(Library::Ranked(RankedLibrary {
         ranking,
         campaigns,
-        map_shown: shown,
+        map_shown,
+        first_shown: shown,
+        second,
+        notes,
     }))
 }
 

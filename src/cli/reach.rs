@@ -14,6 +14,12 @@ use crate::reach::map::{self, MapError, ReachMap};
 /// The map committed for the shipped tree, relative to the checkout.
 pub(super) const SHIPPED_MAP: &str = "results/reach/linux-6.12-mm-all.json";
 
+/// The maps of the library's second kernels (kconfigs/mm-kmemleak.config's),
+/// relative to the checkout: `plan --series` ranks the files only they
+/// build by their workloads (`ReachMap::add_kernel`). `reach` reads the
+/// library kernel's alone.
+pub(super) const SECOND_MAPS: &[&str] = &["results/reach/linux-6.12-mm-kmemleak.json"];
+
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct ReachArgs {

@@ -213,12 +213,14 @@ fn the_shipped_library_campaigns_are_the_maps_workloads() {
             .iter()
             .any(|c| c.name == "mm-ksm-merge" && c.shown == "ci/mm/ksm-merge.yaml")
     );
-    let map = ReachMap::load(
-        &ci.parent()
-            .unwrap()
-            .join("results/reach/linux-6.12-mm-all.json"),
-    )
-    .unwrap();
+    let root = ci.parent().unwrap();
+    let mut map = ReachMap::load(&root.join("results/reach/linux-6.12-mm-all.json")).unwrap();
+    // The second kernel's map maps its campaigns, and adds only its file.
+    let second = ReachMap::load(&root.join("results/reach/linux-6.12-mm-kmemleak.json")).unwrap();
+    assert_eq!(
+        map.add_kernel(second),
+        Ok(vec!["mm/kmemleak.c".to_string()])
+    );
     let touched = [function("mm/ksm.c", "ksm_scan_thread", true)];
     let r = rank(&touched, &map, &library, &Inlined::new());
     assert!(

@@ -715,6 +715,42 @@ impl ReachMap {
                     .then_with(|| b.campaign.cmp(a.campaign))
             })
     }
+
+    /// Adds what `other`, the map of a second kernel of the same tree (the
+    /// library's debug kernel, kconfigs/mm-kmemleak.config), knows that
+    /// this one does not: the files only its kernel builds, and its
+    /// workloads, each answering for those files' functions alone (a
+    /// debug kernel's figures for code both kernels build are not the
+    /// library's). Returns the files added; an error names what does not
+    /// fit (another tree, or a campaign both maps have).
+    pub fn add_kernel(&mut self, other: ReachMap) -> Result<Vec<String>, String> {
+        if other.tree.base_commit != self.tree.base_commit {
+            return Err(format!(
+                "is of {} at {}, not this map's tree",
+                other.tree.origin, other.tree.base_commit
+            ));
+        }
+        if let Some(name) = other
+            .workloads
+            .keys()
+            .find(|n| self.workloads.contains_key(*n))
+        {
+            return Err(format!("has campaign {name}, which this map has too"));
+        }
+        let added: BTreeMap<String, FileFunctions> = other
+            .files
+            .into_iter()
+            .filter(|(file, _)| !self.files.contains_key(file))
+            .collect();
+        let own: BTreeSet<&String> = added.values().flat_map(|f| &f.functions).collect();
+        for (name, mut workload) in other.workloads {
+            workload.functions.retain(|f, _| own.contains(f));
+            self.workloads.insert(name, workload);
+        }
+        let files = added.keys().cloned().collect();
+        self.files.extend(added);
+        Ok(files)
+    }
 }
 
 /// The workload that executes a function most.

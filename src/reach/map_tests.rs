@@ -244,6 +244,60 @@ fn the_same_inputs_in_any_order_give_the_same_bytes_and_they_read_back() {
 }
 
 #[test]
+fn a_second_kernels_map_adds_only_the_files_it_alone_builds() {
+    let (commit, config) = smoke_identity();
+    let first = of_inputs(
+        &build_of(&commit, &config),
+        &[source(
+            "results/mm/a/results.json",
+            results("mm-a", &[(Some(1), "ops", &[("foo", 3), ("bar", 1)])], 1),
+        )],
+    )
+    .unwrap();
+    // The debug kernel builds mm/kmemleak.c as well; its workload runs
+    // ksm.c's foo too, which must not count against the library's.
+    let mut debug_build = build_of(&commit, &config);
+    debug_build.objects.insert(
+        "mm/kmemleak.o".into(),
+        ObjectFunctions {
+            own: ["kmemleak_scan"].map(String::from).into(),
+            ..Default::default()
+        },
+    );
+    let debug = |campaign: &str| {
+        of_inputs(
+            &debug_build,
+            &[source(
+                "results/mm/k/results.json",
+                results(
+                    campaign,
+                    &[(Some(1), "ops", &[("foo", 50), ("kmemleak_scan", 50)])],
+                    1,
+                ),
+            )],
+        )
+        .unwrap()
+    };
+    let mut map = first.clone();
+    assert_eq!(
+        map.add_kernel(debug("mm-k")),
+        Ok(vec!["mm/kmemleak.c".to_string()])
+    );
+    let most = map.most("kmemleak_scan").unwrap();
+    assert_eq!((most.campaign, most.share), ("mm-k", 0.5));
+    // foo is still mm-a's alone, at its share there.
+    assert_eq!(map.most("foo").unwrap().campaign, "mm-a");
+    assert_eq!(map.files["mm/ksm.c"], first.files["mm/ksm.c"]);
+    // A campaign both maps have, or another tree, is refused, saying so.
+    let err = map.clone().add_kernel(debug("mm-a")).unwrap_err();
+    assert!(err.contains("campaign mm-a"), "{err}");
+    let mut other = debug("mm-k2");
+    other.tree.base_commit = "0".repeat(40);
+    let err = map.add_kernel(other).unwrap_err();
+    assert!(err.contains("not this map's tree"), "{err}");
+}
+
+#[test]
 fn a_map_of_another_schema_or_not_a_map_is_refused_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("map.json");
@@ -492,9 +546,21 @@ fn a_build_directory_is_read_with_its_commit_config_and_mm_objects() {
 /// a run kept again, or a new one, makes this fail until the map is built
 /// again (`patchbench reach build`, as docs/reach.md says).
 #[test]
-fn the_committed_map_is_of_the_committed_results_it_names() {
-    let map = ReachMap::load(&repo_file("results/reach/linux-6.12-mm-all.json")).unwrap();
-    let rebuild = "build it again: patchbench reach build --objects <the build> --results results/mm --out results/reach/linux-6.12-mm-all.json";
+fn the_committed_maps_are_of_the_committed_results_they_name() {
+    for (shown, file) in [
+        ("linux-6.12-mm-all.json", "mm/ksm.c"),
+        ("linux-6.12-mm-kmemleak.json", "mm/kmemleak.c"),
+    ] {
+        committed_map_is_of_the_committed_results_it_names(shown, file);
+    }
+}
+
+/// `results/reach/<shown>`, which maps `file`.
+fn committed_map_is_of_the_committed_results_it_names(shown: &str, file: &str) {
+    let map = ReachMap::load(&repo_file(&format!("results/reach/{shown}"))).unwrap();
+    let rebuild = format!(
+        "build it again: patchbench reach build --objects <the build> --results results/mm --out results/reach/{shown}"
+    );
     let mut named: BTreeSet<String> = map.skipped.iter().map(|s| s.results.clone()).collect();
     for source in &map.sources {
         let path = repo_file(&source.results);
@@ -532,5 +598,5 @@ fn the_committed_map_is_of_the_committed_results_it_names() {
         "the map does not name every kept run; {rebuild}"
     );
     assert_eq!(map.workloads.len(), map.sources.len());
-    assert!(map.files.contains_key("mm/ksm.c") && map.files.contains_key("mm/vmscan.c"));
+    assert!(map.files.contains_key(file) && map.files.contains_key("mm/vmscan.c"));
 }
