@@ -326,9 +326,12 @@ fn library(
         }
         let blob = repo.find_blob(tree.get_path(Path::new(&t.file))?.id())?;
         let scan = reach::cscan::scan(blob.content());
-        let own = &map.files[&t.file].functions;
-        let callers =
-            reach::library::symbol_callers(blob.content(), &scan, name, |f| own.contains(f));
+        // A caller in .init or .exit has a symbol too: what is inlined
+        // only there is init-only, not compiled out.
+        let file = &map.files[&t.file];
+        let callers = reach::library::symbol_callers(blob.content(), &scan, name, |f| {
+            file.functions.contains(f) || file.init_exit.contains(f)
+        });
         inlined.insert((t.file.clone(), name.clone()), callers);
     }
     let campaigns = reach::library::library_campaigns(ci)?;

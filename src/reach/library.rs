@@ -126,6 +126,11 @@ pub fn insns_of(workload: &WorkloadReach, function: &str) -> Option<f64> {
 /// one that it may be inlined into.
 fn why_not(map: &ReachMap, file: &str, function: &str, callers: Option<&Vec<String>>) -> String {
     match map.files.get(file) {
+        Some(f) if callers.is_some_and(|c| !c.is_empty() && c.iter().all(|c| f.init_exit.contains(c))) => format!(
+            "init-only: no symbol of its own in {}: inlined into {}, which runs at boot or unload, in no workload's window",
+            f.object,
+            callers.map(|c| c.join(", ")).unwrap_or_default()
+        ),
         Some(f) if callers.is_some_and(|c| !c.is_empty()) => format!(
             "no symbol of its own in {}: inlined into {}, which no workload's window runs",
             f.object,

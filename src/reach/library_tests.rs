@@ -327,11 +327,17 @@ fn an_inlined_function_counts_by_the_callers_it_runs_inside_and_says_so() {
             ("mm/ksm.c".to_string(), "inlined_unrun".to_string()),
             vec!["error_path".to_string()],
         ),
+        // hugetlb_sysctl_init: inlined into __init hugetlb_init() alone.
+        (
+            ("mm/ksm.c".to_string(), "inlined_at_boot".to_string()),
+            vec!["ksm_init".to_string()],
+        ),
     ]
     .into();
     let touched = [
         function("mm/ksm.c", "inlined_away", true),
         function("mm/ksm.c", "inlined_unrun", true),
+        function("mm/ksm.c", "inlined_at_boot", true),
     ];
     let r = rank(&touched, &m, &library(), &inlined);
     assert_eq!(r.ranked.len(), 1);
@@ -345,6 +351,15 @@ fn an_inlined_function_counts_by_the_callers_it_runs_inside_and_says_so() {
     };
     assert!(
         why.contains("inlined into error_path, which no workload"),
+        "{why}"
+    );
+    let FunctionReach::Not(why) = &r.functions[2].2 else {
+        panic!("{:?}", r.functions)
+    };
+    assert!(
+        why.starts_with(
+            "init-only: no symbol of its own in mm/ksm.o: inlined into ksm_init, which runs at boot"
+        ),
         "{why}"
     );
     let text = render(&r, &library(), "m.json");
