@@ -262,6 +262,42 @@ fn each_series_chooses_the_campaigns_that_execute_what_it_changes() {
 /// instructions) and second in ksm-merge's (1.11%), and the plan names
 /// ksm-prctl as the workload that runs the function most.
 #[test]
+fn reach_names_the_second_kernels_map_for_a_file_only_it_builds() {
+    let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(["reach", "--file", "mm/kmemleak.c"])
+        .current_dir(repo_root())
+        .output()
+        .expect("patchbench runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr
+            .contains("a second kernel builds it: --map results/reach/linux-6.12-mm-kmemleak.json"),
+        "{stderr}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args([
+            "reach",
+            "--map",
+            "results/reach/linux-6.12-mm-kmemleak.json",
+        ])
+        .args(["--file", "mm/kmemleak.c"])
+        .current_dir(repo_root())
+        .output()
+        .expect("patchbench runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("kmemleak_scan            mm-kmemleak-scan (4.330%"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn the_plan_ranks_the_library_by_the_reach_map() {
     let out = plan("tests/fixtures/reach/ksm-nice.patch", 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -465,7 +501,7 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
         0,
         &[(
             "mm/kmemleak.c: kmemleak_alloc_percpu",
-            "mm-kmemleak-scan (0.000%",
+            "mm-kmemleak-scan (3.1e-6%",
         )],
         &[],
     ),
@@ -497,7 +533,7 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
         0,
         &[(
             "mm/mempolicy.c: migrate_to_node",
-            "mm-numa-migrate-pages (<= 0.000%",
+            "mm-numa-migrate-pages (<= 2.8e-4%",
         )],
         &[],
     ),

@@ -100,6 +100,19 @@ fn map_path(args: &ReachArgs) -> PathBuf {
     })
 }
 
+/// With no `--map` given, the shipped second kernel's map (as shown) that
+/// has `file`, the library kernel's lacking it.
+fn second_map_of(args: &ReachArgs, file: &str) -> Option<&'static str> {
+    if args.map.is_some() {
+        return None;
+    }
+    let ci = crate::config::default_campaign_dir();
+    let root = ci.parent().unwrap_or(&ci);
+    SECOND_MAPS.iter().copied().find(|m| {
+        ReachMap::load(&root.join(m)).is_ok_and(|map| coverage::file(&map, file).is_some())
+    })
+}
+
 /// The checks before any reading: the directories and the map are there.
 pub(super) fn check(args: &ReachArgs) -> anyhow::Result<()> {
     let missing = |option: &'static str, path: &Path, what: &str| MapError::Option {
@@ -163,8 +176,11 @@ pub(super) fn reach(args: ReachArgs, sink: &dyn Sink) -> anyhow::Result<()> {
             option: "--file",
             value: file.clone(),
             message: format!(
-                "not an mm/ file of the map {} (its files are like mm/ksm.c)",
-                path.display()
+                "not an mm/ file of the map {} (its files are like mm/ksm.c){}",
+                path.display(),
+                second_map_of(&args, file)
+                    .map(|m| format!("; a second kernel builds it: --map {m}"))
+                    .unwrap_or_default()
             ),
         })?,
         None if args.markdown => coverage::markdown(&map),

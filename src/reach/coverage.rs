@@ -221,9 +221,9 @@ pub fn file(map: &ReachMap, name: &str) -> Option<String> {
     for (function, m) in &run {
         let _ = writeln!(
             s,
-            "{function:width$}  {} ({:.3}%, {:.1} insns/{})",
+            "{function:width$}  {} ({}, {:.1} insns/{})",
             m.campaign,
-            100.0 * m.share,
+            super::map::percent(m.share),
             m.insns,
             m.workload.per
         );

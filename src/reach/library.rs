@@ -16,7 +16,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use super::cscan::{ItemKind, Scan};
-use super::map::{Per, ReachMap, WorkloadReach};
+use super::map::{Per, ReachMap, WorkloadReach, percent};
 use super::{Place, ReachError, Touched};
 use crate::config::Campaign;
 use crate::results::ReachedRecord;
@@ -391,9 +391,9 @@ impl Ranking {
                 function: f.name.clone(),
                 file: f.file.clone(),
                 how: vec![format!(
-                    "{}{:.3}% of its kernel instructions, {:.1} insns/{} on the base kernel{} ({map_shown})",
+                    "{}{} of its kernel instructions, {:.1} insns/{} on the base kernel{} ({map_shown})",
                     if f.via.is_empty() { "" } else { "<= " },
-                    100.0 * f.share,
+                    percent(f.share),
                     f.insns,
                     r.per,
                     inside(&f.via)
@@ -431,21 +431,15 @@ pub fn render(ranking: &Ranking, library: &[LibraryCampaign], map_shown: &str) -
     const SHOWN: usize = 8;
     for r in ranking.ranked.iter().take(SHOWN) {
         let c = &library[r.campaign];
-        let _ = writeln!(
-            s,
-            "  {:>8}  {} ({})",
-            format!("{:.3}%", 100.0 * r.share),
-            c.name,
-            c.shown
-        );
+        let _ = writeln!(s, "  {:>8}  {} ({})", percent(r.share), c.name, c.shown);
         for f in &r.functions {
             let _ = writeln!(
                 s,
-                "            {}: {} {}{:.3}%, {:.1} insns/{}{}",
+                "            {}: {} {}{}, {:.1} insns/{}{}",
                 f.file,
                 f.name,
                 if f.via.is_empty() { "" } else { "<= " },
-                100.0 * f.share,
+                percent(f.share),
                 f.insns,
                 r.per,
                 inside(&f.via)
@@ -455,9 +449,9 @@ pub fn render(ranking: &Ranking, library: &[LibraryCampaign], map_shown: &str) -
     if let Some(rest) = ranking.ranked.get(SHOWN..).filter(|r| !r.is_empty()) {
         let _ = writeln!(
             s,
-            "  ... and {} more, each at {:.3}% or less",
+            "  ... and {} more, each at {} or less",
             rest.len(),
-            100.0 * rest[0].share
+            percent(rest[0].share)
         );
     }
     if !ranking.functions.is_empty() {
@@ -477,10 +471,10 @@ pub fn render(ranking: &Ranking, library: &[LibraryCampaign], map_shown: &str) -
             } => {
                 let _ = writeln!(
                     s,
-                    "  {file}: {name}  {} ({}{:.3}%, {insns:.1} insns/{per}){}",
+                    "  {file}: {name}  {} ({}{}, {insns:.1} insns/{per}){}",
                     library[*campaign].name,
                     if via.is_empty() { "" } else { "<= " },
-                    100.0 * share,
+                    percent(*share),
                     inside(via)
                 );
             }

@@ -764,6 +764,18 @@ pub struct Most<'a> {
     pub share: f64,
 }
 
+/// A share (0 to 1) as people read it: a percentage to three decimals,
+/// or, where those would read as zero though it is not, to two
+/// significant digits (`3.1e-6%`).
+pub fn percent(share: f64) -> String {
+    let p = 100.0 * share;
+    if p == 0.0 || p >= 0.001 {
+        format!("{p:.3}%")
+    } else {
+        format!("{p:.1e}%")
+    }
+}
+
 impl WorkloadReach {
     /// `insns` per unit as a share of the workload's kernel instructions.
     pub fn share(&self, insns: f64) -> f64 {

@@ -244,6 +244,14 @@ fn the_same_inputs_in_any_order_give_the_same_bytes_and_they_read_back() {
 }
 
 #[test]
+fn a_share_too_small_for_three_decimals_keeps_two_digits() {
+    assert_eq!(percent(0.04330), "4.330%");
+    assert_eq!(percent(0.00001), "0.001%");
+    assert_eq!(percent(3.1e-8), "3.1e-6%");
+    assert_eq!(percent(0.0), "0.000%");
+}
+
+#[test]
 fn a_second_kernels_map_adds_only_the_files_it_alone_builds() {
     let (commit, config) = smoke_identity();
     let first = of_inputs(
