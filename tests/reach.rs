@@ -108,17 +108,21 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `patchbench ARGS` in the checkout.
+fn patchbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_patchbench"))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("patchbench runs")
+}
+
 fn plan(series: &str, fuzz: u32) -> Output {
     assert!(
         Path::new("/usr/src/linux-source-6.12.tar.xz").exists(),
         "the kernel source is missing: run ci/setup-host.sh (Debian package linux-source-6.12)"
     );
-    let fuzz = fuzz.to_string();
-    Command::new(env!("CARGO_BIN_EXE_patchbench"))
-        .args(["plan", "--fuzz", &fuzz, "--series", series])
-        .current_dir(repo_root())
-        .output()
-        .expect("patchbench runs")
+    patchbench(&["plan", "--fuzz", &fuzz.to_string(), "--series", series])
 }
 
 /// The campaigns the plan says it chose, each with the functions it says
@@ -263,11 +267,7 @@ fn each_series_chooses_the_campaigns_that_execute_what_it_changes() {
 /// ksm-prctl as the workload that runs the function most.
 #[test]
 fn reach_names_the_second_kernels_map_for_a_file_only_it_builds() {
-    let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
-        .args(["reach", "--file", "mm/kmemleak.c"])
-        .current_dir(repo_root())
-        .output()
-        .expect("patchbench runs");
+    let out = patchbench(&["reach", "--file", "mm/kmemleak.c"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -275,16 +275,13 @@ fn reach_names_the_second_kernels_map_for_a_file_only_it_builds() {
             .contains("a second kernel builds it: --map results/reach/linux-6.12-mm-kmemleak.json"),
         "{stderr}"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_patchbench"))
-        .args([
-            "reach",
-            "--map",
-            "results/reach/linux-6.12-mm-kmemleak.json",
-        ])
-        .args(["--file", "mm/kmemleak.c"])
-        .current_dir(repo_root())
-        .output()
-        .expect("patchbench runs");
+    let out = patchbench(&[
+        "reach",
+        "--map",
+        "results/reach/linux-6.12-mm-kmemleak.json",
+        "--file",
+        "mm/kmemleak.c",
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

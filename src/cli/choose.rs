@@ -285,31 +285,7 @@ fn library(
             map.tree.origin, map.tree.base_commit
         )));
     }
-    let mut map_shown = shown.clone();
-    let mut second = BTreeMap::new();
-    let mut notes = Vec::new();
-    for other in super::reach::SECOND_MAPS {
-        let path = root.join(other);
-        let other_shown = reach::shown(root, &path);
-        if !path.is_file() {
-            notes.push(format!(
-                "no reach map at {other_shown}: what only its kernel builds is not ranked"
-            ));
-            continue;
-        }
-        let other = reach::map::ReachMap::load(&path)?;
-        let campaigns: Vec<String> = other.workloads.keys().cloned().collect();
-        match map.add_kernel(other) {
-            Ok(files) => {
-                if !files.is_empty() {
-                    write!(map_shown, "; {} from {other_shown}", files.join(", "))
-                        .expect("writing to a String");
-                }
-                second.extend(campaigns.into_iter().map(|c| (c, other_shown.clone())));
-            }
-            Err(why) => notes.push(format!("the reach map {other_shown} {why}: it is left out")),
-        }
-    }
+    let (map_shown, second, notes) = add_second_maps(&mut map, root, &shown)?;
     let mut inlined = reach::library::Inlined::new();
     let repo = crate::tree::Tree::open_path(repo_path)?;
     let tree = repo.find_commit(base)?.tree()?;
@@ -344,6 +320,44 @@ fn library(
         second,
         notes,
     }))
+}
+
+/// Adds to `map` what the shipped second kernels' maps (`SECOND_MAPS`)
+/// know that it does not. Returns the maps as the ranking's heading names
+/// them (`shown`, the first map, with each added map's files), campaign
+/// name → the second map its workload comes from, and what was left out
+/// and why.
+fn add_second_maps(
+    map: &mut reach::map::ReachMap,
+    root: &Path,
+    shown: &str,
+) -> anyhow::Result<(String, BTreeMap<String, String>, Vec<String>)> {
+    let mut map_shown = shown.to_string();
+    let mut second = BTreeMap::new();
+    let mut notes = Vec::new();
+    for other in super::reach::SECOND_MAPS {
+        let path = root.join(other);
+        let other_shown = reach::shown(root, &path);
+        if !path.is_file() {
+            notes.push(format!(
+                "no reach map at {other_shown}: what only its kernel builds is not ranked"
+            ));
+            continue;
+        }
+        let other = reach::map::ReachMap::load(&path)?;
+        let campaigns: Vec<String> = other.workloads.keys().cloned().collect();
+        match map.add_kernel(other) {
+            Ok(files) => {
+                if !files.is_empty() {
+                    write!(map_shown, "; {} from {other_shown}", files.join(", "))
+                        .expect("writing to a String");
+                }
+                second.extend(campaigns.into_iter().map(|c| (c, other_shown.clone())));
+            }
+            Err(why) => notes.push(format!("the reach map {other_shown} {why}: it is left out")),
+        }
+    }
+    Ok((map_shown, second, notes))
 }
 
 fn same_tree(a: &TreeSource, b: &TreeSource) -> bool {

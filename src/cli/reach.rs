@@ -93,11 +93,14 @@ share of the kernel's instructions; its instructions per op (per run for
 a workload without ops) are shown beside it.
 Exit codes: 0, or 2 for a map, directory or --file that cannot be used.";
 
+/// A file of this checkout (`rel` from its root, the parent of ci/).
+fn in_checkout(rel: &str) -> PathBuf {
+    let ci = crate::config::default_campaign_dir();
+    ci.parent().unwrap_or(&ci).join(rel)
+}
+
 fn map_path(args: &ReachArgs) -> PathBuf {
-    args.map.clone().unwrap_or_else(|| {
-        let ci = crate::config::default_campaign_dir();
-        ci.parent().unwrap_or(&ci).join(SHIPPED_MAP)
-    })
+    args.map.clone().unwrap_or_else(|| in_checkout(SHIPPED_MAP))
 }
 
 /// With no `--map` given, the shipped second kernel's map (as shown) that
@@ -106,10 +109,8 @@ fn second_map_of(args: &ReachArgs, file: &str) -> Option<&'static str> {
     if args.map.is_some() {
         return None;
     }
-    let ci = crate::config::default_campaign_dir();
-    let root = ci.parent().unwrap_or(&ci);
     SECOND_MAPS.iter().copied().find(|m| {
-        ReachMap::load(&root.join(m)).is_ok_and(|map| coverage::file(&map, file).is_some())
+        ReachMap::load(&in_checkout(m)).is_ok_and(|map| coverage::file(&map, file).is_some())
     })
 }
 

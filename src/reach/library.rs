@@ -125,33 +125,36 @@ pub fn insns_of(workload: &WorkloadReach, function: &str) -> Option<f64> {
 /// `callers`: for a function with no symbol of its own, the callers with
 /// one that it may be inlined into.
 fn why_not(map: &ReachMap, file: &str, function: &str, callers: Option<&Vec<String>>) -> String {
-    match map.files.get(file) {
-        Some(f) if callers.is_some_and(|c| !c.is_empty() && c.iter().all(|c| f.init_exit.contains(c))) => format!(
-            "init-only: no symbol of its own in {}: inlined into {}, which runs at boot or unload, in no workload's window",
-            f.object,
-            callers.map(|c| c.join(", ")).unwrap_or_default()
-        ),
-        Some(f) if callers.is_some_and(|c| !c.is_empty()) => format!(
-            "no symbol of its own in {}: inlined into {}, which no workload's window runs",
-            f.object,
-            callers.map(|c| c.join(", ")).unwrap_or_default()
-        ),
-        Some(f) if f.init_exit.contains(function) => {
+    let callers = callers.filter(|c| !c.is_empty());
+    match (map.files.get(file), callers) {
+        (Some(f), Some(c)) => {
+            let (object, into) = (&f.object, c.join(", "));
+            if c.iter().all(|c| f.init_exit.contains(c)) {
+                format!(
+                    "init-only: no symbol of its own in {object}: inlined into {into}, which runs at boot or unload, in no workload's window"
+                )
+            } else {
+                format!(
+                    "no symbol of its own in {object}: inlined into {into}, which no workload's window runs"
+                )
+            }
+        }
+        (Some(f), None) if f.init_exit.contains(function) => {
             "init-only: it runs at boot or unload, in no workload's window".into()
         }
-        Some(f) if f.functions.contains(function) => format!(
+        (Some(f), None) if f.functions.contains(function) => format!(
             "built in {}, but no workload's window runs it (an error path, or code no library benchmark drives)",
             f.object
         ),
-        Some(f) => format!(
+        (Some(f), None) => format!(
             "not built: {} has no symbol of it and no caller of it in the file has one (an #ifdef or another architecture compiles it out)",
             f.object
         ),
-        None if file.starts_with("mm/") && file.ends_with(".c") => format!(
+        (None, _) if file.starts_with("mm/") && file.ends_with(".c") => format!(
             "not built: the library's kernel has no {}",
             file.trim_end_matches(".c").to_string() + ".o"
         ),
-        None => "no workload's profile names it (the map lists mm/ objects only, so whether it is built is not known)".into(),
+        (None, _) => "no workload's profile names it (the map lists mm/ objects only, so whether it is built is not known)".into(),
     }
 }
 
