@@ -686,6 +686,8 @@ impl Campaign {
                 source,
             })?;
         check_needs(&workload, &base_config, &fragments).map_err(invalid)?;
+        check_once_per_boot(&workload, &self.protocol, !self.controls.is_empty())
+            .map_err(invalid)?;
         let controls = crate::controls::resolve(self.controls, &self.workload, &workload, &guest)
             .map_err(|source| ConfigError::Control {
             path: origin.to_owned(),
@@ -731,6 +733,35 @@ impl Campaign {
             sequential: self.protocol.sequential,
         })
     }
+}
+
+/// Refuses a protocol that a workload measured once per boot cannot run
+/// (kernel-boot: its window is the boot itself): one sample a boot, no
+/// warm-up, no control conditions.
+fn check_once_per_boot(
+    workload: &crate::workload::Planned,
+    protocol: &Protocol,
+    controls: bool,
+) -> Result<(), String> {
+    let crate::workload::Planned::Ready(prepared) = workload else {
+        return Ok(());
+    };
+    if !prepared.wire().counts_boot() {
+        return Ok(());
+    }
+    let kind = prepared.kind();
+    if protocol.samples != 1 || protocol.warmups != 0 {
+        return Err(format!(
+            "workload {kind} measures the boot, once per boot: write protocol.samples: 1 and protocol.warmups: 0 (not {} and {}), and more boots for more samples",
+            protocol.samples, protocol.warmups
+        ));
+    }
+    if controls {
+        return Err(format!(
+            "workload {kind} measures the boot, which control conditions cannot share: leave out controls:"
+        ));
+    }
+    Ok(())
 }
 
 /// Refuses a workload whose spec needs a kernel feature the campaign's

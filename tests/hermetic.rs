@@ -27,6 +27,10 @@ use patchbench_fakes::{ENV_BOOT_NOISE, ENV_KILL, ENV_KVM, ENV_LOG, ENV_NOISE};
 
 const TESTS: &[(&str, fn())] = &[
     (
+        "the_boot_is_measured_once_per_boot_with_no_disk",
+        the_boot_is_measured_once_per_boot_with_no_disk,
+    ),
+    (
         "every_benchmark_runs_through_the_fakes_and_a_missing_feature_is_named",
         every_benchmark_runs_through_the_fakes_and_a_missing_feature_is_named,
     ),
@@ -1698,6 +1702,60 @@ fn every_benchmark_runs_through_the_fakes_and_a_missing_feature_is_named() {
         refused > 0,
         "no benchmark was refused for what the tree lacks"
     );
+}
+
+/// kernel-boot, the kind whose window is the boot itself: a protocol of
+/// more than one sample a boot is refused by name before anything boots;
+/// one sample a boot runs A, B and A', each with its boot's clock, and no
+/// swap disk (whose probe at boot would be host-timed I/O in the window).
+fn the_boot_is_measured_once_per_boot_with_no_disk() {
+    let world = World::new(&two_patches(10.0));
+    let base = world.campaign("boot", "  order: ABA\n  warmups: 0\n  samples: 2\n");
+    let text = std::fs::read_to_string(&base).unwrap();
+    let zswap_pageout = "workload:\n  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  count_flushes: true\n";
+    assert!(text.contains(zswap_pageout));
+    let boot = text.replace(zswap_pageout, "workload:\n  kind: kernel-boot\n");
+    let campaign = world.path("kernel-boot.yaml");
+    std::fs::write(&campaign, &boot).unwrap();
+    world.take_log();
+    let output = world.run(&campaign, "out-refused", &["--series", "none"], &[]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("kernel-boot measures the boot")
+            && err.contains("protocol.samples: 1 and protocol.warmups: 0"),
+        "{err}"
+    );
+    assert!(boots_in(&world.take_log()).is_empty(), "nothing boots");
+
+    std::fs::write(&campaign, boot.replace("samples: 2", "samples: 1")).unwrap();
+    let output = world.run(&campaign, "out", &["--series", "none"], &[]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    let log = world.take_log();
+    assert_eq!(boots_in(&log), ["A", "A'", "B"]);
+    // A boot with a swap disk leaves its file beside its console log.
+    let boots = world.path("out/boots");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&boots)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 3, "{dirs:?}");
+    for dir in dirs {
+        assert!(dir.join("console.log").is_file(), "{}", dir.display());
+        assert!(
+            !dir.join("swap.img").exists(),
+            "a swap disk: {}",
+            dir.display()
+        );
+    }
+    let results = world.results("out");
+    assert_eq!(results.workload.kind, "kernel-boot");
+    for boot in &results.boots {
+        assert!(boot.warmups.is_empty(), "{}", boot.label);
+        assert_eq!(boot.samples.len(), 1, "{}", boot.label);
+        assert!(boot.samples[0].metrics["boot_ns"] > 0, "{}", boot.label);
+    }
 }
 
 /// For every kind with a spec, the fake agent reports exactly the metrics

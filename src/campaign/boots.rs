@@ -279,7 +279,10 @@ impl Boots<'_> {
         let this = &self.variants[variant];
         // Before the boot is recorded: a kernel without its System.map
         // cannot run with the plugin.
-        let clock = self.lane.clock_for(&self.kernels[variant].bzimage)?;
+        let mut clock = self.lane.clock_for(&self.kernels[variant].bzimage)?;
+        if let vm::Clock::Plugin(lane) = &mut clock {
+            lane.boot = self.workloads.main.wire().counts_boot();
+        }
         let job = BootJob {
             label,
             kernel: self.kernels[variant].boot_image(),

@@ -104,6 +104,7 @@ pub fn clock(
             plugin,
             system_map,
             model,
+            boot: false,
         }),
         (Some(_), None) => anyhow::bail!("{} needs the plugin and a System.map", lane.clock()),
         (None, Some(_)) => anyhow::bail!("{} loads no plugin", lane.label()),

@@ -36,6 +36,9 @@ pub struct CostLane {
     pub system_map: PathBuf,
     /// The cache model, or counting alone.
     pub model: PluginModel,
+    /// Count the boot too, in a `boot` window ending at the agent's start
+    /// (the workload asks for it: `Kind::counts_boot`, kernel-boot).
+    pub boot: bool,
 }
 
 /// Find the plugin: `$PATCHBENCH_COST_PLUGIN`, else next to the running

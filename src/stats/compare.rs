@@ -169,6 +169,7 @@ pub fn compare<S: AsRef<[f64]>>(
         welch: welch.as_ref(),
         mean_change: changes.mean.as_ref(),
         drift_pct: drift,
+        boots_repeat: a_boots.len() >= 2 && repeat_exactly(a_boots) && repeat_exactly(b_boots),
     };
     let verdict = decide(&evidence, options, sequential.as_ref().map(|s| &s.look));
     Ok(Comparison {
@@ -190,6 +191,13 @@ pub fn compare<S: AsRef<[f64]>>(
         a_boots: a_per_boot,
         b_boots: b_per_boot,
     })
+}
+
+/// Whether every boot's samples equal the first boot's, value for value.
+fn repeat_exactly<S: AsRef<[f64]>>(boots: &[S]) -> bool {
+    boots
+        .iter()
+        .all(|b| boots.first().is_some_and(|f| f.as_ref() == b.as_ref()))
 }
 
 /// The mean of each boot's samples.

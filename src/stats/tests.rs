@@ -236,6 +236,35 @@ fn too_few_samples_are_inconclusive_not_an_error() {
 }
 
 #[test]
+fn one_sample_boots_that_repeat_exactly_are_judged_exactly() {
+    // kernel-boot under icount: one sample a boot, A and A' the same.
+    let judge = |a: &[&[f64]], b: &[&[f64]]| {
+        compare(a, b, Direction::LowerIsBetter, &options())
+            .unwrap()
+            .verdict
+    };
+    let v = judge(&[&[1000.0], &[1000.0]], &[&[1100.0]]);
+    assert_eq!(v.kind, Verdict::Regression, "{}", v.reason);
+    let v = judge(&[&[1000.0], &[1000.0]], &[&[1000.0]]);
+    assert_eq!(v.kind, Verdict::NoClearDifference, "{}", v.reason);
+    assert!(v.reason.contains("deterministic lane"), "{}", v.reason);
+    // A's boots differ (a noisy lane), or A booted once: too few samples.
+    for (a, b) in [
+        (&[&[1000.0][..], &[1001.0]][..], &[&[1100.0][..]][..]),
+        (&[&[1000.0][..]][..], &[&[1100.0][..]][..]),
+        // B's boots disagree: B is not one value.
+        (
+            &[&[1000.0][..], &[1000.0]][..],
+            &[&[1100.0][..], &[1101.0]][..],
+        ),
+    ] {
+        let v = judge(a, b);
+        assert_eq!(v.kind, Verdict::Inconclusive, "{a:?} {b:?}");
+        assert!(v.reason.starts_with("too few samples"), "{}", v.reason);
+    }
+}
+
+#[test]
 fn constant_counters_change_exactly_or_not_at_all() {
     // Forced flushes: 8192 per sample on A, none on B.
     let c = compare(

@@ -100,6 +100,10 @@ pub(crate) struct Evidence<'a> {
     pub welch: Option<&'a WelchTest>,
     pub mean_change: Option<&'a Change>,
     pub drift_pct: Option<f64>,
+    /// A booted twice or more and its boots agree value for value, and so
+    /// do B's: a deterministic lane, in which one boot of a kernel is all
+    /// of its boots (kernel-boot's one sample a boot under icount).
+    pub boots_repeat: bool,
 }
 
 /// The verdict rules, applied in order; the first that matches decides.
@@ -107,7 +111,9 @@ pub(crate) struct Evidence<'a> {
 /// percentile bootstrap's in the fixed protocol, the repeated confidence
 /// interval at a look of a sequential campaign (`look`).
 ///
-/// 1. Fewer than `min_samples` (default 3) in A or in B: **inconclusive**.
+/// 1. Fewer than `min_samples` (default 3) in A or in B: **inconclusive**,
+///    unless both are constant and A's boots repeat value for value
+///    (`boots_repeat`): then the lane is deterministic, and rule 2 judges.
 /// 2. A and B all one value: **no clear difference** when it is the same
 ///    value, else a change known exactly, judged by rule 5 with p = 0.
 /// 3. The metric has a `negligible` level and every A and B sample lies
@@ -133,7 +139,9 @@ pub(crate) fn decide(
 ) -> Judgement {
     use Verdict::*;
     let noise = options.noise_pct;
-    if e.a.n < options.min_samples || e.b.n < options.min_samples {
+    let constant = e.a.sd == 0.0 && e.b.sd == 0.0;
+    let exact = constant && e.boots_repeat;
+    if (e.a.n < options.min_samples || e.b.n < options.min_samples) && !exact {
         return Judgement::undecided(
             format!(
                 "too few samples: A has {}, B has {}; at least {} each are needed",
@@ -143,11 +151,15 @@ pub(crate) fn decide(
             None,
         );
     }
-    let constant = e.a.sd == 0.0 && e.b.sd == 0.0;
     if constant && e.a.mean == e.b.mean {
+        let repeat = if exact && e.a.n < options.min_samples {
+            " (A's boots repeat value for value: a deterministic lane)"
+        } else {
+            ""
+        };
         return Judgement::new(
             NoClearDifference,
-            format!("every A and B sample is {}", e.a.mean),
+            format!("every A and B sample is {}{repeat}", e.a.mean),
         );
     }
     if let Some(level) = options.negligible

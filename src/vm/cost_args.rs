@@ -26,6 +26,7 @@ pub fn qemu_args(lane: &crate::cost::CostLane, windows: &Path) -> Vec<String> {
         // plugin under TCG, single-threaded, with icount.
         icount: true,
         model: lane.model,
+        boot: lane.boot,
     };
     let mut option = escape(&lane.plugin.display().to_string());
     for arg in args.to_args() {
@@ -67,6 +68,7 @@ mod tests {
             plugin: "/t/libpatchbench_cost_plugin.so".into(),
             system_map: "/k,1/System.map".into(),
             model: crate::cost::PluginModel::Count,
+            boot: false,
         };
         let args = qemu_args(&lane, Path::new("/b/cost-windows.jsonl"));
         assert_eq!(

@@ -694,6 +694,7 @@ mod tests {
                 plugin: "/t/libpatchbench_cost_plugin.so".into(),
                 system_map: "/k/System.map".into(),
                 model: cost::PluginModel::Cache,
+                boot: false,
             }),
             memory_mib: 1024,
             cpus: CpuShape {

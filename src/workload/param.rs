@@ -184,5 +184,6 @@ pub fn swap_text(swap: SwapBackend) -> &'static str {
         SwapBackend::Disk => "disk",
         SwapBackend::Zram => "zram",
         SwapBackend::Ram => "ram",
+        SwapBackend::None => "none",
     }
 }

@@ -48,22 +48,34 @@ pub struct PluginArgs {
     pub icount: bool,
     /// The cache model, or counting alone.
     pub model: ModelChoice,
+    /// Count from the first instruction the guest runs, in a `boot`
+    /// window the agent ends as PID 1 (the kernel-boot workload), instead
+    /// of watching only for markers until the agent's model-on marker.
+    /// Optional, `off` when left out.
+    pub boot: bool,
 }
 
 impl PluginArgs {
-    /// The `key=value` strings, in a fixed order.
+    /// The `key=value` strings, in a fixed order; `boot` only when on,
+    /// so that every other boot's command line stays as it was.
     pub fn to_args(&self) -> Vec<String> {
-        vec![
+        let mut args = vec![
             format!("out={}", self.out.display()),
             format!("system_map={}", self.system_map.display()),
             format!("icount={}", if self.icount { "on" } else { "off" }),
             format!("model={}", self.model.name()),
-        ]
+        ];
+        if self.boot {
+            args.push("boot=on".into());
+        }
+        args
     }
 
-    /// Parses QEMU's `key=value` strings; every key is required once.
+    /// Parses QEMU's `key=value` strings; every key but `boot` is
+    /// required, and none may come twice.
     pub fn parse(args: &[String]) -> Result<PluginArgs, String> {
         let (mut out, mut system_map, mut icount, mut model) = (None, None, None, None);
+        let mut boot = None;
         for arg in args {
             let (key, value) = arg
                 .split_once('=')
@@ -73,9 +85,10 @@ impl PluginArgs {
                 "system_map" => &mut system_map,
                 "icount" => &mut icount,
                 "model" => &mut model,
+                "boot" => &mut boot,
                 _ => {
                     return Err(format!(
-                        "unknown argument {key:?} (known: out, system_map, icount, model)"
+                        "unknown argument {key:?} (known: out, system_map, icount, model, boot)"
                     ));
                 }
             };
@@ -87,10 +100,10 @@ impl PluginArgs {
             v.filter(|v| !v.is_empty())
                 .ok_or_else(|| format!("argument {key}= is required"))
         };
-        let icount = match required(icount, "icount")?.as_str() {
-            "on" | "true" | "yes" => true,
-            "off" | "false" | "no" => false,
-            other => return Err(format!("icount={other:?}: expected on or off")),
+        let icount = switch("icount", &required(icount, "icount")?)?;
+        let boot = match boot {
+            Some(value) => switch("boot", &value)?,
+            None => false,
         };
         let model = match required(model, "model")?.as_str() {
             "cache" => ModelChoice::Cache,
@@ -102,7 +115,17 @@ impl PluginArgs {
             system_map: required(system_map, "system_map")?.into(),
             icount,
             model,
+            boot,
         })
+    }
+}
+
+/// An on/off argument's value.
+fn switch(key: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "on" | "true" | "yes" => Ok(true),
+        "off" | "false" | "no" => Ok(false),
+        other => Err(format!("{key}={other:?}: expected on or off")),
     }
 }
 
@@ -121,6 +144,7 @@ mod tests {
             system_map: "/k/System.map".into(),
             icount: true,
             model: ModelChoice::Count,
+            boot: true,
         };
         assert_eq!(
             args.to_args(),
@@ -128,10 +152,18 @@ mod tests {
                 "out=/b/cost,1.jsonl",
                 "system_map=/k/System.map",
                 "icount=on",
-                "model=count"
+                "model=count",
+                "boot=on"
             ]
         );
-        assert_eq!(PluginArgs::parse(&args.to_args()), Ok(args));
+        assert_eq!(PluginArgs::parse(&args.to_args()), Ok(args.clone()));
+        // `boot` off is left out, and parses back off.
+        let off = PluginArgs {
+            boot: false,
+            ..args
+        };
+        assert_eq!(off.to_args().len(), 4);
+        assert_eq!(PluginArgs::parse(&off.to_args()), Ok(off));
     }
 
     #[test]
@@ -154,6 +186,16 @@ mod tests {
                 "expected cache or count",
             ),
             (&["out=/o", "out=/p"], "given twice"),
+            (
+                &[
+                    "out=/o",
+                    "system_map=/m",
+                    "icount=on",
+                    "model=count",
+                    "boot=soon",
+                ],
+                "boot=\"soon\": expected on or off",
+            ),
             (&["verbose"], "not key=value"),
             (&["colour=red"], "unknown argument \"colour\""),
             (

@@ -20,7 +20,9 @@
 //! workload) it only watches for markers, so the boot runs at icount's
 //! speed; that marker resets the plugin (`qemu_plugin_reset`: QEMU drops
 //! every translated block), and from then on every block is translated
-//! with the model's callbacks.
+//! with the model's callbacks. With `boot=on` (the kernel-boot workload)
+//! it counts from the guest's first instruction instead, in a `boot`
+//! window that the agent's first marker as PID 1 ends.
 //!
 //! Counting is per segment: a translation block's instructions up to and
 //! including its first marker are counted when the block starts, and the
@@ -43,7 +45,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use patchbench_agent::marker::{self, Marker};
+use patchbench_agent::marker::{self, Marker, Phase};
 use patchbench_costmodel::args::{ModelChoice, PluginArgs};
 use patchbench_costmodel::cache::LINE_SHIFT;
 use patchbench_costmodel::insn::{self, Insn};
@@ -119,6 +121,8 @@ struct Config {
     caches: bool,
     symbols: Symbols,
     vcpus: usize,
+    /// Counting from the guest's first instruction, in the `boot` window.
+    boot: bool,
 }
 
 /// The window file, written when a window closes and at exit (rarely, so
@@ -176,6 +180,9 @@ impl State {
         };
         let active = ACTIVE.load(Ordering::Relaxed);
         match marker {
+            // The agent ends the boot window in every boot; only a plugin
+            // asked to count the boot (`boot=on`) opened it.
+            Marker::End(Phase::Boot) if !output.open.contains(Phase::Boot.name()) => {}
             Marker::ModelOn => {
                 if !active && !RESET_ASKED.swap(true, Ordering::Relaxed) {
                     // SAFETY: our id; the reset runs after this callback,
@@ -236,7 +243,7 @@ fn with_state(f: impl FnOnce(&mut State)) {
                 );
                 std::process::abort();
             }
-            *state = Some(State {
+            let mut created = State {
                 config,
                 machine: config
                     .caches
@@ -244,7 +251,17 @@ fn with_state(f: impl FnOnce(&mut State)) {
                 tally: Tally::new(config.symbols.len(), config.vcpus),
                 windows: Windows::default(),
                 segments: Vec::new(),
-            });
+            };
+            if config.boot {
+                // The guest's first instruction: the boot window opens
+                // on an empty tally.
+                let boot = Phase::Boot.name();
+                created.windows.begin(boot, &created.tally);
+                if let Some(output) = output().as_mut() {
+                    output.open.insert(boot);
+                }
+            }
+            *state = Some(created);
         }
         f(state.as_mut().expect("just created"))
     })
@@ -276,6 +293,11 @@ pub unsafe extern "C" fn qemu_plugin_install(
             }
             *output() = Some(out);
             PLUGIN_ID.store(id, Ordering::Relaxed);
+            // Counting the boot: every block is instrumented from the
+            // first, and the model-on marker has nothing left to switch.
+            if CONFIG.get().is_some_and(|c| c.boot) {
+                ACTIVE.store(true, Ordering::Relaxed);
+            }
             register(id);
             0
         }
@@ -349,6 +371,7 @@ fn install(info: &sys::qemu_info_t, args: &[String]) -> Result<(Config, Output),
             caches,
             symbols,
             vcpus,
+            boot: args.boot,
         },
         Output {
             file,

@@ -16,6 +16,7 @@ use super::planned::Planned;
 use crate::model::GuestShape;
 
 pub mod guest_fault;
+pub mod kernel_boot;
 pub mod kernel_build;
 pub mod mm_selftest;
 pub mod reclaim_refault;

@@ -268,7 +268,7 @@ fn build(
 fn swap_counters(params: &Params) -> Result<Option<SwapCounters>> {
     match params.swap {
         SwapBackend::Zram => SwapCounters::read().map(Some),
-        SwapBackend::Disk | SwapBackend::Ram => Ok(None),
+        SwapBackend::Disk | SwapBackend::Ram | SwapBackend::None => Ok(None),
     }
 }
 

@@ -42,6 +42,13 @@ pub trait Kind {
         Vec::new()
     }
 
+    /// Whether the plugin lanes count the boot for it: every instruction
+    /// from the guest's first to the agent's start as PID 1, in a `boot`
+    /// window (kernel-boot).
+    fn counts_boot(&self) -> bool {
+        false
+    }
+
     /// Its parameters on one console line, after its name.
     fn describe(&self) -> String;
 }

@@ -24,6 +24,7 @@ mod gate;
 mod hostio;
 mod hostroot;
 mod kbuild;
+mod kernel_boot;
 mod layout;
 mod mark;
 mod mm_selftest;
@@ -74,6 +75,7 @@ fn main() {
 
 /// PID 1's whole life.
 fn init() -> ! {
+    kernel_boot::started();
     console::say(format!("version {VERSION} starting"));
     if let Err(e) = setup::mount_early() {
         console::say(format!("error: {e}"));
@@ -126,6 +128,7 @@ fn run(port: &mut Port) -> Result<()> {
     match job.workload.swap_backend() {
         SwapBackend::Disk => setup::swap(&job.swap),
         SwapBackend::Ram => setup::ram(),
+        SwapBackend::None => Ok(()),
         SwapBackend::Zram => setup::zram(
             conditions
                 .iter()

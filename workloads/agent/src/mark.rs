@@ -37,7 +37,7 @@ macro_rules! markers {
 
 fn mark(marker: Marker) {
     markers!(
-        marker, Total, Pageout, Verify, ReadLoop, Run, Build, Probe, Ops
+        marker, Total, Pageout, Verify, ReadLoop, Run, Build, Probe, Ops, Boot
     )
 }
 

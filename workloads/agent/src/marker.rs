@@ -60,10 +60,15 @@ pub enum Phase {
     /// operations (`ops_ns`); stress-ng: its run, spawn to exit, whose
     /// bogo operations are its `ops` (`real_ns`).
     Ops,
+    /// kernel-boot: the kernel's boot, from the plugin's install (QEMU's
+    /// start, before the firmware) to the agent's first instruction as
+    /// PID 1. The plugin opens this window itself when asked (`boot=on`);
+    /// the agent only ends it, and a plugin not asked ignores that end.
+    Boot,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 8] = [
+    pub const ALL: [Phase; 9] = [
         Phase::Total,
         Phase::Pageout,
         Phase::Verify,
@@ -72,6 +77,7 @@ impl Phase {
         Phase::Build,
         Phase::Probe,
         Phase::Ops,
+        Phase::Boot,
     ];
 
     /// The 12-bit id in the displacement (never 0).
@@ -85,6 +91,7 @@ impl Phase {
             Phase::Build => 6,
             Phase::Probe => 7,
             Phase::Ops => 8,
+            Phase::Boot => 9,
         }
     }
 
@@ -98,6 +105,7 @@ impl Phase {
             Phase::Build => "build",
             Phase::Probe => "probe",
             Phase::Ops => "ops",
+            Phase::Boot => "boot",
         }
     }
 }

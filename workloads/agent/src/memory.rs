@@ -38,6 +38,10 @@ pub enum SwapBackend {
     /// (`kconfigs/variants/ram-swap.config`). Its pages are the kernel's,
     /// charged to no cgroup, as a disk's blocks are to none.
     Ram,
+    /// No swap at all, and no disk: kernel-boot, whose window ends before
+    /// the agent could set any up (a disk's probe at boot would be I/O
+    /// the host times, inside the window).
+    None,
 }
 
 /// The RAM block device a [`SwapBackend::Ram`] workload swaps on.

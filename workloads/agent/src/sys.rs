@@ -253,6 +253,12 @@ pub fn process_cpu_ns() -> io::Result<u64> {
     clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
+/// `CLOCK_BOOTTIME`: time since the kernel's clock started, suspends
+/// included.
+pub fn boottime_ns() -> io::Result<u64> {
+    clock_ns(libc::CLOCK_BOOTTIME)
+}
+
 /// `CLOCK_MONOTONIC`, comparable between processes.
 pub fn monotonic_ns() -> io::Result<u64> {
     clock_ns(libc::CLOCK_MONOTONIC)

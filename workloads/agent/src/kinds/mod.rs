@@ -33,6 +33,7 @@ pub mod hugetlb_gigantic;
 pub mod hugetlb_pool;
 pub mod hugetlb_vma;
 pub mod hwpoison;
+pub mod kernel_boot;
 pub mod kernel_build;
 pub mod kmemleak_scan;
 pub mod ksm_merge;
@@ -143,6 +144,7 @@ macro_rules! with_kinds {
             MmapLockTrace("mmap-lock-trace", mmap_lock_trace::MmapLockTrace, bench),
             ProcessMrelease("process-mrelease", process_mrelease::ProcessMrelease, bench),
             KmemleakScan("kmemleak-scan", kmemleak_scan::KmemleakScan, bench),
+            KernelBoot("kernel-boot", kernel_boot::KernelBoot, spec),
         }
     };
 }
@@ -233,6 +235,11 @@ impl Workload {
     /// See [`Kind::needs_host_root`].
     pub fn needs_host_root(&self) -> bool {
         self.as_kind().needs_host_root()
+    }
+
+    /// See [`Kind::counts_boot`].
+    pub fn counts_boot(&self) -> bool {
+        self.as_kind().counts_boot()
     }
 
     /// See [`Kind::initramfs_archives`].
