@@ -855,7 +855,8 @@ fn every_file_under_30_percent_is_accounted_for() {
             (pct < 30.0).then_some(file)
         })
         .collect();
-    assert!(under.len() > 10, "{under:?}");
+    // The table parsed: some files stand under 30% (7 with kernel-boot).
+    assert!(under.len() >= 5, "{under:?}");
     let reasons = table_under(&text, "### Files under 30%");
     let named: Vec<&str> = reasons
         .iter()

@@ -131,7 +131,7 @@ fn why_not(map: &ReachMap, file: &str, function: &str, callers: Option<&Vec<Stri
             let (object, into) = (&f.object, c.join(", "));
             if c.iter().all(|c| f.init_exit.contains(c)) {
                 format!(
-                    "init-only: no symbol of its own in {object}: inlined into {into}, which runs at boot or unload, in no workload's window"
+                    "init-only: no symbol of its own in {object}: inlined into {into}, which runs at boot or unload, and no workload's window ran it (kernel-boot's is the boot: not on its path)"
                 )
             } else {
                 format!(
@@ -140,7 +140,7 @@ fn why_not(map: &ReachMap, file: &str, function: &str, callers: Option<&Vec<Stri
             }
         }
         (Some(f), None) if f.init_exit.contains(function) => {
-            "init-only: it runs at boot or unload, in no workload's window".into()
+            "init-only: it runs at boot or unload, and no workload's window ran it (kernel-boot's is the boot: not on its path)".into()
         }
         (Some(f), None) if f.functions.contains(function) => format!(
             "built in {}, but no workload's window runs it (an error path, or code no library benchmark drives)",
