@@ -35,52 +35,6 @@ pub trait Sink: Send + Sync {
     fn emit(&self, event: Event);
 }
 
-/// Names the campaign every event of one comes from, when several run at
-/// once (`run --suite --jobs`): its stages (so that their progress lines
-/// stay apart) and its notes; its output is the campaign's own, as it is.
-pub struct Prefixed<'a> {
-    pub inner: &'a dyn Sink,
-    pub prefix: String,
-}
-
-impl Sink for Prefixed<'_> {
-    fn emit(&self, event: Event) {
-        let named = |stage: String| format!("{}: {stage}", self.prefix);
-        self.inner.emit(match event {
-            Event::Started { stage, detail } => Event::Started {
-                stage: named(stage),
-                detail,
-            },
-            Event::Progress { stage, detail } => Event::Progress {
-                stage: named(stage),
-                detail,
-            },
-            Event::Count {
-                stage,
-                done,
-                total,
-                unit,
-            } => Event::Count {
-                stage: named(stage),
-                done,
-                total,
-                unit,
-            },
-            Event::Finished {
-                stage,
-                elapsed,
-                detail,
-            } => Event::Finished {
-                stage: named(stage),
-                elapsed,
-                detail,
-            },
-            Event::Note(note) => Event::Note(named(note)),
-            Event::Output(text) => Event::Output(text),
-        })
-    }
-}
-
 /// Collects events in memory (for tests).
 #[derive(Default)]
 pub struct Recorder(pub std::sync::Mutex<Vec<Event>>);

@@ -27,10 +27,6 @@ use patchbench_fakes::{ENV_BOOT_NOISE, ENV_KILL, ENV_KVM, ENV_LOG, ENV_NOISE};
 
 const TESTS: &[(&str, fn())] = &[
     (
-        "a_suite_runs_icount_campaigns_together_and_others_alone",
-        a_suite_runs_icount_campaigns_together_and_others_alone,
-    ),
-    (
         "the_boot_is_measured_once_per_boot_with_no_disk",
         the_boot_is_measured_once_per_boot_with_no_disk,
     ),
@@ -1356,73 +1352,6 @@ fn a_second_cpu_that_icount_never_runs_is_refused_before_any_build() {
 /// its second CPU (the old handshake on the fakes' QEMU 7.2), one for an
 /// interface its workload `requires:` that the tree lacks, and one that
 /// runs. Both refusals are named in the summary, and the third runs.
-/// `run --suite --jobs 2`: the icount campaigns run two at a time, each
-/// booting on its share of the cores (`host.parallel_boots`), and its
-/// progress named by the campaign; a campaign on the host's clock runs
-/// alone, as it would without --jobs. The summary keeps the suite's order.
-fn a_suite_runs_icount_campaigns_together_and_others_alone() {
-    let world = World::new(&two_patches(10.0));
-    let suite = world.path("suite");
-    std::fs::create_dir(&suite).unwrap();
-    for name in ["a-icount", "b-icount"] {
-        std::fs::rename(
-            world.campaign(name, ABA),
-            suite.join(format!("{name}.yaml")),
-        )
-        .unwrap();
-    }
-    std::fs::rename(
-        world.real_time_campaign("c-host-clock", ABA),
-        suite.join("c-host-clock.yaml"),
-    )
-    .unwrap();
-    let output = world.patchbench(
-        &[
-            OsStr::new("run"),
-            OsStr::new("--suite"),
-            suite.as_os_str(),
-            OsStr::new("--jobs"),
-            OsStr::new("2"),
-            OsStr::new("--series"),
-            OsStr::new("none"),
-            OsStr::new("--out"),
-            world.path("out").as_os_str(),
-        ],
-        &[],
-    );
-    let out = String::from_utf8_lossy(&output.stdout).into_owned();
-    let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(0), "{out}{err}");
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for name in ["a-icount", "b-icount"] {
-        let results = world.results(&format!("out/{name}"));
-        assert_eq!(results.boots.len(), 3, "{name}");
-        // Recorded only above one at a time.
-        let share = (cores / 2).max(1) as u32;
-        assert_eq!(
-            results.host.parallel_boots,
-            (share > 1).then_some(share),
-            "{name}"
-        );
-        assert!(
-            err.lines().any(|l| l.contains(&format!("{name}: boot"))),
-            "{name}'s stages are not named: {err}"
-        );
-    }
-    let alone = world.results("out/c-host-clock");
-    assert_eq!(alone.boots.len(), 3);
-    assert!(alone.host.parallel_boots.is_none_or(|n| n == 1));
-    let summary = &out[out
-        .find("== The suite-suite, across 3 campaigns")
-        .expect(&out)..];
-    let at = |name: &str| {
-        summary
-            .find(name)
-            .unwrap_or_else(|| panic!("{name}: {summary}"))
-    };
-    assert!(at("a-icount") < at("b-icount") && at("b-icount") < at("c-host-clock"));
-}
-
 fn a_suite_names_each_refused_campaign_and_runs_the_rest() {
     use patchbench::workload::spec_for_kind;
     let world = old_handshake_world();

@@ -251,8 +251,8 @@ pub struct RunArgs {
     /// Run a whole suite of campaigns, one after another, each into
     /// OUT/<name>/: `mm`, every campaign of the mm library (ci/mm/), or a
     /// directory of your own campaign files; an A/A self-check each, or
-    /// with --series the series on every one, --jobs at once. No campaign
-    /// starts once --budget is spent; the same --out runs those left.
+    /// with --series the series on every one. No campaign starts once
+    /// --budget is spent; the same --out runs those left.
     #[arg(long, value_name = "mm|DIR", conflicts_with_all = ["campaign", "kernels", "shard", "bisect", "per_patch"])]
     suite: Option<runs::Suite>,
     /// With --suite: the time within which campaigns start (`45m`,
@@ -261,13 +261,6 @@ pub struct RunArgs {
     /// campaigns') [default: 30m].
     #[arg(long, value_name = "DURATION", requires = "suite", value_parser = humantime::parse_duration)]
     budget: Option<std::time::Duration>,
-    /// With --suite: how many campaigns run at once, each booting
-    /// one at a time on its share of the cores (a lone campaign's A′
-    /// boots alone, leaving the other cores idle). Only in the icount
-    /// lanes, where a boot's figures do not depend on the host's speed; a
-    /// campaign in another lane runs alone [default: the host's cores]
-    #[arg(long, value_name = "N", requires = "suite", value_parser = clap::value_parser!(u32).range(1..=64))]
-    jobs: Option<u32>,
     /// Bring N of the guest's CPUs online instead of the campaign's
     /// `vm.cpus.online` (up to its `possible`), in every campaign it runs:
     /// `--online 1` for a tree whose second CPU QEMU before 8.1 never
@@ -287,7 +280,6 @@ impl RunArgs {
             bisect: self.bisect,
             fresh_boots: self.fresh_boots,
             budget: self.budget,
-            jobs: self.jobs,
             online: self.online,
         }
     }

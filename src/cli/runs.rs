@@ -1,5 +1,4 @@
-//! `run` over several campaigns, one after another (a suite: `--jobs` at
-//! once, in the icount lanes), each into its own
+//! `run` over several campaigns, one after another, each into its own
 //! subdirectory of `--out`: the campaigns a series chooses (`run --series`
 //! without a campaign file) and a suite (`run --suite mm`, the whole mm
 //! library, within a time budget).
@@ -28,8 +27,6 @@ pub(super) struct Many {
     pub bisect: bool,
     pub fresh_boots: bool,
     pub budget: Option<Duration>,
-    /// Campaigns at once (`--jobs`, with `--suite`).
-    pub jobs: Option<u32>,
     pub online: Option<u32>,
 }
 
@@ -110,7 +107,7 @@ pub(super) async fn run_chosen(args: Many, sink: &dyn Sink) -> anyhow::Result<()
             .collect()
     };
     let nothing_reached = chose.runs.is_empty();
-    let ended = run_list(&args, items, "series", None, 1, sink).await;
+    let ended = run_list(&args, items, "series", None, sink).await;
     if nothing_reached {
         sink.emit(Event::Output(format!(
             "WARNING: {}.\n",
@@ -148,11 +145,7 @@ pub(super) async fn run_suite(args: Many, suite: Suite, sink: &dyn Sink) -> anyh
         crate::reach::shown(&root, &dir),
         humantime::format_duration(budget)
     )));
-    let jobs = args.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        |n| n as usize,
-    );
-    run_list(&args, items, &what, Some(budget), jobs, sink).await
+    run_list(&args, items, &what, Some(budget), sink).await
 }
 
 fn suite_items(dir: &Path, root: &Path) -> anyhow::Result<Vec<Item>> {
@@ -175,27 +168,20 @@ fn refused_before_build(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Runs `items`, each into `OUT/<stem>/` (`--out`, else
-/// `patchbench-out/<what>-<time>/`), up to `jobs` at once. With a budget,
-/// no campaign starts once it is spent (those running finish); those left
-/// are named, and the same `--out` runs them, resuming.
-///
-/// Campaigns run together only in the lanes whose boots run side by side
-/// by default (icount, counting): each then boots one at a time on its
-/// share of the cores (`vm.parallel_boots`), so that the cores a lone
-/// campaign leaves idle while its A′ boots alone are used. A campaign in
-/// another lane (KVM, plain TCG, the cost lane) takes every slot and runs
-/// alone. Fair: campaigns start in the list's order.
+/// Run `items` in order, into `--out/<file stem>/` (default
+/// `patchbench-out/<what>-<time>/`). With a budget, no campaign starts
+/// once it is spent (the one running finishes); those left are named, and
+/// the same `--out` runs them, resuming.
 async fn run_list(
     args: &Many,
     items: Vec<Item>,
     what: &str,
     budget: Option<Duration>,
-    jobs: usize,
     sink: &dyn Sink,
 ) -> anyhow::Result<()> {
-    use futures::StreamExt;
     let started = Instant::now();
+    // A hunt's regression (exit 1) lets the next campaign hunt too.
+    let mut hunted: Option<anyhow::Error> = None;
     let base_out = args.out.clone().unwrap_or_else(|| {
         let stamp = jiff::ZonedDateTime::now()
             .strftime("%Y%m%d-%H%M%S")
@@ -203,64 +189,120 @@ async fn run_list(
         PathBuf::from("patchbench-out").join(format!("{what}-{stamp}"))
     });
     let agent = crate::find_agent()?;
-    let jobs = jobs.max(1);
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let slots = tokio::sync::Semaphore::new(jobs);
-    let run = Run {
-        args,
-        base_out: &base_out,
-        agent: &agent,
-        started,
-        budget,
-        jobs,
-        share: (cores / jobs).max(1),
-        slots: &slots,
-    };
-    let mut ended: Vec<(usize, Ended)> = Vec::new();
-    let mut running = futures::stream::iter(items.into_iter().enumerate())
-        .map(|(index, item)| {
-            let run = &run;
-            async move { run.one(item, sink).await.map(|e| (index, e)) }
-        })
-        .buffer_unordered(jobs);
-    while let Some(outcome) = running.next().await {
-        ended.push(outcome?);
-    }
-    drop(running);
-    ended.sort_by_key(|(index, _)| *index);
-    // A hunt's regression (exit 1) lets the next campaign hunt too.
-    let mut hunted: Option<anyhow::Error> = None;
-    let mut guest: Option<anyhow::Error> = None;
     let mut regressed = Vec::new();
+    let mut guest: Option<anyhow::Error> = None;
     // Each campaign's headlines and the series' functions it reached, or
     // how it ended: the summary across them all, at the end.
     let mut summary: Vec<String> = Vec::new();
     let mut left: Vec<String> = Vec::new();
-    for (_, end) in ended {
-        match end {
-            Ended::Ran {
-                summary: line,
-                regressed: metrics,
-            } => {
-                summary.push(line);
-                regressed.extend(metrics);
+    for item in items {
+        if budget.is_some_and(|b| started.elapsed() >= b) {
+            left.push(item.shown);
+            continue;
+        }
+        let campaign_args = CampaignArgs {
+            campaign: item.file.clone(),
+            sources: args.campaign.sources.clone(),
+            cache_dir: args.campaign.cache_dir.clone(),
+            cache_max: args.campaign.cache_max,
+        };
+        let shown = item.shown;
+        let plan = match args::load_run_plan(&campaign_args, args.accel, args.bisect, args.online) {
+            Ok(plan) => plan,
+            // A campaign whose workload cannot run on the CPUs --online
+            // gives it (cpu-hotplug on one), but can on its own, is
+            // refused; the next runs. A campaign wrong without --online
+            // too stops the command, as it would without the flag.
+            Err(e)
+                if let Some(online) = args.online
+                    && args::load_run_plan(&campaign_args, args.accel, args.bisect, None)
+                        .is_ok() =>
+            {
+                let e = e.context(format!("with --online {online}"));
+                sink.emit(Event::Note(format!(
+                    "warning: {shown}: {e:#}; the next campaign runs"
+                )));
+                summary.push(format!("{shown}: refused, nothing ran: {e:#}\n"));
+                continue;
             }
-            Ended::Hunted {
-                summary: line,
-                error,
-            } => {
-                summary.push(line);
-                hunted.get_or_insert(error);
+            Err(e) => return Err(e),
+        };
+        let stem = item
+            .file
+            .as_deref()
+            .and_then(|f| f.file_stem())
+            .map_or("smoke".to_string(), |s| s.to_string_lossy().into_owned());
+        let out_dir = base_out.join(stem);
+        sink.emit(Event::Note(format!(
+            "campaign {} ({shown}) into {}",
+            plan.name,
+            out_dir.display()
+        )));
+        let opts = campaign::RunOptions {
+            out_dir,
+            cache_dir: cache_dir(&args.campaign),
+            agent: agent.clone(),
+            cache_max: args.campaign.cache_max,
+            kernels: None,
+            shard: None,
+            reach: item.reach,
+            replay: !args.fresh_boots,
+        };
+        if plan.variants == crate::variants::VariantSet::Bisect {
+            match hunt(&plan, &opts, sink).await {
+                Ok(()) => summary.push(format!(
+                    "{} ({shown}): hunted, nothing regressed\n",
+                    plan.name
+                )),
+                Err(e) if crate::exit::code_for(&e) == crate::exit::REGRESSION => {
+                    summary.push(format!("{} ({shown}): {e:#}\n", plan.name));
+                    hunted.get_or_insert(e);
+                }
+                Err(e) => return Err(e.context(format!("campaign {} ({shown})", plan.name))),
             }
-            Ended::Guest {
-                summary: line,
-                error,
-            } => {
-                summary.push(line);
-                guest.get_or_insert(error);
+            continue;
+        }
+        match campaign::run(&plan, &opts, sink).await {
+            Ok(outcome) => {
+                sink.emit(Event::Output(format!(
+                    "== {} ({shown})\n{}",
+                    plan.name,
+                    crate::report::terminal(&outcome.results)
+                )));
+                compare::files_written(&outcome, sink);
+                summary.push(campaign_summary(&plan.name, &shown, &outcome.results));
+                regressed.extend(
+                    outcome
+                        .regressed()
+                        .into_iter()
+                        .map(|m| format!("{}: {m}", plan.name)),
+                );
             }
-            Ended::Refused(line) => summary.push(line),
-            Ended::Left(shown) => left.push(shown),
+            Err(e) if crate::exit::code_for(&e) == crate::exit::GUEST => {
+                let e = e.context(format!("campaign {} ({shown})", plan.name));
+                sink.emit(Event::Note(format!(
+                    "warning: {e:#}; the next campaign runs"
+                )));
+                summary.push(format!(
+                    "{} ({shown}): stopped by a guest failure ({e:#})\n",
+                    plan.name
+                ));
+                guest.get_or_insert(e);
+            }
+            // What the tree (or this QEMU with it) cannot run stops this
+            // campaign only: the next may need nothing of it (a suite on
+            // an older tree).
+            Err(e) if refused_before_build(&e) => {
+                sink.emit(Event::Note(format!(
+                    "warning: campaign {} ({shown}): {e:#}; the next campaign runs",
+                    plan.name
+                )));
+                summary.push(format!(
+                    "{} ({shown}): refused, nothing ran: {e:#}\n",
+                    plan.name
+                ));
+            }
+            Err(e) => return Err(e.context(format!("campaign {} ({shown})", plan.name))),
         }
     }
     if summary.len() > 1 || !left.is_empty() {
@@ -286,191 +328,6 @@ async fn run_list(
         Ok(())
     } else {
         Err(crate::exit::Regressed { metrics: regressed }.into())
-    }
-}
-
-/// How one campaign of the list ended, for the summary across them.
-enum Ended {
-    /// It ran: its summary, and the metrics it found regressed.
-    Ran {
-        summary: String,
-        regressed: Vec<String>,
-    },
-    /// A hunt found the patch that regressed (exit 1); the next runs.
-    Hunted {
-        summary: String,
-        error: anyhow::Error,
-    },
-    /// A guest failure stopped it; the next runs.
-    Guest {
-        summary: String,
-        error: anyhow::Error,
-    },
-    /// Refused before anything ran, for what its tree or the CPUs given
-    /// cannot run; the next runs.
-    Refused(String),
-    /// Not started: the budget was spent. As shown.
-    Left(String),
-}
-
-/// What every campaign of one `run_list` shares.
-struct Run<'a> {
-    args: &'a Many,
-    base_out: &'a Path,
-    agent: &'a Path,
-    started: Instant,
-    budget: Option<Duration>,
-    /// Campaigns at once, and each one's boots at once when it shares.
-    jobs: usize,
-    share: usize,
-    slots: &'a tokio::sync::Semaphore,
-}
-
-impl Run<'_> {
-    /// One campaign: its plan, a slot (every slot, for a campaign that
-    /// must run alone), then the campaign or its hunt. `Err` is a failure
-    /// that would repeat in the next campaign: it stops the command.
-    async fn one(&self, item: Item, sink: &dyn Sink) -> anyhow::Result<Ended> {
-        let args = self.args;
-        let campaign_args = CampaignArgs {
-            campaign: item.file.clone(),
-            sources: args.campaign.sources.clone(),
-            cache_dir: args.campaign.cache_dir.clone(),
-            cache_max: args.campaign.cache_max,
-        };
-        let shown = item.shown;
-        let mut plan =
-            match args::load_run_plan(&campaign_args, args.accel, args.bisect, args.online) {
-                Ok(plan) => plan,
-                // A campaign whose workload cannot run on the CPUs --online
-                // gives it (cpu-hotplug on one), but can on its own, is
-                // refused; the next runs. A campaign wrong without --online
-                // too stops the command, as it would without the flag.
-                Err(e)
-                    if let Some(online) = args.online
-                        && args::load_run_plan(&campaign_args, args.accel, args.bisect, None)
-                            .is_ok() =>
-                {
-                    let e = e.context(format!("with --online {online}"));
-                    sink.emit(Event::Note(format!(
-                        "warning: {shown}: {e:#}; the next campaign runs"
-                    )));
-                    return Ok(Ended::Refused(format!(
-                        "{shown}: refused, nothing ran: {e:#}\n"
-                    )));
-                }
-                Err(e) => return Err(e),
-            };
-        let shares = self.jobs > 1
-            && plan
-                .vm
-                .lane_request()
-                .lane_where_kvm_runs()
-                .is_ok_and(|lane| lane.side_by_side_by_default())
-            && plan.vm.parallel_boots == crate::model::ParallelBoots::Auto;
-        let wanted = if shares { 1 } else { self.jobs as u32 };
-        let _slot = self
-            .slots
-            .acquire_many(wanted)
-            .await
-            .expect("the semaphore is never closed");
-        if self.budget.is_some_and(|b| self.started.elapsed() >= b) {
-            return Ok(Ended::Left(shown));
-        }
-        if shares {
-            plan.vm.parallel_boots = crate::model::ParallelBoots::AtMost(self.share as u32);
-        }
-        let prefixed;
-        let sink: &dyn Sink = if self.jobs > 1 {
-            prefixed = crate::events::Prefixed {
-                inner: sink,
-                prefix: plan.name.clone(),
-            };
-            &prefixed
-        } else {
-            sink
-        };
-        let stem = item
-            .file
-            .as_deref()
-            .and_then(|f| f.file_stem())
-            .map_or("smoke".to_string(), |s| s.to_string_lossy().into_owned());
-        let out_dir = self.base_out.join(stem);
-        sink.emit(Event::Note(format!(
-            "campaign {} ({shown}) into {}",
-            plan.name,
-            out_dir.display()
-        )));
-        let opts = campaign::RunOptions {
-            out_dir,
-            cache_dir: cache_dir(&args.campaign),
-            agent: self.agent.to_path_buf(),
-            cache_max: args.campaign.cache_max,
-            kernels: None,
-            shard: None,
-            reach: item.reach,
-            replay: !args.fresh_boots,
-        };
-        if plan.variants == crate::variants::VariantSet::Bisect {
-            return match hunt(&plan, &opts, sink).await {
-                Ok(()) => Ok(Ended::Ran {
-                    summary: format!("{} ({shown}): hunted, nothing regressed\n", plan.name),
-                    regressed: Vec::new(),
-                }),
-                Err(e) if crate::exit::code_for(&e) == crate::exit::REGRESSION => {
-                    Ok(Ended::Hunted {
-                        summary: format!("{} ({shown}): {e:#}\n", plan.name),
-                        error: e,
-                    })
-                }
-                Err(e) => Err(e.context(format!("campaign {} ({shown})", plan.name))),
-            };
-        }
-        match campaign::run(&plan, &opts, sink).await {
-            Ok(outcome) => {
-                sink.emit(Event::Output(format!(
-                    "== {} ({shown})\n{}",
-                    plan.name,
-                    crate::report::terminal(&outcome.results)
-                )));
-                compare::files_written(&outcome, sink);
-                Ok(Ended::Ran {
-                    summary: campaign_summary(&plan.name, &shown, &outcome.results),
-                    regressed: outcome
-                        .regressed()
-                        .into_iter()
-                        .map(|m| format!("{}: {m}", plan.name))
-                        .collect(),
-                })
-            }
-            Err(e) if crate::exit::code_for(&e) == crate::exit::GUEST => {
-                let e = e.context(format!("campaign {} ({shown})", plan.name));
-                sink.emit(Event::Note(format!(
-                    "warning: {e:#}; the next campaign runs"
-                )));
-                Ok(Ended::Guest {
-                    summary: format!(
-                        "{} ({shown}): stopped by a guest failure ({e:#})\n",
-                        plan.name
-                    ),
-                    error: e,
-                })
-            }
-            // What the tree (or this QEMU with it) cannot run stops this
-            // campaign only: the next may need nothing of it (a suite on
-            // an older tree).
-            Err(e) if refused_before_build(&e) => {
-                sink.emit(Event::Note(format!(
-                    "warning: campaign {} ({shown}): {e:#}; the next campaign runs",
-                    plan.name
-                )));
-                Ok(Ended::Refused(format!(
-                    "{} ({shown}): refused, nothing ran: {e:#}\n",
-                    plan.name
-                )))
-            }
-            Err(e) => Err(e.context(format!("campaign {} ({shown})", plan.name))),
-        }
     }
 }
 
