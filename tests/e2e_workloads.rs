@@ -166,6 +166,72 @@ fn the_counter_patch_removes_the_forced_flushes_and_their_cpu_time_and_leaves_th
     }
 }
 
+/// kernel-boot on the library's kernel (cached by the test above or built
+/// here), its shipped campaign with 1 GiB and no hugepages: the plugin
+/// counts from the guest's first instruction (`boot=on`) and the agent's
+/// first instruction ends the window, so each boot's one sample carries
+/// the boot's kernel instructions and a profile with the kernel's `__init`
+/// code in it; under icount A′ repeats A exactly, and the judge says so.
+#[test]
+fn kernel_boot_counts_the_boot_with_its_init_code() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    require_host_tools();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root.join("ci/mm/kernel-boot.yaml"))
+        .unwrap()
+        .replace("../../", &format!("{}/", root.display()));
+    let shipped = (
+        "  cmdline: [numa=fake=2, default_hugepagesz=1G, hugepagesz=1G, hugepages=2]\n",
+        "  memory: 8 GiB\n",
+    );
+    assert!(
+        text.contains(shipped.0) && text.contains(shipped.1),
+        "ci/mm/kernel-boot.yaml changed shape; update this test"
+    );
+    let text = text
+        .replace(shipped.0, "  cmdline: [numa=fake=2]\n")
+        .replace(shipped.1, "  memory: 1 GiB\n");
+    let campaign = dir.path().join("campaign.yaml");
+    std::fs::write(&campaign, text).unwrap();
+    let results = run_campaign(&campaign, &dir.path().join("out"));
+    let mut figures = Vec::new();
+    for boot in &results.boots {
+        assert_eq!(boot.samples.len(), 1, "boot {}", boot.label);
+        let sample = &boot.samples[0];
+        let kernel = sample.metrics["boot_kernel_insns"];
+        assert!(
+            kernel > 50_000_000,
+            "boot {}: {:?}",
+            boot.label,
+            sample.metrics
+        );
+        assert!(sample.metrics["boot_ns"] > 0, "boot {}", boot.label);
+        let profile = &sample.profile["boot"];
+        for symbol in ["start_kernel", "hugetlb_init", "mm_core_init"] {
+            assert!(
+                profile.get(symbol).is_some_and(|n| *n > 0),
+                "boot {}: {symbol} is not in the boot's profile",
+                boot.label
+            );
+        }
+        figures.push((boot.label.clone(), kernel));
+    }
+    let a: Vec<u64> = figures
+        .iter()
+        .filter(|f| f.0.starts_with('A'))
+        .map(|f| f.1)
+        .collect();
+    assert_eq!(a.len(), 2, "{figures:?}");
+    assert_eq!(a[0], a[1], "A' did not repeat A: {figures:?}");
+    // One sample a side, judged because A's boots repeat exactly
+    // (docs/statistics.md, rule 1), not "too few samples".
+    assert_eq!(
+        verdict(&results, None, "boot_kernel_insns"),
+        Verdict::NoClearDifference
+    );
+}
+
 /// The library's kernel (kconfigs/mm-all.config) boots and reads back
 /// every kernel feature a benchmark may need but kmemleak, which only the
 /// second kernel has (and this one must not), and a benchmark of the mm
