@@ -109,6 +109,8 @@ pub enum Per {
     Op,
     /// Per window: a workload with no `ops` metric.
     Run,
+    /// Per boot: kernel-boot, whose window (its `boot` phase) is the boot.
+    Boot,
 }
 
 impl std::fmt::Display for Per {
@@ -116,6 +118,7 @@ impl std::fmt::Display for Per {
         f.write_str(match self {
             Per::Op => "op",
             Per::Run => "run",
+            Per::Boot => "boot",
         })
     }
 }
@@ -336,6 +339,7 @@ pub fn of_results(results: &Results) -> Result<WorkloadReach, String> {
         .filter(|s| s.metrics.contains_key("ops"))
         .count();
     let per = match with_ops {
+        0 if phase == "boot" => Per::Boot,
         0 => Per::Run,
         n if n == samples.len() => Per::Op,
         _ => return Err("some base samples have an `ops` metric and some do not".into()),
@@ -347,7 +351,7 @@ pub fn of_results(results: &Results) -> Result<WorkloadReach, String> {
         };
         let units = match per {
             Per::Op => s.metrics["ops"],
-            Per::Run => 1,
+            Per::Run | Per::Boot => 1,
         };
         if units == 0 {
             return Err(format!("base sample {i} counted 0 ops"));

@@ -124,6 +124,16 @@ fn a_window_without_an_ops_metric_counts_per_run_in_its_only_phase() {
     let w = of_results(&r).unwrap();
     assert_eq!((w.per, w.phase.as_str()), (Per::Run, "run"));
     assert_eq!(w.functions["foo"], 30.0);
+    // kernel-boot's window is the boot: per boot, and said so.
+    let r = results(
+        "kernel-boot",
+        &[(None, "boot", &[("hugetlb_init", 2847)])],
+        1,
+    );
+    let w = of_results(&r).unwrap();
+    assert_eq!((w.per, w.phase.as_str()), (Per::Boot, "boot"));
+    assert_eq!(w.per.to_string(), "boot");
+    assert_eq!(w.functions["hugetlb_init"], 2847.0);
 }
 
 #[test]
