@@ -26,10 +26,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// samples per condition per boot. icount makes the CPU times repeat, so
 /// three samples are enough for the verdicts.
 fn counter_campaign(dir: &Path) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(root.join("ci/seeds/000-counter.yaml"))
-        .unwrap()
-        .replace("../../", &format!("{}/", root.display()));
+    let text = shipped_campaign("ci/seeds/000-counter.yaml");
     // Three samples: one round, the fixed protocol (protocol.sequential:
     // auto needs six or more to sample in rounds).
     let text = text.replace("  samples: 9\n", "  samples: 3\n");
@@ -166,6 +163,16 @@ fn the_counter_patch_removes_the_forced_flushes_and_their_cpu_time_and_leaves_th
     }
 }
 
+/// A shipped campaign file (`ci/...`, from the repository's root) as
+/// text, its relative paths made absolute, for a test to change and write
+/// elsewhere.
+fn shipped_campaign(file: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(root.join(file))
+        .unwrap()
+        .replace("../../", &format!("{}/", root.display()))
+}
+
 /// kernel-boot on the library's kernel (cached by the test above or built
 /// here), its shipped campaign with 1 GiB and no hugepages: the plugin
 /// counts from the guest's first instruction (`boot=on`) and the agent's
@@ -176,11 +183,8 @@ fn the_counter_patch_removes_the_forced_flushes_and_their_cpu_time_and_leaves_th
 fn kernel_boot_counts_the_boot_with_its_init_code() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     require_host_tools();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(root.join("ci/mm/kernel-boot.yaml"))
-        .unwrap()
-        .replace("../../", &format!("{}/", root.display()));
+    let text = shipped_campaign("ci/mm/kernel-boot.yaml");
     let shipped = (
         "  cmdline: [numa=fake=2, default_hugepagesz=1G, hugepagesz=1G, hugepages=2]\n",
         "  memory: 8 GiB\n",
@@ -243,11 +247,8 @@ fn kernel_boot_counts_the_boot_with_its_init_code() {
 fn the_all_mm_kernel_reads_back_every_feature_and_runs_a_benchmark() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     require_host_tools();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(root.join("ci/mm/page-fault-anon.yaml"))
-        .unwrap()
-        .replace("../../", &format!("{}/", root.display()));
+    let text = shipped_campaign("ci/mm/page-fault-anon.yaml");
     let protocol = "protocol:\n  order: ABA\n  warmups: 1\n  samples: 5\n";
     assert!(
         text.contains(protocol) && text.contains("cost_model: count"),

@@ -471,7 +471,7 @@ impl World {
              vm:\n  memory: 1 GiB\n  cpus: {{possible: 4, online: {online}}}\n  {lane}\n  boot_timeout: 30s\n  run_timeout: 60s\n  swap_size: 64 MiB\n\
              zswap: {{enabled: true, compressor: lzo, zpool: zsmalloc, max_pool_percent: 20}}\n\
              thp: never\n\
-             workload:\n  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  count_flushes: true\n\
+             {WORLD_WORKLOAD}\
              protocol:\n{protocol}",
             tree = self.path("tree").display(),
             series = self.path("series").display(),
@@ -562,6 +562,10 @@ fn boots_in(log: &[String]) -> Vec<String> {
 }
 
 const ABA: &str = "  order: ABA\n  warmups: 1\n  samples: 3\n";
+
+/// The workload section of every campaign `World::campaign` writes; a
+/// test that runs another kind replaces it.
+const WORLD_WORKLOAD: &str = "workload:\n  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  count_flushes: true\n";
 
 /// Two patches, the second making PAGEOUT `pct` percent slower.
 fn two_patches(pct: f64) -> Vec<Patch> {
@@ -1592,7 +1596,7 @@ fn every_benchmark_runs_through_the_fakes_and_a_missing_feature_is_named() {
     );
     let text = std::fs::read_to_string(&base).unwrap();
     let fake_fragment = format!("    - {}\n", world.path("fake.config").display());
-    let zswap_pageout = "workload:\n  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  count_flushes: true\n";
+    let zswap_pageout = WORLD_WORKLOAD;
     assert!(text.contains(zswap_pageout) && text.contains(&fake_fragment));
     let (mut ran, mut refused) = (0, 0);
     for (kind, _) in SPECS {
@@ -1712,7 +1716,7 @@ fn the_boot_is_measured_once_per_boot_with_no_disk() {
     let world = World::new(&two_patches(10.0));
     let base = world.campaign("boot", "  order: ABA\n  warmups: 0\n  samples: 2\n");
     let text = std::fs::read_to_string(&base).unwrap();
-    let zswap_pageout = "workload:\n  kind: zswap-pageout\n  workers: 1\n  mib_per_worker: 32\n  zswap_max: 64 MiB\n  count_flushes: true\n";
+    let zswap_pageout = WORLD_WORKLOAD;
     assert!(text.contains(zswap_pageout));
     let boot = text.replace(zswap_pageout, "workload:\n  kind: kernel-boot\n");
     let campaign = world.path("kernel-boot.yaml");
