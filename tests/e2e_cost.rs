@@ -1,7 +1,8 @@
 //! End-to-end test of the cost lane: the smoke campaign's kernel A (built or
 //! reused through the real `patchbench build`), booted twice with the
-//! cost-model plugin through the real `patchbench boot --cost-model`,
-//! running a marked loop of a known instruction count. It never skips: on a
+//! cost-model plugin through the real `patchbench boot --cost-model` and
+//! once in the counting lane (`--cost-model=count`), running a marked loop
+//! of a known instruction count. It never skips: on a
 //! host without QEMU or the kernel source it fails, naming what is missing
 //! (`ci/setup-host.sh` installs it), and without the plugin built it fails
 //! naming `cargo build --workspace`.
@@ -47,11 +48,14 @@ fn smoke_kernel(dir: &Path) -> PathBuf {
     )
 }
 
-/// One boot in the cost lane running the marked loop, in memory layout
-/// `layout` if given: its windows.
-fn marked_loop(kernel: &Path, out: &Path, layout: Option<u32>) -> Vec<WindowRecord> {
+/// One boot in the cost lane (`model` "cache") or the counting lane
+/// ("count") running the marked loop, in memory layout `layout` if given:
+/// its windows.
+fn marked_loop(kernel: &Path, out: &Path, model: &str, layout: Option<u32>) -> Vec<WindowRecord> {
     let mut command = patchbench();
-    command.args(["boot", "--cost-model", "--out"]).arg(out);
+    command
+        .args(["boot", &format!("--cost-model={model}"), "--out"])
+        .arg(out);
     if let Some(n) = layout {
         command.args(["--layout", &n.to_string()]);
     }
@@ -66,8 +70,13 @@ fn marked_loop(kernel: &Path, out: &Path, layout: Option<u32>) -> Vec<WindowReco
         "patchbench boot --cost-model failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    let name = if model == "count" {
+        "count"
+    } else {
+        "skylake-client"
+    };
     assert!(
-        stdout.contains("window 1 probe (skylake-client)"),
+        stdout.contains(&format!("window 1 probe ({name})")),
         "{stdout}"
     );
     if let Some(n) = layout {
@@ -87,7 +96,8 @@ fn marked_loop(kernel: &Path, out: &Path, layout: Option<u32>) -> Vec<WindowReco
 
 /// The loop's window holds exactly its user instructions, 2 per iteration
 /// plus the end marker, on every boot, and in any memory layout (the
-/// second boot runs layout 3: a layout moves pages, not instructions).
+/// second boot runs layout 3: a layout moves pages, not instructions), and
+/// in the counting lane as in the cost lane.
 #[test]
 fn the_cost_model_counts_a_marked_loop_exactly_on_every_boot() {
     require_host_tools();
@@ -96,7 +106,12 @@ fn the_cost_model_counts_a_marked_loop_exactly_on_every_boot() {
     let boots: Vec<Vec<WindowRecord>> = (0..2)
         .map(|i| {
             let layout = (i == 1).then_some(3);
-            marked_loop(&kernel, &dir.path().join(format!("run{i}")), layout)
+            marked_loop(
+                &kernel,
+                &dir.path().join(format!("run{i}")),
+                "cache",
+                layout,
+            )
         })
         .collect();
     let user_insns: Vec<u64> = boots
@@ -126,4 +141,16 @@ fn the_cost_model_counts_a_marked_loop_exactly_on_every_boot() {
         })
         .collect();
     assert_eq!(user_insns, [2 * ITERATIONS + 1, 2 * ITERATIONS + 1]);
+
+    // The counting lane counts a block's instructions by code QEMU
+    // generates, not by a call into the plugin: the same exact count.
+    let windows = marked_loop(&kernel, &dir.path().join("count"), "count", None);
+    assert_eq!(windows.len(), 1, "{windows:?}");
+    let user = windows[0]
+        .symbols
+        .iter()
+        .find(|s| s.symbol == "user")
+        .expect("the loop runs in user space");
+    assert_eq!(user.cost.insns, 2 * ITERATIONS + 1);
+    assert!(windows[0].total.insns >= user.cost.insns);
 }

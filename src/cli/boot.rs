@@ -80,7 +80,7 @@ pub struct BootArgs {
 pub enum BootModel {
     /// The cache model: modeled cycles.
     Cache,
-    /// Counting alone: instructions per vCPU, mode and symbol.
+    /// Counting alone: instructions by mode and symbol, over every vCPU.
     Count,
 }
 

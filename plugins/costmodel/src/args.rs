@@ -12,8 +12,9 @@ pub enum ModelChoice {
     /// Every access and fetch through the cache model: modeled cycles
     /// (`vm.cost_model: cache`).
     Cache,
-    /// Instructions only, per vCPU, mode and symbol: no memory callback at
-    /// all (`vm.cost_model: count`), the counting lane.
+    /// Instructions only, by mode and symbol over every vCPU: no memory
+    /// callback at all, and blocks counted by code QEMU generates
+    /// (`vm.cost_model: count`), the counting lane.
     Count,
 }
 

@@ -11,6 +11,7 @@
 //! `pageout`).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cost::Counts;
 use crate::insn::Insn;
@@ -19,10 +20,32 @@ use crate::record::{Cost, SymbolCost, VcpuCost, WindowRecord};
 use crate::symbols::Symbols;
 
 /// Cumulative counts since the boot, per symbol id and per vCPU.
-#[derive(Debug, Clone)]
+///
+/// Instructions may also be counted by code QEMU generates (an inline
+/// op: no call into the plugin, which is most of the counting lane's
+/// cost), into [`Tally::inline_counter`]. Those counters say nothing of
+/// the vCPU, so a tally that uses them keeps no per-vCPU split
+/// ([`Tally::counting_inline`]); [`Tally::settle`] folds them into the
+/// per-symbol counts before a window reads them.
+#[derive(Debug)]
 pub struct Tally {
     per_symbol: Vec<Counts>,
     per_vcpu: Vec<Counts>,
+    /// Instructions per symbol id added by generated code since the last
+    /// settle; `None` where every count goes through [`Tally::insns`].
+    inline: Option<Box<[AtomicU64]>>,
+}
+
+impl Clone for Tally {
+    /// A snapshot of the settled counts (the inline counters are not part
+    /// of it: settle first).
+    fn clone(&self) -> Tally {
+        Tally {
+            per_symbol: self.per_symbol.clone(),
+            per_vcpu: self.per_vcpu.clone(),
+            inline: None,
+        }
+    }
 }
 
 impl Tally {
@@ -30,6 +53,35 @@ impl Tally {
         Tally {
             per_symbol: vec![Counts::default(); symbols],
             per_vcpu: vec![Counts::default(); vcpus],
+            inline: None,
+        }
+    }
+
+    /// A tally whose instructions are counted mostly by generated code,
+    /// per symbol only (the counting lane).
+    pub fn counting_inline(symbols: usize) -> Tally {
+        Tally {
+            per_symbol: vec![Counts::default(); symbols],
+            per_vcpu: Vec::new(),
+            inline: Some((0..symbols).map(|_| AtomicU64::new(0)).collect()),
+        }
+    }
+
+    /// Where generated code adds the instructions of symbol `sym`: a
+    /// `u64` that lives as long as the tally and never moves. `None` for a
+    /// tally that is not [`Tally::counting_inline`].
+    pub fn inline_counter(&self, sym: u32) -> Option<*mut u64> {
+        let counters = self.inline.as_ref()?;
+        Some(counters[sym as usize].as_ptr())
+    }
+
+    /// Moves what generated code counted into the per-symbol counts. The
+    /// counters are written by the thread that runs the guest, which is
+    /// the thread that settles, between blocks.
+    pub fn settle(&mut self) {
+        let Some(counters) = &self.inline else { return };
+        for (counts, counter) in self.per_symbol.iter_mut().zip(counters.iter()) {
+            counts.insns += counter.swap(0, Ordering::Relaxed);
         }
     }
 
@@ -37,7 +89,9 @@ impl Tally {
     #[inline]
     pub fn insns(&mut self, vcpu: usize, sym: u32, n: u64) {
         self.per_symbol[sym as usize].insns += n;
-        self.per_vcpu[vcpu].insns += n;
+        if let Some(counts) = self.per_vcpu.get_mut(vcpu) {
+            counts.insns += n;
+        }
     }
 
     /// `n` executions of the classified instruction `insn` of symbol `sym`
@@ -57,10 +111,10 @@ impl Tally {
         }
     }
 
-    /// Everything, over every vCPU.
+    /// Everything settled, over every vCPU.
     pub fn total(&self) -> Counts {
         let mut total = Counts::default();
-        for c in &self.per_vcpu {
+        for c in &self.per_symbol {
             total.merge(c);
         }
         total
@@ -248,6 +302,47 @@ ffffffff81000300 t helper
         let vcpus: Vec<(u32, u64)> = r.vcpus.iter().map(|v| (v.vcpu, v.cost.insns)).collect();
         assert_eq!(vcpus, [(0, 10), (1, 100)]);
         assert!(windows.still_open().is_empty());
+    }
+
+    /// Generated code adds to the inline counters as the guest runs; a
+    /// settle before each marker puts them in the window they ran in.
+    #[test]
+    fn inline_counts_land_in_the_window_they_were_added_in() {
+        use crate::machine::COUNTING;
+        let symbols = Symbols::parse(MAP).unwrap();
+        let mut tally = Tally::counting_inline(symbols.len());
+        let mut windows = Windows::default();
+        let flush = symbols.lookup(0xffff_ffff_8100_0000);
+        let add = |tally: &Tally, sym: u32, n: u64| {
+            let counter = tally.inline_counter(sym).unwrap();
+            // SAFETY: the counter lives in `tally`; QEMU's generated code
+            // does exactly this add, on this thread.
+            unsafe { *counter += n };
+        };
+        add(&tally, USER, 1_000); // before: not in the window
+        tally.settle();
+        windows.begin("p", &tally);
+        add(&tally, USER, 10);
+        add(&tally, flush, 90);
+        tally.insns(1, flush, 10); // a marker's segment, by callback
+        add(&tally, flush, 5);
+        tally.settle();
+        let r = windows
+            .end("p", &tally, &symbols, &COUNTING)
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.total.insns, 115);
+        let seen: Vec<(&str, u64)> = r
+            .symbols
+            .iter()
+            .map(|s| (s.symbol.as_str(), s.cost.insns))
+            .collect();
+        assert_eq!(seen, [("do_flush_stats", 105), ("user", 10)]);
+        // The counters say nothing of the vCPU, so neither does the record.
+        assert!(r.vcpus.is_empty());
+        assert_eq!(tally.total().insns, 1_115);
+        // A tally counting by callback only has no inline counters.
+        assert_eq!(Tally::new(symbols.len(), 2).inline_counter(USER), None);
     }
 
     #[test]

@@ -4,8 +4,12 @@
 //! Loaded with `-plugin libpatchbench_cost_plugin.so,out=W,system_map=M,icount=on`
 //! into a QEMU running TCG single-threaded with `-icount shift=0,sleep=off`
 //! (it refuses anything else), it:
-//! - counts instructions per vCPU and per kernel symbol, resolved from
-//!   `System.map` once per instruction at translation time;
+//! - counts instructions per kernel symbol (and per vCPU with the cache
+//!   model), resolved from `System.map` once per instruction at
+//!   translation time; in the counting lane a block's instructions are
+//!   added by code QEMU generates (an inline op), not by a call into the
+//!   plugin, which was most of that lane's price, so its windows carry
+//!   no per-vCPU split;
 //! - with `model=cache`, runs every memory access, by physical address,
 //!   and every instruction fetch through the cache model
 //!   (`patchbench-costmodel`), and charges each instruction of the cost
@@ -174,6 +178,7 @@ struct State {
 
 impl State {
     fn mark(&mut self, marker: Marker) {
+        self.tally.settle();
         let mut output = output();
         let Some(output) = output.as_mut() else {
             return;
@@ -248,7 +253,11 @@ fn with_state(f: impl FnOnce(&mut State)) {
                 machine: config
                     .caches
                     .then(|| Machine::new(config.model, config.vcpus)),
-                tally: Tally::new(config.symbols.len(), config.vcpus),
+                tally: if config.caches {
+                    Tally::new(config.symbols.len(), config.vcpus)
+                } else {
+                    Tally::counting_inline(config.symbols.len())
+                },
                 windows: Windows::default(),
                 segments: Vec::new(),
             };
@@ -443,9 +452,47 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
                     }
                 }
             }
-            attach(&mut state.segments, tb, anchor, segment);
+            attach_counted(state, tb, anchor, segment);
         }
     })
+}
+
+/// Attaches `segment`, by generated code where it can: a block's first
+/// segment in the counting lane has nothing to do but add, so QEMU adds
+/// its runs inline, with no call into the plugin. A segment that starts
+/// at a marker calls in, so the marker acts before its instructions count.
+unsafe fn attach_counted(
+    state: &mut State,
+    tb: *mut sys::qemu_plugin_tb,
+    anchor: Option<*mut sys::qemu_plugin_insn>,
+    segment: Segment,
+) {
+    // Only a counting tally has inline counters, and its segments have
+    // no fetches or charges to model.
+    if anchor.is_none() && segment.marker.is_none() {
+        let counters: Option<Vec<_>> = segment
+            .runs
+            .iter()
+            .map(|&(sym, n)| state.tally.inline_counter(sym).map(|c| (c, n)))
+            .collect();
+        if let Some(counters) = counters {
+            for (counter, n) in counters {
+                // SAFETY: `tb` is valid during translation; the counter is
+                // the tally's, which lives as long as the plugin.
+                unsafe {
+                    sys::qemu_plugin_register_vcpu_tb_exec_inline(
+                        tb,
+                        sys::qemu_plugin_op::QEMU_PLUGIN_INLINE_ADD_U64,
+                        counter.cast::<c_void>(),
+                        n,
+                    )
+                };
+            }
+            return;
+        }
+    }
+    // SAFETY: as `attach`'s.
+    unsafe { attach(&mut state.segments, tb, anchor, segment) }
 }
 
 /// Runs `segment` when the block starts (no anchor) or when its marker
