@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The mm benchmark library's timings and repeatability (issue 49): runs each
 # library campaign (ci/mm/*.yaml, or the names given) as an A/A self-check
-# on one tree, one campaign at a time, and prints one Markdown row each:
+# on one tree, one campaign at a time, and prints one Markdown row each
+# (ci/mm-timings.py, which also tabulates a `run --suite mm` directory):
 # the run's wall time (kernels cached after the first), the host seconds
 # per sample (a boot's time after the agent's hello over its warm-ups and
 # samples, the mean over boots), and the counting lane's figures: the mean
@@ -37,8 +38,7 @@ if [ -z "${PATCHBENCH:-}" ]; then
   PATCHBENCH=target/release/patchbench
 fi
 out=$(mktemp -d /tmp/mm-library.XXXXXX)
-echo "| workload | exit | wall | s/sample | kernel insns/op | max within-boot CV |"
-echo "|---|---|---|---|---|---|"
+python3 ci/mm-timings.py header
 failed=0
 for name in "${names[@]}"; do
   file=ci/mm/$name.yaml
@@ -48,26 +48,10 @@ for name in "${names[@]}"; do
   "$PATCHBENCH" run "$file" "${tree[@]}" "${online[@]}" --series none --out "$out/$name" >"$out/$name.log" 2>&1 || rc=$?
   wall=$(( $(date +%s) - start ))
   if [ ! -f "$out/$name/results.json" ]; then
-    echo "| $name | $rc | ${wall} s | | | $(grep -m1 -i 'error' "$out/$name.log" | cut -c1-160) |"
+    echo "| $name | $rc | ${wall} s | | | | $(grep -m1 -i 'error' "$out/$name.log" | cut -c1-160) |"
     failed=1; continue
   fi
-  python3 - "$out/$name/results.json" "$name" "$rc" "$wall" <<'PY'
-import json, statistics as st, sys
-path, name, rc, wall = sys.argv[1:]
-d = json.load(open(path))
-per_sample, cvs, per_op = [], [], []
-for b in d["boots"]:
-    runs = len(b["warmups"]) + len(b["samples"])
-    if runs and b.get("hello_seconds") is not None and b.get("total_seconds"):
-        per_sample.append((b["total_seconds"] - b["hello_seconds"]) / runs)
-    xs = [s["metrics"]["ops_kernel_insns"] for s in b["samples"] if "ops_kernel_insns" in s["metrics"]]
-    if len(xs) > 1:
-        cvs.append(100 * st.stdev(xs) / st.mean(xs))
-    per_op += [s["metrics"]["ops_kernel_insns_per_op"] for s in b["samples"] if "ops_kernel_insns_per_op" in s["metrics"]]
-fmt = lambda v, f: f.format(v) if v is not None else "n/a"
-print(f"| {name} | {rc} | {wall} s | {fmt(st.mean(per_sample) if per_sample else None, '{:.1f}')} "
-      f"| {fmt(st.mean(per_op) if per_op else None, '{:,.0f}')} | {fmt(max(cvs) if cvs else None, '{:.3f}%')} |")
-PY
+  python3 ci/mm-timings.py row "$out/$name/results.json" "$name" "$rc" "$wall"
   # Exit 1 is an A/A run that called a difference: kept, and said.
   [ "$rc" -le 1 ] || failed=1
   if [ -n "$keep" ]; then
