@@ -126,6 +126,8 @@ pub fn build_key(
     }
     h.update(b"\0compiler\0");
     h.update(compiler.as_bytes());
+    h.update(b"\0recipe\0");
+    h.update(BUILD_RECIPE.as_bytes());
     hex::encode(h.finalize())[..16].to_string()
 }
 
@@ -138,6 +140,16 @@ pub fn base_identity(base: &BaseConfig) -> Result<String, BuildError> {
     }
 }
 
+/// Every kernel's build time, in `date`'s format (the kernel parses it for
+/// an embedded initramfs's file times): the day the cost lane's guest clock
+/// starts on (`vm::cost_args`).
+pub const BUILD_TIMESTAMP: &str = "Wed Jan  1 00:00:00 UTC 2020";
+
+/// What a cached build was made by beyond its inputs: bumped when the way
+/// a kernel is built changes what the same inputs give, so that no cached
+/// kernel of the old recipe is reused. 2: a fixed build time and number.
+const BUILD_RECIPE: &str = "2";
+
 /// `make` arguments shared by every step: the source, the build directory,
 /// and settings that make builds reproducible (and so cache-friendly).
 pub fn make_args(src: &Path, out: &Path, jobs: usize, ccache: bool) -> Vec<String> {
@@ -149,6 +161,14 @@ pub fn make_args(src: &Path, out: &Path, jobs: usize, ccache: bool) -> Vec<Strin
         // Fixed identity strings: the same sources give the same bzImage.
         "KBUILD_BUILD_USER=patchbench".to_string(),
         "KBUILD_BUILD_HOST=patchbench".to_string(),
+        // The version string's time and build number too
+        // (Documentation/kbuild/reproducible-builds.rst). The kernel mixes
+        // that string into its randomness at boot, so without them kernels
+        // built from the same sources minutes apart, or A and the B built
+        // after it, start from different random state (slab freelists,
+        // hash seeds) that no patch made.
+        format!("KBUILD_BUILD_TIMESTAMP={BUILD_TIMESTAMP}"),
+        "KBUILD_BUILD_VERSION=1".to_string(),
     ];
     if ccache {
         // One make variable whose value holds a space; no shell is involved.
@@ -794,6 +814,11 @@ mod tests {
         let args = make_args(Path::new("/src"), Path::new("/out"), 2, true);
         assert_eq!(&args[..4], ["-C", "/src", "O=/out", "-j2"]);
         assert!(args.contains(&"CC=ccache gcc".to_string()));
+        // A kernel's version string does not say when or how often it was
+        // built: the same sources give the same bytes, and the same
+        // randomness at boot.
+        assert!(args.contains(&"KBUILD_BUILD_VERSION=1".to_string()));
+        assert!(args.contains(&format!("KBUILD_BUILD_TIMESTAMP={BUILD_TIMESTAMP}")));
         assert!(
             !make_args(Path::new("/s"), Path::new("/o"), 1, false)
                 .iter()

@@ -2,7 +2,7 @@
 //! kbuild, out of tree, deterministically.
 //!
 //! Understood: `-C SRC O=OUT -jN KBUILD_BUILD_USER=.. KBUILD_BUILD_HOST=..
-//! [CC=..] TARGET`, TARGET one of `tinyconfig`, `defconfig`,
+//! KBUILD_BUILD_TIMESTAMP=.. KBUILD_BUILD_VERSION=N [CC=..] TARGET`, TARGET one of `tinyconfig`, `defconfig`,
 //! `olddefconfig`, `bzImage`. Anything else is refused.
 
 use std::collections::BTreeMap;
@@ -36,6 +36,11 @@ pub fn parse(args: &[String]) -> Result<Invocation, Refused> {
             a if a.starts_with("O=") => out = Some(PathBuf::from(&a[2..])),
             a if a.starts_with("-j") && a[2..].parse::<u32>().is_ok_and(|n| n > 0) => {}
             "KBUILD_BUILD_USER=patchbench" | "KBUILD_BUILD_HOST=patchbench" => {}
+            a if a.len() > "KBUILD_BUILD_TIMESTAMP=".len()
+                && a.starts_with("KBUILD_BUILD_TIMESTAMP=") => {}
+            a if a
+                .strip_prefix("KBUILD_BUILD_VERSION=")
+                .is_some_and(|n| n.parse::<u32>().is_ok()) => {}
             a if a.starts_with("CC=") => {}
             "tinyconfig" | "defconfig" | "olddefconfig" | "bzImage" if target.is_none() => {
                 target = Some(arg.clone())
@@ -390,6 +395,8 @@ mod tests {
             "-j2",
             "KBUILD_BUILD_USER=patchbench",
             "KBUILD_BUILD_HOST=patchbench",
+            "KBUILD_BUILD_TIMESTAMP=Wed Jan  1 00:00:00 UTC 2020",
+            "KBUILD_BUILD_VERSION=1",
             "CC=ccache gcc",
             "olddefconfig",
         ]))
