@@ -6,8 +6,9 @@
   ci/mm-timings.py suite OUT                         every OUT/<name>/results.json
                                                      of a `run --suite mm --out OUT`
 
-The columns: the run's exit code (in `suite`, its A/A check) and wall time (in `suite`, the
-campaign's own boots' wall time, `boots_wall_seconds`), the host seconds
+The columns: the run's exit code (in `suite`, its A/A check) and wall
+time (in `suite`, the campaign's own boots' wall time,
+`boots_wall_seconds`), the host seconds
 per sample (a boot's time after the agent's hello over its warm-ups and
 samples, the mean over boots), the boots it took, the mean kernel
 instructions per operation, and the largest within-boot CV of

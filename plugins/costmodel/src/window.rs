@@ -23,7 +23,7 @@ use crate::symbols::Symbols;
 ///
 /// Instructions may also be counted by code QEMU generates (an inline
 /// op: no call into the plugin, which is most of the counting lane's
-/// cost), into [`Tally::inline_counter`]. Those counters say nothing of
+/// cost), into [`Tally::inline_counters`]. Those counters say nothing of
 /// the vCPU, so a tally that uses them keeps no per-vCPU split
 /// ([`Tally::counting_inline`]); [`Tally::settle`] folds them into the
 /// per-symbol counts before a window reads them.
@@ -67,12 +67,11 @@ impl Tally {
         }
     }
 
-    /// Where generated code adds the instructions of symbol `sym`: a
-    /// `u64` that lives as long as the tally and never moves. `None` for a
-    /// tally that is not [`Tally::counting_inline`].
-    pub fn inline_counter(&self, sym: u32) -> Option<*mut u64> {
-        let counters = self.inline.as_ref()?;
-        Some(counters[sym as usize].as_ptr())
+    /// Where generated code adds the instructions of each symbol id: one
+    /// `u64` per symbol that lives as long as the tally and never moves.
+    /// `None` for a tally that is not [`Tally::counting_inline`].
+    pub fn inline_counters(&self) -> Option<&[AtomicU64]> {
+        self.inline.as_deref()
     }
 
     /// Moves what generated code counted into the per-symbol counts. The
@@ -314,7 +313,7 @@ ffffffff81000300 t helper
         let mut windows = Windows::default();
         let flush = symbols.lookup(0xffff_ffff_8100_0000);
         let add = |tally: &Tally, sym: u32, n: u64| {
-            let counter = tally.inline_counter(sym).unwrap();
+            let counter = tally.inline_counters().unwrap()[sym as usize].as_ptr();
             // SAFETY: the counter lives in `tally`; QEMU's generated code
             // does exactly this add, on this thread.
             unsafe { *counter += n };
@@ -342,7 +341,7 @@ ffffffff81000300 t helper
         assert!(r.vcpus.is_empty());
         assert_eq!(tally.total().insns, 1_115);
         // A tally counting by callback only has no inline counters.
-        assert_eq!(Tally::new(symbols.len(), 2).inline_counter(USER), None);
+        assert!(Tally::new(symbols.len(), 2).inline_counters().is_none());
     }
 
     #[test]

@@ -409,12 +409,7 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
                         sys::qemu_plugin_insn_size(insn),
                     );
                     if let Some(found) = marker::decode_instruction(bytes) {
-                        attach(
-                            &mut state.segments,
-                            tb,
-                            Some(insn),
-                            Segment::new(Some(found)),
-                        );
+                        attach(state, tb, Some(insn), Segment::new(Some(found)));
                     }
                 }
                 return;
@@ -447,65 +442,50 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
                     ),
                     Some(found) => {
                         let done = std::mem::replace(&mut segment, Segment::new(Some(found)));
-                        attach(&mut state.segments, tb, anchor, done);
+                        attach(state, tb, anchor, done);
                         anchor = Some(insn);
                     }
                 }
             }
-            attach_counted(state, tb, anchor, segment);
+            attach(state, tb, anchor, segment);
         }
     })
 }
 
-/// Attaches `segment`, by generated code where it can: a block's first
-/// segment in the counting lane has nothing to do but add, so QEMU adds
-/// its runs inline, with no call into the plugin. A segment that starts
-/// at a marker calls in, so the marker acts before its instructions count.
-unsafe fn attach_counted(
+/// Runs `segment` when the block starts (no anchor) or when its marker
+/// instruction executes. A block's first segment in the counting lane has
+/// nothing to do but add, so QEMU adds its runs inline, with no call into
+/// the plugin; a segment that starts at a marker calls in, so that the
+/// marker acts before its instructions count.
+unsafe fn attach(
     state: &mut State,
     tb: *mut sys::qemu_plugin_tb,
     anchor: Option<*mut sys::qemu_plugin_insn>,
     segment: Segment,
 ) {
-    // Only a counting tally has inline counters, and its segments have
-    // no fetches or charges to model.
-    if anchor.is_none() && segment.marker.is_none() {
-        let counters: Option<Vec<_>> = segment
-            .runs
-            .iter()
-            .map(|&(sym, n)| state.tally.inline_counter(sym).map(|c| (c, n)))
-            .collect();
-        if let Some(counters) = counters {
-            for (counter, n) in counters {
-                // SAFETY: `tb` is valid during translation; the counter is
-                // the tally's, which lives as long as the plugin.
-                unsafe {
-                    sys::qemu_plugin_register_vcpu_tb_exec_inline(
-                        tb,
-                        sys::qemu_plugin_op::QEMU_PLUGIN_INLINE_ADD_U64,
-                        counter.cast::<c_void>(),
-                        n,
-                    )
-                };
-            }
-            return;
+    // Only a counting tally has inline counters, and its segments have no
+    // fetches or charges to model.
+    if anchor.is_none()
+        && segment.marker.is_none()
+        && let Some(counters) = state.tally.inline_counters()
+    {
+        for &(sym, n) in &segment.runs {
+            // SAFETY: `tb` is valid during translation; the counter is the
+            // tally's, which lives as long as the plugin and never moves.
+            unsafe {
+                sys::qemu_plugin_register_vcpu_tb_exec_inline(
+                    tb,
+                    sys::qemu_plugin_op::QEMU_PLUGIN_INLINE_ADD_U64,
+                    counters[sym as usize].as_ptr().cast::<c_void>(),
+                    n,
+                )
+            };
         }
+        return;
     }
-    // SAFETY: as `attach`'s.
-    unsafe { attach(&mut state.segments, tb, anchor, segment) }
-}
-
-/// Runs `segment` when the block starts (no anchor) or when its marker
-/// instruction executes.
-unsafe fn attach(
-    segments: &mut Segments,
-    tb: *mut sys::qemu_plugin_tb,
-    anchor: Option<*mut sys::qemu_plugin_insn>,
-    segment: Segment,
-) {
     let segment = Box::new(segment);
     let data = (&*segment as *const Segment).cast_mut().cast::<c_void>();
-    segments.push(segment);
+    state.segments.push(segment);
     let flags = sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS;
     // SAFETY: the handles are valid during translation; `data` lives in
     // `segments` until the code cache is flushed.

@@ -2,8 +2,9 @@
 //! kbuild, out of tree, deterministically.
 //!
 //! Understood: `-C SRC O=OUT -jN KBUILD_BUILD_USER=.. KBUILD_BUILD_HOST=..
-//! KBUILD_BUILD_TIMESTAMP=.. KBUILD_BUILD_VERSION=N [CC=..] TARGET`, TARGET one of `tinyconfig`, `defconfig`,
-//! `olddefconfig`, `bzImage`. Anything else is refused.
+//! KBUILD_BUILD_TIMESTAMP=.. KBUILD_BUILD_VERSION=N [CC=..] TARGET`,
+//! TARGET one of `tinyconfig`, `defconfig`, `olddefconfig`, `bzImage`.
+//! Anything else is refused.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
