@@ -7,9 +7,14 @@ use crate::memory::SwapBackend;
 /// [`Kind::describe`] has no default: a kind that needs no swap device of
 /// its own, no zram, no profiler and no host root says nothing more.
 pub trait Kind {
-    /// The swap device it runs with (set up once per boot).
+    /// The swap device it runs with (set up once per boot). None by
+    /// default: the virtio swap disk's completions reach the guest when the
+    /// host's thread pool finishes them, so under icount a boot with the
+    /// disk diverges from the next (docs/cost-model-design.md,
+    /// Determinism). A kind that reclaims to swap, or whose code acts on a
+    /// swap device, asks for one.
     fn swap_backend(&self) -> SwapBackend {
-        SwapBackend::Disk
+        SwapBackend::None
     }
 
     /// The size of `/dev/zram0` it needs when [`Kind::swap_backend`] is

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::sys::{read_file, write_file};
 use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
+use crate::memory::SwapBackend;
 use crate::sysfs::cpu_list;
 
 const ONLINE: &str = "/sys/devices/system/cpu/online";
@@ -41,6 +42,12 @@ impl Default for CpuHotplug {
 }
 
 impl Kind for CpuHotplug {
+    /// Its hotplug callbacks include the swap slot cache's and zswap's, which
+    /// a swap device brings into play.
+    fn swap_backend(&self) -> SwapBackend {
+        SwapBackend::Disk
+    }
+
     fn describe(&self) -> String {
         "every CPU but 0 offline and back".into()
     }

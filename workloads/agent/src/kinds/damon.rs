@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::sys::{Map, page_size, poll, read_file, read_u64, write_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held, check_one_task};
 use crate::kind::Kind;
+use crate::memory::SwapBackend;
 
 pub const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds";
 const RECLAIM: &str = "/sys/module/damon_reclaim/parameters";
@@ -79,6 +80,12 @@ impl Default for Damon {
 }
 
 impl Kind for Damon {
+    /// DAMON_RECLAIM's scheme pages anonymous memory out, which needs swap
+    /// (the campaign's watermarks keep it from reclaiming, a patch may not).
+    fn swap_backend(&self) -> SwapBackend {
+        SwapBackend::Disk
+    }
+
     fn describe(&self) -> String {
         format!("size={} monitor={}ms", self.size, self.monitor_ms)
     }

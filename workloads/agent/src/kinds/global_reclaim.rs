@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::sys::{Map, check_stamps, page_size, stamp};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task};
 use crate::kind::Kind;
+use crate::memory::SwapBackend;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -44,6 +45,12 @@ impl Default for GlobalReclaim {
 }
 
 impl Kind for GlobalReclaim {
+    /// Its anonymous pages go to swap (through zswap when the campaign
+    /// enables it): the swap disk is what global reclaim writes to.
+    fn swap_backend(&self) -> SwapBackend {
+        SwapBackend::Disk
+    }
+
     fn describe(&self) -> String {
         format!("size={}", self.size)
     }

@@ -33,6 +33,7 @@ use super::memcg_charge::WRITE_CHUNK;
 use crate::bench::sys::{self, Map, own_cgroup, page_size, read_file, stamp, write_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
+use crate::memory::SwapBackend;
 
 /// The cgroup v2 root.
 const ROOT: &str = "/sys/fs/cgroup";
@@ -58,6 +59,12 @@ impl Default for MemcgLifecycle {
 }
 
 impl Kind for MemcgLifecycle {
+    /// Its proactive reclaim writes into zswap, which needs a swap device
+    /// behind it.
+    fn swap_backend(&self) -> SwapBackend {
+        SwapBackend::Disk
+    }
+
     fn describe(&self) -> String {
         format!("size={}", self.size)
     }

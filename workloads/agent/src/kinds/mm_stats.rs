@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::{Bench, GuestSize, Load, ParamError, Task, TaskCgroups};
 use crate::kind::Kind;
+use crate::memory::SwapBackend;
 
 /// Files read every operation where the kernel has them.
 pub const FILES: &[&str] = &[
@@ -105,6 +106,12 @@ impl Default for MmStats {
 }
 
 impl Kind for MmStats {
+    /// Its files (/proc/swaps, the swap and zswap sysfs attributes) read a
+    /// swap device's state, as on a machine that has one.
+    fn swap_backend(&self) -> SwapBackend {
+        SwapBackend::Disk
+    }
+
     fn describe(&self) -> String {
         "procfs, sysfs and memcg mm statistics".to_string()
     }

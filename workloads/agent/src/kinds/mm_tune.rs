@@ -31,6 +31,7 @@ use super::mm_stats::expand;
 use crate::bench::sys::{read_file, write_file};
 use crate::bench::{Bench, GuestSize, Load, ParamError, Task, check_one_task};
 use crate::kind::Kind;
+use crate::memory::SwapBackend;
 use crate::sysfs::setting;
 
 /// Written as the value the tunable read at task start.
@@ -192,6 +193,12 @@ impl Default for MmTune {
 }
 
 impl Kind for MmTune {
+    /// Its writes include zswap's parameters and vm.swappiness, which act
+    /// on a swap device.
+    fn swap_backend(&self) -> SwapBackend {
+        SwapBackend::Disk
+    }
+
     fn describe(&self) -> String {
         format!("{} tunables", TUNABLES.len())
     }

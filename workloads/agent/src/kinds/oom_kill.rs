@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::bench::sys::{self, Map, fork_child, page_size};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
+use crate::memory::SwapBackend;
 
 /// The parent of the children's cgroups.
 pub const CGROUP: &str = "/sys/fs/cgroup/patchbench-oom";
@@ -55,6 +56,12 @@ impl Default for OomKill {
 }
 
 impl Kind for OomKill {
+    /// As test_memcg_oom_events runs: on a machine with swap, the cgroup's
+    /// memory.swap.max 0 keeping its pages out of it.
+    fn swap_backend(&self) -> SwapBackend {
+        SwapBackend::Disk
+    }
+
     fn describe(&self) -> String {
         format!("limit={}", self.limit)
     }

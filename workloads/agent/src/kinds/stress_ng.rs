@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::kind::Kind;
+use crate::memory::SwapBackend;
 
 /// Where stress-ng is, on the host and in its staged root.
 pub const STRESS_NG: &str = "/usr/bin/stress-ng";
@@ -41,6 +42,12 @@ pub struct StressNg {
 }
 
 impl Kind for StressNg {
+    /// A stressor a user names may swap (stress-ng's `vm` and `swap`
+    /// stressors do); none of the shipped campaigns' does.
+    fn swap_backend(&self) -> SwapBackend {
+        SwapBackend::Disk
+    }
+
     fn initramfs_archives(&self) -> Vec<String> {
         vec![self.archive.clone()]
     }
