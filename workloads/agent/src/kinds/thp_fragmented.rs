@@ -48,6 +48,7 @@ use super::page_fault_anon::THP_SIZE;
 use crate::bench::sys::{Map, page_size, read_file, write_file};
 use crate::bench::{Bench, Bytes, GuestSize, Load, ParamError, Task, check_held};
 use crate::kind::Kind;
+use crate::memory::SwapBackend;
 
 const DEFRAG: &str = "/sys/kernel/mm/transparent_hugepage/defrag";
 const PROACTIVENESS: &str = "/proc/sys/vm/compaction_proactiveness";
@@ -85,6 +86,13 @@ impl Default for ThpFragmented {
 }
 
 impl Kind for ThpFragmented {
+    /// Its soak maps as much as MemTotal before faulting any of it, which
+    /// the kernel's default overcommit heuristic allows only with swap
+    /// beside memory (without it: ENOMEM, 2026-12-08).
+    fn swap_backend(&self) -> SwapBackend {
+        SwapBackend::Disk
+    }
+
     fn describe(&self) -> String {
         format!("size={} fragment={}", self.size, self.fragment)
     }
