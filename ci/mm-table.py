@@ -6,8 +6,11 @@ prints one Markdown row per run: the benchmark and its spec, the
 parameters run (beyond tasks and ops), the tree and online vCPUs, what the
 spec needs, the mean kernel instructions per operation over every sample,
 the within-boot CV of ops_kernel_insns per boot (smallest to largest),
-whether the largest is within issue 49's 0.1%, whether the kernel ran the
-RCU barrier at the window's edges, and the kept report.
+whether the largest is within issue 49's 0.1%, how many distinct sample
+sequences its boots gave (1 of 3: every boot repeated the others sample for
+sample), whether the guest had the virtio swap disk (whose completions the
+host times), whether the kernel ran the RCU barrier at the window's edges,
+and the kept report.
 
     python3 ci/mm-table.py > results/mm/README.md   # from the checkout's root
 """
@@ -47,18 +50,24 @@ def row(run: pathlib.Path):
     needs = ", ".join(spec.get("needs") or []) or "—"
     barrier = facts.get("rcu_barrier")
     barrier = {True: "yes", False: "no", None: "—"}[barrier]
+    disk = "yes" if any("/dev/vda" in w for w in facts.get("swaps") or []) else "no"
     failed = [b for b in results["boots"] if not b["samples"]]
     if failed:
         what = failed[0].get("failure", {}).get("what", "no sample")
         what = what.splitlines()[0].split(" (MemFree")[0].rstrip(":; ").replace("|", "/")
         return (
             f"| [{kind}](../../workloads/{kind}.yaml) | {params} | {tree} | {needs} "
-            f"| stopped: {what} | | | {barrier} | [{run.name}]({run.name}/report.md) |"
+            f"| stopped: {what} | | | | {disk} | {barrier} | [{run.name}]({run.name}/report.md) |"
         )
     metric = next(
         m for m in ("ops_kernel_insns", "run_kernel_insns", "boot_kernel_insns")
         if m in results["boots"][0]["samples"][0]["metrics"]
     )
+    sequences = {
+        tuple(w["metrics"].get(metric) for w in boot.get("warmups", []) + boot["samples"])
+        for boot in results["boots"]
+    }
+    alike = f"{len(sequences)} of {len(results['boots'])}"
     if metric == "boot_kernel_insns":
         # One sample a boot (kernel-boot): the spread is across boots.
         xs = [b["samples"][0]["metrics"][metric] for b in results["boots"]]
@@ -66,7 +75,8 @@ def row(run: pathlib.Path):
         return (
             f"| [{kind}](../../workloads/{kind}.yaml) | {params or '—'} | {tree} | {needs} "
             f"| a boot: {statistics.mean(xs):,.0f} | across {len(xs)} boots: {cv:.3f}% "
-            f"| {'met' if cv <= TARGET else 'not met'} | {barrier} | [{run.name}]({run.name}/report.md) |"
+            f"| {'met' if cv <= TARGET else 'not met'} | {alike} | {disk} | {barrier} "
+            f"| [{run.name}]({run.name}/report.md) |"
         )
     cvs, per_op = [], []
     for boot in results["boots"]:
@@ -79,7 +89,7 @@ def row(run: pathlib.Path):
     return (
         f"| [{kind}](../../workloads/{kind}.yaml) | {params} | {tree} | {needs} "
         f"| {f'{statistics.mean(per_op):,.0f}' if per_op else 'a run: ' + f'{statistics.mean(xs):,.0f}'} | {min(cvs):.3f}–{max(cvs):.3f}% | {met} "
-        f"| {barrier} | [{run.name}]({run.name}/report.md) |"
+        f"| {alike} | {disk} | {barrier} | [{run.name}]({run.name}/report.md) |"
     )
 
 
@@ -89,8 +99,9 @@ def main():
     print("runs kept here; [docs/mm-library.md](../../docs/mm-library.md) says what")
     print("the columns mean and why the CV is what it is.\n")
     print("| workload | parameters run | tree | needs | kernel insns/op "
-          "| within-boot CV (per boot) | ≤ 0.1% | RCU barrier | kept run |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| within-boot CV (per boot) | ≤ 0.1% | sequences | swap disk | RCU barrier "
+          "| kept run |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for run in sorted((ROOT / "results" / "mm").iterdir()):
         if (run / "results.json").exists():
             line = row(run)
