@@ -289,7 +289,7 @@ fn reach_names_the_second_kernels_map_for_a_file_only_it_builds() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("kmemleak_scan            mm-kmemleak-scan (4.330%"),
+        stdout.contains("kmemleak_scan            mm-kmemleak-scan (4.485%"),
         "{stdout}"
     );
 }
@@ -402,14 +402,14 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
         0,
         &[(
             "mm/compaction.c: isolate_freepages_block",
-            "mm-compaction (0.154%",
+            "mm-compaction (0.161%",
         )],
         &[],
     ),
     (
         "damon-core-commit-target-nid",
         0,
-        &[("mm/damon/core.c: damos_commit", "mm-damon-tune (0.001%")],
+        &[("mm/damon/core.c: damos_commit", "mm-damon-tune (9.9e-4%")],
         &[],
     ),
     (
@@ -436,11 +436,11 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
         &[
             (
                 "mm/damon/vaddr.c: damon_mkold_pmd_entry",
-                "mm-damon-tune (0.421%",
+                "mm-damon-tune (0.430%",
             ),
             (
                 "mm/damon/vaddr.c: damon_young_pmd_entry",
-                "mm-damon-tune (0.579%",
+                "mm-damon-tune (0.591%",
             ),
         ],
         &[],
@@ -505,14 +505,14 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
         0,
         &[(
             "mm/kmemleak.c: kmemleak_alloc_percpu",
-            "mm-kmemleak-scan (3.1e-6%",
+            "mm-kmemleak-scan (3.3e-6%",
         )],
         &[],
     ),
     (
         "kmemleak-phys-upper-bound",
         0,
-        &[("mm/kmemleak.c: kmemleak_scan", "mm-kmemleak-scan (4.330%")],
+        &[("mm/kmemleak.c: kmemleak_scan", "mm-kmemleak-scan (4.485%")],
         &[],
     ),
     (
@@ -544,7 +544,7 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
     (
         "mremap-partial-vma-at-zero",
         0,
-        &[("mm/mremap.c: move_vma", "mm-mremap (1.409%")],
+        &[("mm/mremap.c: move_vma", "mm-mremap (1.407%")],
         &[],
     ),
     (
@@ -553,11 +553,11 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
         &[
             (
                 "mm/page_vma_mapped.c: check_pte",
-                "mm-numa-migrate-pages (0.828%",
+                "mm-numa-migrate-pages (0.834%",
             ),
             (
                 "mm/page_vma_mapped.c: page_vma_mapped_walk",
-                "mm-stress-ng-idle-page (3.615%",
+                "mm-numa-migrate-pages (3.627%",
             ),
         ],
         &["seed-003-reclaim-refault-cost"],
@@ -571,7 +571,7 @@ const UPSTREAM_MM: &[UpstreamRow] = &[
     (
         "vmscan-node-reclaim-release-barrier",
         0,
-        &[("mm/vmscan.c: node_reclaim", "mm-node-reclaim (0.025%")],
+        &[("mm/vmscan.c: node_reclaim", "mm-node-reclaim (0.024%")],
         &[],
     ),
 ];
