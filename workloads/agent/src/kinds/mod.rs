@@ -295,6 +295,20 @@ mod tests {
         assert_eq!(on_zram.swap_backend(), SwapBackend::Zram);
     }
 
+    /// The virtio disk's completions are host-timed, so only a kind that
+    /// swaps (or acts on a swap device) boots with it.
+    #[test]
+    fn a_kind_has_the_swap_disk_only_if_it_asks() {
+        let brk = Workload::Brk(super::brk::Brk::default());
+        assert_eq!(brk.swap_backend(), SwapBackend::None);
+        let mprotect = Workload::Mprotect(super::mprotect::Mprotect::default());
+        assert_eq!(mprotect.swap_backend(), SwapBackend::None);
+        let reclaim = Workload::GlobalReclaim(super::global_reclaim::GlobalReclaim::default());
+        assert_eq!(reclaim.swap_backend(), SwapBackend::Disk);
+        let soak = Workload::ThpFragmented(super::thp_fragmented::ThpFragmented::default());
+        assert_eq!(soak.swap_backend(), SwapBackend::Disk);
+    }
+
     #[test]
     fn every_kind_is_tagged_with_its_listed_name_on_the_wire() {
         let exec = Workload::Exec(super::exec::Exec {
