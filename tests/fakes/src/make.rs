@@ -37,8 +37,9 @@ pub fn parse(args: &[String]) -> Result<Invocation, Refused> {
             a if a.starts_with("O=") => out = Some(PathBuf::from(&a[2..])),
             a if a.starts_with("-j") && a[2..].parse::<u32>().is_ok_and(|n| n > 0) => {}
             "KBUILD_BUILD_USER=patchbench" | "KBUILD_BUILD_HOST=patchbench" => {}
-            a if a.len() > "KBUILD_BUILD_TIMESTAMP=".len()
-                && a.starts_with("KBUILD_BUILD_TIMESTAMP=") => {}
+            a if a
+                .strip_prefix("KBUILD_BUILD_TIMESTAMP=")
+                .is_some_and(|t| !t.is_empty()) => {}
             a if a
                 .strip_prefix("KBUILD_BUILD_VERSION=")
                 .is_some_and(|n| n.parse::<u32>().is_ok()) => {}

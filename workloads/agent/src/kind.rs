@@ -4,8 +4,8 @@
 use crate::memory::SwapBackend;
 
 /// What the host and the guest ask of every kind. Only
-/// [`Kind::describe`] has no default: a kind that needs no swap device of
-/// its own, no zram, no profiler and no host root says nothing more.
+/// [`Kind::describe`] has no default: a kind that needs no swap device,
+/// no zram, no profiler and no host root says nothing more.
 pub trait Kind {
     /// The swap device it runs with (set up once per boot). None by
     /// default: the virtio swap disk's completions reach the guest when the
